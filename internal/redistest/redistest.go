@@ -1,0 +1,153 @@
+// Package redistest starts real redis-server processes for tests: each on a
+// free loopback port (never 6379) with its own temporary directory, stopped
+// when the test ends.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// StartTimeout bounds how long a server may take to answer PING.
+const StartTimeout = 10 * time.Second
+
+// Server is a redis-server process owned by one test.
+type Server struct {
+	t    testing.TB
+	Port int
+	Dir  string
+	args []string
+	cmd  *exec.Cmd
+}
+
+// Start runs a redis-server with persistence off and extra config
+// directives ("name", "value", ...) appended to its command line, and waits
+// until it answers PING.
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (make test installs it): %v", err)
+	}
+	s := &Server{t: t, Dir: t.TempDir()}
+	s.Port = FreePort(t)
+	s.args = append([]string{
+		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+		"--dir", s.Dir, "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
+	}, prefixed(extra)...)
+	s.start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// prefixed turns "name", "value" pairs into "--name", "value".
+func prefixed(kv []string) []string {
+	out := make([]string, 0, len(kv))
+	for i, v := range kv {
+		if i%2 == 0 {
+			v = "--" + v
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (s *Server) start() {
+	s.t.Helper()
+	s.cmd = exec.Command("redis-server", s.args...)
+	// Its own process group: a test that signals its process group must
+	// not hit the server.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	s.WaitReady()
+}
+
+// WaitReady polls PING until the server answers or StartTimeout passes.
+func (s *Server) WaitReady() {
+	s.t.Helper()
+	rdb := s.Client()
+	defer rdb.Close()
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		err := rdb.Ping(context.Background()).Err()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			s.t.Fatalf("redis-server on port %d not ready after %s: %v\n%s", s.Port, StartTimeout, err, log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Addr is "127.0.0.1:<port>".
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+
+// URL is the redis:// URL of the server.
+func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr()) }
+
+// Client returns a new go-redis client for the server, closed with the test.
+func (s *Server) Client() *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true})
+	s.t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// Pid is the server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Kill stops the server with SIGKILL and reaps it. Safe to call twice.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // in case a test paused it
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+}
+
+// Restart kills the server and starts it again on the same port, with no
+// data: persistence is off.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Kill()
+	s.start()
+}
+
+// Signal sends sig to the server (SIGSTOP and SIGCONT pause and resume it).
+func (s *Server) Signal(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("signal redis-server: %v", err)
+	}
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago. It never
+// returns 6379, which belongs to the user's own Redis.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if port != 6379 {
+			return port
+		}
+	}
+}

@@ -1,0 +1,164 @@
+// Package supervise runs with-lock's command as a child process: in its own
+// process group so the whole tree can be signalled, killed by the kernel if
+// with-lock dies, and in the terminal's foreground when run interactively.
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Exit codes of a command that could not be started, as a shell reports them.
+const (
+	ExitNotExecutable = 126
+	ExitNotFound      = 127
+)
+
+// StartError is a command that could not be started; Code is 126 or 127.
+type StartError struct {
+	Code int
+	Err  error
+}
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Resolve finds argv0 as the shell would (PATH unless it has a slash) and
+// checks it can be executed, before anything is locked.
+func Resolve(argv0 string) (string, error) {
+	path, err := exec.LookPath(argv0)
+	if err == nil {
+		return path, nil
+	}
+	return "", startError(argv0, err)
+}
+
+func startError(argv0 string, err error) *StartError {
+	var code int
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		code = ExitNotFound
+	default: // permission, a directory, a bad executable format
+		code = ExitNotExecutable
+	}
+	var eerr *exec.Error
+	if errors.As(err, &eerr) {
+		err = eerr.Err
+	}
+	return &StartError{Code: code, Err: fmt.Errorf("%s: %w", argv0, err)}
+}
+
+// Child is a running command.
+type Child struct {
+	cmd        *exec.Cmd
+	pgid       int
+	foreground int // the terminal fd whose foreground we took, or -1
+	done       chan struct{}
+	state      *os.ProcessState
+	waitErr    error
+}
+
+// Start runs path with argv and env, stdio inherited. The child leads a new
+// process group. When with-lock has the terminal, the group takes its
+// foreground so interactive commands can read it and get Ctrl-C directly.
+func Start(path string, argv, env []string) (*Child, error) {
+	c := &Child{done: make(chan struct{}), foreground: -1}
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   argv,
+		Env:    env,
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid: true,
+			// The kernel kills the child when the thread that forked it
+			// dies, which includes with-lock being killed with SIGKILL.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	if fd := int(os.Stdin.Fd()); ownsTerminal(fd) {
+		cmd.SysProcAttr.Foreground = true
+		cmd.SysProcAttr.Ctty = fd
+		c.foreground = fd
+	}
+	c.cmd = cmd
+	started := make(chan error, 1)
+	go func() {
+		// Pdeathsig fires when the forking thread exits, not the process:
+		// keep this goroutine on its thread until the child has been reaped.
+		// Returning while still locked then ends the thread, harmlessly.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		c.pgid = cmd.Process.Pid
+		started <- nil
+		c.waitErr = cmd.Wait()
+		c.state = cmd.ProcessState
+		c.restoreTerminal()
+		close(c.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, startError(argv[0], err)
+	}
+	return c, nil
+}
+
+// ownsTerminal reports whether fd is a terminal whose foreground process
+// group is ours.
+func ownsTerminal(fd int) bool {
+	pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
+}
+
+// restoreTerminal gives the terminal's foreground back to with-lock's group.
+// From a background group tcsetpgrp raises SIGTTOU, which stops the process
+// unless ignored, so it is ignored for good: with-lock never reads the tty.
+func (c *Child) restoreTerminal() {
+	if c.foreground < 0 {
+		return
+	}
+	signal.Ignore(syscall.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(c.foreground, unix.TIOCSPGRP, unix.Getpgrp())
+}
+
+// Pid returns the child's process id, which is also its process group id.
+func (c *Child) Pid() int { return c.pgid }
+
+// Done is closed once the child has exited and been reaped.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Signal sends sig to the child's whole process group, so a shell's own
+// children get it too. A group that is already gone is not an error.
+func (c *Child) Signal(sig syscall.Signal) error {
+	err := syscall.Kill(-c.pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// Wait waits for the child and returns its exit code as a shell reports it:
+// its own code, or 128+N when signal N killed it.
+func (c *Child) Wait() int {
+	<-c.done
+	return ExitCode(c.state)
+}
+
+// ExitCode converts a finished process's state to a shell-style exit code.
+func ExitCode(st *os.ProcessState) int {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}

@@ -1,0 +1,265 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix is put before a lock's name to make its Redis key.
+const DefaultPrefix = "lock:"
+
+var (
+	// ErrNotObtained means the lock is held by someone else. Errors from
+	// TryAcquire and Acquire that match it with errors.Is are *HeldError.
+	ErrNotObtained = errors.New("lock is held by another owner")
+
+	// ErrLockNotHeld means the lock is no longer ours: it expired, or it
+	// expired and someone else took it. Release and Extend return it and
+	// leave the key untouched.
+	ErrLockNotHeld = errors.New("lock is no longer held")
+)
+
+// HeldError tells who holds a lock that could not be obtained.
+type HeldError struct {
+	Key    string        // the lock's Redis key
+	Holder string        // "<host>:<pid>" of the owner, or "unknown"
+	TTL    time.Duration // the owner's remaining time; 0 if unknown or gone
+}
+
+// Error names the key, the holder and its remaining time. It never shows the
+// holder's full token.
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lock %s is held by %s (expires in %s)", e.Key, e.Holder, e.TTL.Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrNotObtained) true.
+func (e *HeldError) Is(target error) bool { return target == ErrNotObtained }
+
+// Options configure a Client. A nil *Options means the defaults.
+type Options struct {
+	// Prefix is put before a lock's name to make its key; "" means
+	// DefaultPrefix.
+	Prefix string
+}
+
+// LockOptions configure one acquisition. A nil *LockOptions means the
+// defaults: no fencing number, no min-hold.
+type LockOptions struct {
+	// Fence draws a fencing number with the acquisition: see Lock.Fence.
+	Fence bool
+	// MinHold keeps the key at least this long after acquisition: Release
+	// shortens its life to what is left of MinHold instead of deleting it.
+	MinHold time.Duration
+}
+
+// Client takes locks on one Redis deployment. It is safe for concurrent use
+// and holds no state between locks beyond its configuration.
+type Client struct {
+	rdb    redis.UniversalClient
+	prefix string
+	owner  string // "<host>:<pid>:" put before every token
+}
+
+// New returns a Client that takes locks through rdb.
+func New(rdb redis.UniversalClient, opts *Options) *Client {
+	c := &Client{rdb: rdb, prefix: DefaultPrefix, owner: ownerPrefix()}
+	if opts != nil && opts.Prefix != "" {
+		c.prefix = opts.Prefix
+	}
+	return c
+}
+
+// Key returns the Redis key of the lock called name.
+func (c *Client) Key(name string) string { return c.prefix + name }
+
+// FenceKey returns the key of the fencing counter of the lock called name.
+// It lies in the same Redis Cluster slot as the lock's key, so both can be
+// written by one script.
+func (c *Client) FenceKey(name string) string { return fenceKey(c.Key(name)) }
+
+func fenceKey(key string) string {
+	// A key's slot comes from its first "{...}" if there is a non-empty one,
+	// else from the whole key. Keep that hash tag, or make the whole key one.
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key + ":fence"
+		}
+	}
+	return "{" + key + "}:fence"
+}
+
+// TryAcquire takes the lock called name for ttl, or fails at once with a
+// *HeldError (errors.Is(err, ErrNotObtained)) when someone else holds it.
+// Without fencing it is exactly one SET key token NX PX ttl (EX when ttl is
+// whole seconds). ttl must be at least a millisecond.
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	token, err := newToken(c.owner)
+	if err != nil {
+		return nil, err
+	}
+	return c.tryAcquire(ctx, name, token, ttl, opts)
+}
+
+func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("ttl %s is below 1ms", ttl)
+	}
+	l := &Lock{c: c, name: name, key: c.Key(name), token: token, ttl: ttl}
+	if opts != nil {
+		l.minHold = opts.MinHold
+	}
+	l.acquired = time.Now() // before sending: the key cannot outlive acquired+ttl
+	var ok bool
+	if opts != nil && opts.Fence {
+		fence, err := c.rdb.Eval(ctx, acquireFencedScript, []string{l.key, fenceKey(l.key)}, token, ttl.Milliseconds()).Int64()
+		switch {
+		case err == nil:
+			ok, l.fence = true, fence
+		case !errors.Is(err, redis.Nil):
+			return nil, fmt.Errorf("acquire %s: %w", l.key, err)
+		}
+	} else {
+		var err error
+		ok, err = c.rdb.SetNX(ctx, l.key, token, ttl).Result()
+		if err != nil {
+			return nil, fmt.Errorf("acquire %s: %w", l.key, err)
+		}
+	}
+	if ok {
+		return l, nil
+	}
+	return c.held(ctx, l, opts != nil && opts.Fence)
+}
+
+// held builds the *HeldError for a failed SET NX. If the key holds our own
+// token, an earlier attempt of this acquisition did land (a retried command
+// or a wait loop) and the lock is ours after all.
+func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) {
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, l.key)
+		pttl = p.PTTL(ctx, l.key)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("inspect %s: %w", l.key, err)
+	}
+	holder := get.Val()
+	if holder == l.token {
+		if fenced {
+			// While we hold the lock nobody else can draw a number, so the
+			// counter is still the one our landed script drew.
+			if l.fence, err = c.rdb.Get(ctx, fenceKey(l.key)).Int64(); err != nil {
+				return nil, fmt.Errorf("read fence of %s: %w", l.key, err)
+			}
+		}
+		return l, nil
+	}
+	e := &HeldError{Key: l.key, Holder: "unknown"}
+	if holder != "" {
+		e.Holder = Holder(holder)
+	}
+	if d := pttl.Val(); d > 0 {
+		e.TTL = d
+	}
+	return nil, e
+}
+
+// Acquire takes the lock called name for ttl, waiting while someone else
+// holds it until ctx is done. When ctx ends first the error matches both
+// ErrNotObtained and ctx.Err() with errors.Is.
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	token, err := newToken(c.owner)
+	if err != nil {
+		return nil, err
+	}
+	return c.wait(ctx, name, token, ttl, opts)
+}
+
+// Lock is a lock that was obtained. Its methods are safe for concurrent use.
+type Lock struct {
+	c        *Client
+	name     string
+	key      string
+	token    string
+	ttl      time.Duration
+	minHold  time.Duration
+	fence    int64
+	acquired time.Time // when the acquiring command was sent (monotonic)
+}
+
+// Name returns the lock's name as given to TryAcquire or Acquire.
+func (l *Lock) Name() string { return l.name }
+
+// Key returns the lock's Redis key.
+func (l *Lock) Key() string { return l.key }
+
+// Token returns the value that proves ownership. Treat it as a secret: anyone
+// who knows it can release the lock.
+func (l *Lock) Token() string { return l.token }
+
+// Fence returns the lock's fencing number, strictly greater than that of
+// every earlier fenced acquisition of the same name, or 0 when the lock was
+// taken without LockOptions.Fence.
+func (l *Lock) Fence() int64 { return l.fence }
+
+// AcquiredAt returns when the acquiring command was sent. The key cannot
+// outlive AcquiredAt plus the TTL unless the lock is extended.
+func (l *Lock) AcquiredAt() time.Time { return l.acquired }
+
+// TTL returns the lock's remaining time, or ErrLockNotHeld when it is no
+// longer ours.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	ms, err := l.c.rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("ttl of %s: %w", l.key, err)
+	}
+	if ms < 0 {
+		return 0, ErrLockNotHeld
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Extend sets the lock's remaining time to ttl if it is still ours, with one
+// compare-and-PEXPIRE script. It never recreates an expired key: then it
+// returns ErrLockNotHeld.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("ttl %s is below 1ms", ttl)
+	}
+	n, err := l.c.rdb.Eval(ctx, extendScript, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("extend %s: %w", l.key, err)
+	}
+	if n != 1 {
+		return ErrLockNotHeld
+	}
+	return nil
+}
+
+// Release gives the lock up if it is still ours, with one compare-and-delete
+// script, and wakes those waiting for it. With LockOptions.MinHold, a lock
+// released early is kept until its min-hold passes. When the lock is no
+// longer ours it returns ErrLockNotHeld and leaves the key alone.
+func (l *Lock) Release(ctx context.Context) error {
+	var keep int64
+	if l.minHold > 0 {
+		if left := l.minHold - time.Since(l.acquired); left >= time.Millisecond {
+			keep = left.Milliseconds()
+		}
+	}
+	n, err := l.c.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep).Int64()
+	if err != nil {
+		return fmt.Errorf("release %s: %w", l.key, err)
+	}
+	if n != 1 {
+		return ErrLockNotHeld
+	}
+	return nil
+}
