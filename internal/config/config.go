@@ -40,6 +40,8 @@ type Config struct {
 	ConflictExit int
 	Quiet        bool
 	Version      bool
+
+	RenewConfig // renewal, loss, min-hold, fencing, --status: renew.go
 }
 
 // Parse reads args (without the program name) and the environment lookup
@@ -60,6 +62,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		if env := getenv("WITH_LOCK_REDIS"); env != "" {
 			c.RedisURL = env
 		}
+	}
+	if c.Status {
+		return c.parseStatus(fs.Args())
 	}
 	rest := fs.Args()
 	switch {
@@ -88,7 +93,7 @@ func (c *Config) validate() error {
 	if strings.ContainsFunc(c.Name, unicode.IsControl) {
 		return fmt.Errorf("lock name %q contains control characters", c.Name)
 	}
-	if c.Command[0] == "" {
+	if !c.Status && c.Command[0] == "" {
 		return errors.New("command is empty")
 	}
 	if c.TTL < time.Millisecond {
@@ -103,7 +108,7 @@ func (c *Config) validate() error {
 	if c.ConflictExit < 0 || c.ConflictExit > 255 {
 		return fmt.Errorf("--conflict-exit-code %d is outside 0-255", c.ConflictExit)
 	}
-	return nil
+	return c.RenewConfig.validate()
 }
 
 func newFlagSet(c *Config) *pflag.FlagSet {
@@ -118,6 +123,7 @@ func newFlagSet(c *Config) *pflag.FlagSet {
 	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit `code` when the lock is busy (0-255)")
 	fs.BoolP("nonblock", "n", false, "fail at once when the lock is busy (the default)")
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "say nothing when the lock is busy")
+	addRenewFlags(fs, &c.RenewConfig)
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 	fs.BoolP("help", "h", false, "show this help")
 	fs.SortFlags = false
@@ -137,12 +143,15 @@ Flags:
 	fmt.Fprint(w, `
 Exit codes: the command's own; 128+N if it died of signal N; 75 lock busy;
 64 usage; 69 Redis unavailable; 70 internal error; 77 Redis refused
-credentials; 78 bad configuration; 126 not executable; 127 not found.
+credentials; 78 bad configuration; 125 lock lost while the command ran (it
+was stopped); 126 not executable; 127 not found. --status: 0 held, 1 free.
 
 Examples:
   with-lock nightly-report /opt/jobs/report.sh
   with-lock -E 0 backup -- rsync -a /data /backup     # quiet skip when busy
   with-lock -w 5m --ttl 2m import ./import --full
+  with-lock --min-hold 55s --fence sync /opt/jobs/sync  # cron: every minute
+  with-lock --status --json nightly-report
   */5 * * * * with-lock -q -E 0 sync /opt/jobs/sync   # crontab line
 `)
 }
