@@ -49,6 +49,7 @@ func rnChurn(t *testing.T, srv *redistest.Server, workers, trials int, args ...s
 // sections longer than the TTL so only renewal keeps them exclusive: no
 // overlap.
 func TestFault8NoOverlapUnderChurn(t *testing.T) {
+	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	const workers, trials = 5, 3
@@ -72,6 +73,7 @@ func TestFault8NoOverlapUnderChurn(t *testing.T) {
 // The probe can fail: without renewal the same sections overlap, because
 // the TTL runs out under them.
 func TestFault8ProbeSeesOverlapWithoutRenewal(t *testing.T) {
+	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	args := append([]string{"--no-renew", "-w", "30s", "--ttl", "200ms", "churn"}, rnProbe(dir, "0.6")...)

@@ -172,6 +172,7 @@ func TestFault4RedisPaused(t *testing.T) {
 // 5. Short CLIENT PAUSEs, each shorter than TTL/3, keep delaying renewals:
 // no false loss.
 func TestFault5ShortClientPause(t *testing.T) {
+	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	const ttl = 1500 * time.Millisecond
 	const pause = ttl/3 - 100*time.Millisecond
@@ -234,6 +235,7 @@ func TestFault6WithLockKilled(t *testing.T) {
 // 7. A job three times as long as its TTL keeps its lock throughout, the
 // key's TTL never above --ttl, and the lock is released at the end.
 func TestFault7LongJob(t *testing.T) {
+	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const ttl, run = 2 * time.Second, 6 * time.Second
