@@ -150,7 +150,7 @@ Examples:
   with-lock nightly-report /opt/jobs/report.sh
   with-lock -E 0 backup -- rsync -a /data /backup     # quiet skip when busy
   with-lock -w 5m --ttl 2m import ./import --full
-  with-lock --min-hold 55s --fence sync /opt/jobs/sync  # cron: every minute
+  with-lock --min-hold 55s -E 0 sync /opt/jobs/sync   # every minute, many hosts
   with-lock --status --json nightly-report
   */5 * * * * with-lock -q -E 0 sync /opt/jobs/sync   # crontab line
 `)

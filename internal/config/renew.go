@@ -32,7 +32,7 @@ type RenewConfig struct {
 
 func addRenewFlags(fs *pflag.FlagSet, c *RenewConfig) {
 	fs.BoolVar(&c.NoRenew, "no-renew", false, "do not renew the lock while the command runs")
-	fs.StringVar(&c.OnLost, "on-lost", OnLostTerm, "when the lock is lost: `term` stops the command (exit 125), ignore warns")
+	fs.StringVar(&c.OnLost, "on-lost", OnLostTerm, "`MODE` on a lost lock: term stops the command (exit 125), ignore only warns")
 	fs.DurationVar(&c.KillAfter, "kill-after", DefaultKillAfter, "after --on-lost term's SIGTERM, SIGKILL the command after `DUR`")
 	fs.DurationVar(&c.MinHold, "min-hold", 0, "keep the lock at least `DUR` after acquiring it, even if the command ends sooner")
 	fs.BoolVar(&c.Fence, "fence", false, "give the command a fencing number, increasing per acquisition, in WITH_LOCK_FENCE")
