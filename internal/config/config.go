@@ -32,6 +32,8 @@ type Config struct {
 	Name    string   // the lock's name
 	Command []string // the command and its arguments
 
+	RenewConfig // renewal, loss, min-hold, fencing, --status: renew.go
+
 	RedisURL     string
 	RedisTimeout time.Duration
 	Prefix       string
@@ -40,8 +42,6 @@ type Config struct {
 	ConflictExit int
 	Quiet        bool
 	Version      bool
-
-	RenewConfig // renewal, loss, min-hold, fencing, --status: renew.go
 }
 
 // Parse reads args (without the program name) and the environment lookup
@@ -63,10 +63,10 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 			c.RedisURL = env
 		}
 	}
-	if c.Status {
-		return c.parseStatus(fs.Args())
-	}
 	rest := fs.Args()
+	if c.Status {
+		return c.parseStatus(rest)
+	}
 	switch {
 	case len(rest) == 0:
 		return nil, fmt.Errorf("%w: missing lock name and command", ErrUsage)
@@ -87,6 +87,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 }
 
 func (c *Config) validate() error {
+	if err := c.RenewConfig.validate(); err != nil {
+		return err
+	}
 	if c.Name == "" {
 		return errors.New("lock name is empty")
 	}
@@ -108,7 +111,7 @@ func (c *Config) validate() error {
 	if c.ConflictExit < 0 || c.ConflictExit > 255 {
 		return fmt.Errorf("--conflict-exit-code %d is outside 0-255", c.ConflictExit)
 	}
-	return c.RenewConfig.validate()
+	return nil
 }
 
 func newFlagSet(c *Config) *pflag.FlagSet {
@@ -119,11 +122,11 @@ func newFlagSet(c *Config) *pflag.FlagSet {
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", DefaultRedisTimeout, "connect and command `timeout` for Redis")
 	fs.StringVar(&c.Prefix, "prefix", "lock:", "key `prefix`: the key is <prefix><name>")
 	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "lock `TTL`")
+	addRenewFlags(fs, &c.RenewConfig)
 	fs.DurationVarP(&c.Wait, "wait", "w", 0, "wait up to `DUR` for a busy lock instead of failing")
 	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit `code` when the lock is busy (0-255)")
 	fs.BoolP("nonblock", "n", false, "fail at once when the lock is busy (the default)")
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "say nothing when the lock is busy")
-	addRenewFlags(fs, &c.RenewConfig)
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 	fs.BoolP("help", "h", false, "show this help")
 	fs.SortFlags = false
