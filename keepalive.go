@@ -13,13 +13,18 @@ import (
 // expired. Errors that match it with errors.Is are *LostError.
 var ErrLockLost = errors.New("lock lost")
 
+// errNoAnswer is why a lock was presumed lost when its deadline passed
+// while a renewal still waited for Redis.
+var errNoAnswer = errors.New("no answer from Redis to the last renewal")
+
 // LostError says why a kept-alive lock was lost.
 type LostError struct {
 	Key string // the lock's Redis key
 	// Err is ErrLockNotHeld when Redis said the key expired or holds
 	// another owner's token. Otherwise the local deadline passed without a
-	// successful renewal, and Err is the last renewal's error, or nil when
-	// none failed (the process was paused, for example).
+	// successful renewal, and Err is the last renewal's error (also when it
+	// is still waiting for an answer), or nil when none failed (the process
+	// was paused, for example).
 	Err error
 }
 
@@ -169,6 +174,9 @@ func (k *KeepAlive) run(ctx context.Context) {
 		case <-deadline.C:
 			// Independent of any call in flight: a renewal stuck on a
 			// paused or unreachable Redis cannot postpone this.
+			if busy {
+				lastErr = errNoAnswer
+			}
 			k.lose(lastErr)
 			return
 		case <-next.C:

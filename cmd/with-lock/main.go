@@ -92,7 +92,7 @@ func (r *runner) run() int {
 	if lock == nil {
 		return code
 	}
-	child, err := supervise.Start(path, r.cfg.Command, r.env(lock))
+	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock)) // guard.go
 	if err != nil {
 		r.release(lock)
 		return startFailed(err)

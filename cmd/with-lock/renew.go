@@ -28,7 +28,7 @@ func (r *runner) lockOptions() *withlock.LockOptions {
 func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	// The parent-death signal kills only the command; the guard kills its
 	// children too if with-lock is killed.
-	if err := child.Guard(); err != nil {
+	if err := child.GuardErr(); err != nil {
 		warn("%v; if with-lock is killed, the command's children may outlive it", err)
 	}
 	var ka *withlock.KeepAlive

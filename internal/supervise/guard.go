@@ -26,23 +26,51 @@ const (
 	guardDone  = "done"
 )
 
-// IsGuard reports whether this process was started by Child.Guard; the
+// IsGuard reports whether this process was started as a guard; the
 // program's main must then call RunGuard and nothing else.
 func IsGuard() bool {
 	return len(os.Args) == 1 && os.Args[0] == guardArgv0 && os.Getenv("WITH_LOCK_GUARD") == "1"
 }
 
-// Guard starts a guard that kills the child's process group with SIGKILL
-// if this process dies before the child has exited. It needs this program
-// to call RunGuard when IsGuard is true. The guard is told to exit, without
-// killing, once the child has exited and been reaped.
-func (c *Child) Guard() error {
+// StartGuarded is Start with a guard that kills the child's process group
+// with SIGKILL if this process dies before the child has exited. The guard
+// is started first and told the group right after the fork, so there is
+// no time in which the command runs unguarded and could start children.
+// It needs this program's main to call RunGuard when IsGuard is true. If
+// the guard cannot be started the child runs anyway: see GuardErr.
+func StartGuarded(path string, argv, env []string) (*Child, error) {
+	g, gerr := startGuard()
+	c, err := Start(path, argv, env)
+	if err != nil {
+		if g != nil {
+			g.abort()
+		}
+		return nil, err
+	}
+	if gerr == nil {
+		gerr = g.arm(c)
+	}
+	c.guardErr = gerr
+	return c, nil
+}
+
+// GuardErr says why the child has no guard; nil when it has one or was
+// started without asking for one.
+func (c *Child) GuardErr() error { return c.guardErr }
+
+// guard is a started guard process and the write end of its pipe.
+type guard struct {
+	cmd *exec.Cmd
+	w   *os.File
+}
+
+func startGuard() (*guard, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("guard the command: %w", err)
+		return nil, fmt.Errorf("guard the command: %w", err)
 	}
 	defer r.Close()
-	g := &exec.Cmd{
+	g := &guard{w: w, cmd: &exec.Cmd{
 		Path:  "/proc/self/exe", // this very binary, even if replaced on disk since
 		Args:  []string{guardArgv0},
 		Env:   []string{guardEnv},
@@ -50,26 +78,37 @@ func (c *Child) Guard() error {
 		// Its own group, so signals meant for with-lock's group (a
 		// terminal's, a supervisor's) leave it alone.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
-	if err := g.Start(); err != nil {
+	}}
+	if err := g.cmd.Start(); err != nil {
 		w.Close()
-		return fmt.Errorf("guard the command: %w", err)
+		return nil, fmt.Errorf("guard the command: %w", err)
 	}
-	if _, err := fmt.Fprintf(w, "%d\n", c.pgid); err != nil {
-		w.Close()
-		_ = g.Process.Kill()
-		_ = g.Wait()
+	return g, nil
+}
+
+// arm tells the guard the child's group, and to stand down once the child
+// has exited.
+func (g *guard) arm(c *Child) error {
+	if _, err := fmt.Fprintf(g.w, "%d\n", c.pgid); err != nil {
+		g.abort()
 		return fmt.Errorf("guard the command: %w", err)
 	}
 	go func() {
 		<-c.done
 		// Tell it at once: the leader was just reaped, so once the rest of
 		// its group is gone its id may be reused by strangers.
-		fmt.Fprintln(w, guardDone)
-		w.Close()
-		_ = g.Wait()
+		fmt.Fprintln(g.w, guardDone)
+		g.w.Close()
+		_ = g.cmd.Wait()
 	}()
 	return nil
+}
+
+// abort ends a guard that has not been told a group: EOF before a group
+// makes it exit without killing anything.
+func (g *guard) abort() {
+	g.w.Close()
+	_ = g.cmd.Wait()
 }
 
 // RunGuard is the guard's whole life: read the process group to watch from
