@@ -212,3 +212,21 @@ func TestRenewFlagsUsage(t *testing.T) {
 		}
 	}
 }
+
+// The guard only acts when with-lock dies: after a normal exit the
+// command's leftover background children are left alone, as flock(1)
+// leaves them.
+func TestGuardStandsDownAfterNormalExit(t *testing.T) {
+	srv := redistest.Start(t)
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	res := clitest.Run(t, rnEnv(srv), "guard", "sh", "-c", `sleep 100 >/dev/null 2>&1 & echo $! > "$0.tmp" && mv "$0.tmp" "$0"`, pidfile)
+	if res.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	pid := clitest.ReadPids(t, 5*time.Second, pidfile, 1)[0]
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	time.Sleep(200 * time.Millisecond) // time for a wrongly armed guard to strike
+	if !clitest.Alive(pid) {
+		t.Error("a background child of a command that exited normally was killed")
+	}
+}
