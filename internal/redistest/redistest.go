@@ -21,9 +21,18 @@ import (
 // StartTimeout bounds how long a server may take to answer PING.
 const StartTimeout = 10 * time.Second
 
-// Server is a redis-server process owned by one test.
+// tb is the part of testing.TB a Server uses. Start passes the test's;
+// StartMain, which has no test, passes a mainTB.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
+// Server is a redis-server process owned by one test, or by the whole test
+// binary when started with StartMain.
 type Server struct {
-	t    testing.TB
+	t    tb
 	Port int
 	Dir  string
 	args []string
@@ -35,18 +44,76 @@ type Server struct {
 // until it answers PING.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	return newServer(t, t.TempDir(), extra)
+}
+
+// StartMain is Start for TestMain, where there is no testing.TB: examples
+// cannot start a server of their own, so TestMain starts one for them. Call
+// stop after m.Run; it kills the server and removes its directory. Later
+// failures of the Server's methods, which Start reports with t.Fatalf,
+// panic instead.
+func StartMain(extra ...string) (s *Server, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	m := &mainTB{}
+	stop = func() {
+		m.cleanup()
+		_ = os.RemoveAll(dir)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(mainFatal)
+			if !ok {
+				panic(r)
+			}
+			stop()
+			s, stop, err = nil, nil, f
+		}
+	}()
+	return newServer(m, dir, extra), stop, nil
+}
+
+// mainTB stands in for a test in StartMain: Fatalf panics with a mainFatal
+// and Cleanup functions run when stop is called, last first.
+type mainTB struct{ cleanups []func() }
+
+type mainFatal struct{ error }
+
+func (*mainTB) Helper() {}
+
+func (*mainTB) Fatalf(format string, args ...any) {
+	panic(mainFatal{fmt.Errorf(format, args...)})
+}
+
+func (m *mainTB) Cleanup(f func()) { m.cleanups = append(m.cleanups, f) }
+
+func (m *mainTB) cleanup() {
+	for i := len(m.cleanups) - 1; i >= 0; i-- {
+		m.cleanups[i]()
+	}
+	m.cleanups = nil
+}
+
+func newServer(t tb, dir string, extra []string) *Server {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make test installs it): %v", err)
 	}
-	s := &Server{t: t, Dir: t.TempDir()}
-	s.Port = FreePort(t)
+	s := &Server{t: t, Dir: dir}
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	s.Port = port
 	s.args = append([]string{
 		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
 		"--dir", s.Dir, "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
 	}, prefixed(extra)...)
+	t.Cleanup(s.Kill) // before start: a server that never gets ready is killed too
 	s.start()
-	t.Cleanup(s.Kill)
 	return s
 }
 
@@ -139,15 +206,23 @@ func (s *Server) Signal(sig syscall.Signal) {
 // returns 6379, which belongs to the user's own Redis.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return port
+}
+
+func freePort() (int, error) {
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatalf("find a free port: %v", err)
+			return 0, fmt.Errorf("find a free port: %w", err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
 		if port != 6379 {
-			return port
+			return port, nil
 		}
 	}
 }
