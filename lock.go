@@ -90,6 +90,9 @@ func fenceKey(key string) string {
 			return key + ":fence"
 		}
 	}
+	if strings.Contains(key, "}") { // it would end the tag early
+		return sameSlotFenceKey(key)
+	}
 	return "{" + key + "}:fence"
 }
 
