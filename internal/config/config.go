@@ -53,6 +53,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	// pflag reports ErrHelp only when no help flag is defined; ours is,
+	// so that it shows in the usage.
+	if help, _ := fs.GetBool("help"); help {
+		return nil, ErrHelp
+	}
 	if c.Version {
 		return c, nil
 	}
