@@ -5,12 +5,14 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -149,7 +151,7 @@ func (s *Server) WaitReady() {
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		err := rdb.Ping(context.Background()).Err()
-		if err == nil {
+		if err == nil || isAuthError(err) { // it answers, to those who log in
 			return
 		}
 		if time.Now().After(deadline) {
@@ -158,6 +160,13 @@ func (s *Server) WaitReady() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// isAuthError reports whether err is Redis refusing an unauthenticated
+// client, as a server started with requirepass does.
+func isAuthError(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOAUTH")
 }
 
 // Addr is "127.0.0.1:<port>".
