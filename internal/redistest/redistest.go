@@ -5,6 +5,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -28,6 +29,7 @@ type Server struct {
 	Dir  string
 	args []string
 	cmd  *exec.Cmd
+	tls  *tls.Config // non-nil: the port speaks only TLS (StartTLS)
 }
 
 // Start runs a redis-server with persistence off and extra config
@@ -35,16 +37,39 @@ type Server struct {
 // until it answers PING.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	return launch(t, launchOptions{extra: extra})
+}
+
+// launchOptions vary how launch starts a server.
+type launchOptions struct {
+	port  int         // 0: a free one
+	tls   *tls.Config // serve TLS only, on port; the client's config
+	dir   string      // "": a new temporary directory
+	first []string    // arguments before all others (a config file)
+	extra []string    // "name", "value" config directives
+}
+
+func launch(t testing.TB, o launchOptions) *Server {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make test installs it): %v", err)
 	}
-	s := &Server{t: t, Dir: t.TempDir()}
-	s.Port = FreePort(t)
-	s.args = append([]string{
-		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+	s := &Server{t: t, Dir: o.dir, Port: o.port, tls: o.tls}
+	if s.Dir == "" {
+		s.Dir = t.TempDir()
+	}
+	if s.Port == 0 {
+		s.Port = FreePort(t)
+	}
+	ports := []string{"--port", strconv.Itoa(s.Port)}
+	if o.tls != nil {
+		ports = []string{"--port", "0", "--tls-port", strconv.Itoa(s.Port)}
+	}
+	s.args = append(append(append(o.first, ports...),
+		"--bind", "127.0.0.1",
 		"--dir", s.Dir, "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
-	}, prefixed(extra)...)
+	), prefixed(o.extra)...)
 	s.start()
 	t.Cleanup(s.Kill)
 	return s
@@ -96,12 +121,17 @@ func (s *Server) WaitReady() {
 // Addr is "127.0.0.1:<port>".
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
 
-// URL is the redis:// URL of the server.
-func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr()) }
+// URL is the redis:// URL of the server, rediss:// when it speaks TLS.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return fmt.Sprintf("rediss://%s/0", s.Addr())
+	}
+	return fmt.Sprintf("redis://%s/0", s.Addr())
+}
 
 // Client returns a new go-redis client for the server, closed with the test.
 func (s *Server) Client() *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, TLSConfig: s.tls})
 	s.t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
