@@ -25,7 +25,7 @@ type prodJob struct {
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
 	exited         chan struct{} // closed once with-lock has exited
-	err            error          // cmd.Wait's, valid after exited
+	err            error         // cmd.Wait's, valid after exited
 }
 
 // startProdJob runs with-lock with args (flags and the lock's name) and the
