@@ -79,26 +79,35 @@ func (g *Sentinels) Addrs() []string {
 	return addrs
 }
 
-// MasterAddr asks the first sentinel that answers for the master's address.
-func (g *Sentinels) MasterAddr(ctx context.Context) string {
-	for _, s := range g.Sentinels {
+// MasterAddrs asks every sentinel for the master's address ("" for one
+// that does not answer).
+func (g *Sentinels) MasterAddrs(ctx context.Context) []string {
+	addrs := make([]string, len(g.Sentinels))
+	for i, s := range g.Sentinels {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr()})
 		addr, err := sc.GetMasterAddrByName(ctx, MasterName).Result()
 		_ = sc.Close()
 		if err == nil && len(addr) == 2 {
-			return addr[0] + ":" + addr[1]
+			addrs[i] = addr[0] + ":" + addr[1]
 		}
 	}
-	return ""
+	return addrs
 }
 
-// WaitMaster polls the sentinels until they name addr as the master.
+// WaitMaster polls until every sentinel names addr as the master. Until
+// then a client may still be sent to the old master by a sentinel that
+// has not heard of the failover yet.
 func (g *Sentinels) WaitMaster(addr string) {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), SentinelTimeout)
 	defer cancel()
-	g.eventually(ctx, "sentinels name "+addr+" the master", func() bool {
-		return g.MasterAddr(ctx) == addr
+	g.eventually(ctx, "all sentinels name "+addr+" the master", func() bool {
+		for _, a := range g.MasterAddrs(ctx) {
+			if a != addr {
+				return false
+			}
+		}
+		return true
 	})
 }
 
