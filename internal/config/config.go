@@ -110,13 +110,13 @@ func newFlagSet(c *Config) *pflag.FlagSet {
 	fs.SetOutput(io.Discard)  // errors are reported once, by the caller
 	fs.StringArrayVar(&c.RedisURLs, "redis", nil, "Redis `URL` (env WITH_LOCK_REDIS; default "+DefaultRedisURL+");\nrepeat for a quorum of independent masters, or the seeds of --cluster")
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", DefaultRedisTimeout, "connect and command `timeout` for Redis")
-	addProductionFlags(fs, c)
 	fs.StringVar(&c.Prefix, "prefix", "lock:", "key `prefix`: the key is <prefix><name>")
 	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "lock `TTL`")
 	fs.DurationVarP(&c.Wait, "wait", "w", 0, "wait up to `DUR` for a busy lock instead of failing")
 	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit `code` when the lock is busy (0-255)")
 	fs.BoolP("nonblock", "n", false, "fail at once when the lock is busy (the default)")
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "say nothing when the lock is busy")
+	addProductionFlags(fs, c)
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 	fs.BoolP("help", "h", false, "show this help")
 	fs.SortFlags = false
