@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +101,37 @@ func TestSentinel(t *testing.T) {
 			t.Fatalf("after failover: exit %d (ran %v), stderr %q; want 0", res.Code, ran(), res.Stderr)
 		}
 	})
+}
+
+// TestSentinelAuth asks a password-protected sentinel for the master.
+func TestSentinelAuth(t *testing.T) {
+	master := redistest.Start(t)
+	s := redistest.StartSentinel(t, master.Port, 1, "requirepass sentinel-pw")
+	pwFile := filepath.Join(t.TempDir(), "sentinel-pw")
+	if err := os.WriteFile(pwFile, []byte("sentinel-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--sentinel", s.Addr(), "--sentinel-master", redistest.MasterName, "--redis-timeout", "2s"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		ok   bool
+	}{
+		{"WITH_LOCK_SENTINEL_PASSWORD", []string{"WITH_LOCK_SENTINEL_PASSWORD=sentinel-pw"}, nil, true},
+		{"--sentinel-password-file", nil, []string{"--sentinel-password-file", pwFile}, true},
+		{"no password", nil, nil, false},
+		{"the master's password is not the sentinel's", []string{"WITH_LOCK_PASSWORD=sentinel-pw"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, ran := prodMarker(t)
+			res := clitest.Run(t, tc.env, append(append(append(args, tc.args...), "s-auth"), cmd...)...)
+			if (res.Code == 0) != tc.ok || ran() != tc.ok || strings.Contains(res.Stderr, "sentinel-pw") {
+				t.Fatalf("exit %d (ran %v), stderr %q; want success %v", res.Code, ran(), res.Stderr, tc.ok)
+			}
+			if !tc.ok && res.Code != 77 {
+				t.Fatalf("exit %d, stderr %q; want 77: the sentinel refused us", res.Code, res.Stderr)
+			}
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func (s *Server) WaitReady() {
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		err := rdb.Ping(context.Background()).Err()
-		if err == nil {
+		if err == nil || strings.HasPrefix(err.Error(), "NOAUTH") { // up, with a password
 			return
 		}
 		if time.Now().After(deadline) {

@@ -39,17 +39,7 @@ func StartSentinels(t testing.TB) *Sentinels {
 	g.Master = Start(t, "repl-diskless-sync-delay", "0")
 	g.Replica = Start(t, "replicaof", "127.0.0.1 "+fmt.Sprint(g.Master.Port), "repl-diskless-sync-delay", "0")
 	for range 3 {
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf")
-		text := fmt.Sprintf(`sentinel monitor %[1]s 127.0.0.1 %[2]d 2
-sentinel down-after-milliseconds %[1]s 1000
-sentinel failover-timeout %[1]s 5000
-sentinel parallel-syncs %[1]s 1
-`, MasterName, g.Master.Port)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatalf("write %s: %v", conf, err)
-		}
-		g.Sentinels = append(g.Sentinels, launch(t, launchOptions{dir: dir, first: []string{conf, "--sentinel"}}))
+		g.Sentinels = append(g.Sentinels, StartSentinel(t, g.Master.Port, 2, ""))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), SentinelTimeout)
 	defer cancel()
@@ -68,6 +58,25 @@ sentinel parallel-syncs %[1]s 1
 		_ = sc.Close()
 	}
 	return g
+}
+
+// StartSentinel starts one sentinel that monitors the master on
+// masterPort as MasterName with the given quorum and short timeouts;
+// conf is appended to its configuration file (e.g. "requirepass pw").
+func StartSentinel(t testing.TB, masterPort, quorum int, conf string) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sentinel.conf")
+	text := fmt.Sprintf(`sentinel monitor %[1]s 127.0.0.1 %[2]d %[3]d
+sentinel down-after-milliseconds %[1]s 1000
+sentinel failover-timeout %[1]s 5000
+sentinel parallel-syncs %[1]s 1
+%[4]s
+`, MasterName, masterPort, quorum, conf)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+	return launch(t, launchOptions{dir: dir, first: []string{path, "--sentinel"}})
 }
 
 // Addrs are the sentinels' addresses.
