@@ -12,6 +12,10 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
+// ClusterACLExtra is what a Cluster client needs beyond
+// LeastPrivilegeACL: it learns which node owns which slot.
+const ClusterACLExtra = " +cluster|slots"
+
 // TestCluster shares one three-master Redis Cluster among its subtests.
 func TestCluster(t *testing.T) {
 	ctx := context.Background()
@@ -140,6 +144,28 @@ func TestCluster(t *testing.T) {
 		res := clitest.Run(t, nil, append(append(args, "--min-replicas", "1", "c-replicas"), cmd...)...)
 		if res.Code != 69 || ran() || !strings.Contains(res.Stderr, "0 of the 1 replicas") {
 			t.Fatalf("exit %d (ran %v), stderr %q; want 69", res.Code, ran(), res.Stderr)
+		}
+	})
+
+	t.Run("the least-privilege ACL, plus CLUSTER SLOTS", func(t *testing.T) {
+		rules := []any{"ACL", "SETUSER", "locker", "reset", "on", ">pw"}
+		for _, r := range strings.Fields(LeastPrivilegeACL + ClusterACLExtra) {
+			rules = append(rules, r)
+		}
+		for _, n := range cl.Nodes {
+			if err := n.Client().Do(ctx, rules...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The user is really used: a wrong password is refused.
+		if res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=wrong"}, "--cluster", "--redis", "redis://locker@"+cl.Nodes[0].Addr()+"/0", "c-acl", "true"); res.Code != 77 {
+			t.Fatalf("wrong password: exit %d, stderr %q; want 77", res.Code, res.Stderr)
+		}
+		cmd, ran := prodMarker(t)
+		res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=pw"}, "--cluster", "--redis",
+			"redis://locker@"+cl.Nodes[0].Addr()+"/0", "c-acl", "sh", "-c", strings.Join(cmd, " "))
+		if res.Code != 0 || !ran() || res.Stderr != "" {
+			t.Fatalf("exit %d (ran %v), stderr %q; want 0", res.Code, ran(), res.Stderr)
 		}
 	})
 

@@ -66,6 +66,26 @@ func TestSentinel(t *testing.T) {
 		}
 	})
 
+	t.Run("the least-privilege ACL is enough behind Sentinel", func(t *testing.T) {
+		rules := []any{"ACL", "SETUSER", "locker", "reset", "on", ">pw"}
+		for _, r := range strings.Fields(LeastPrivilegeACL) {
+			rules = append(rules, r)
+		}
+		if err := master.Do(ctx, rules...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The user is really used: a wrong password is refused.
+		if res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=wrong"}, append(append(args, "--redis", "redis://locker@/0"), "s-acl", "true")...); res.Code != 77 {
+			t.Fatalf("wrong password: exit %d, stderr %q; want 77", res.Code, res.Stderr)
+		}
+		cmd, ran := prodMarker(t)
+		res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=pw"},
+			append(append(args, "--redis", "redis://locker@/0", "s-acl"), cmd...)...)
+		if res.Code != 0 || !ran() || res.Stderr != "" {
+			t.Fatalf("exit %d (ran %v), stderr %q; want 0", res.Code, ran(), res.Stderr)
+		}
+	})
+
 	t.Run("failover: with --min-replicas 1 the lock survives on the promoted replica", func(t *testing.T) {
 		j := startProdJob(t, nil, append(args, "--min-replicas", "1", "s-failover")...)
 		token := j.WaitStarted()
