@@ -5,6 +5,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -29,12 +30,14 @@ type tb interface {
 	Helper()
 	Fatalf(format string, args ...any)
 	Cleanup(func())
+	TempDir() string
 }
 
 // Server is a redis-server process owned by one test, or by the whole test
 // binary when started with StartMain.
 type Server struct {
 	t    tb
+	tls  *tls.Config // non-nil: the port speaks only TLS (StartTLS)
 	Port int
 	Dir  string
 	args []string
@@ -46,7 +49,7 @@ type Server struct {
 // until it answers PING.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	return newServer(t, t.TempDir(), extra)
+	return launch(t, launchOptions{extra: extra})
 }
 
 // StartMain is Start for TestMain, where there is no testing.TB: examples
@@ -74,7 +77,7 @@ func StartMain(extra ...string) (s *Server, stop func(), err error) {
 			s, stop, err = nil, nil, f
 		}
 	}()
-	return newServer(m, dir, extra), stop, nil
+	return launch(m, launchOptions{dir: dir, extra: extra}), stop, nil
 }
 
 // mainTB stands in for a test in StartMain: Fatalf panics with a mainFatal
@@ -91,6 +94,11 @@ func (*mainTB) Fatalf(format string, args ...any) {
 
 func (m *mainTB) Cleanup(f func()) { m.cleanups = append(m.cleanups, f) }
 
+// TempDir is never called: StartMain passes its own directory.
+func (*mainTB) TempDir() string {
+	panic(mainFatal{errors.New("redistest: StartMain needs a directory")})
+}
+
 func (m *mainTB) cleanup() {
 	for i := len(m.cleanups) - 1; i >= 0; i-- {
 		m.cleanups[i]()
@@ -98,22 +106,40 @@ func (m *mainTB) cleanup() {
 	m.cleanups = nil
 }
 
-func newServer(t tb, dir string, extra []string) *Server {
+// launchOptions vary how launch starts a server.
+type launchOptions struct {
+	port  int         // 0: a free one
+	tls   *tls.Config // serve TLS only, on port; the client's config
+	dir   string      // "": a new temporary directory
+	first []string    // arguments before all others (a config file)
+	extra []string    // "name", "value" config directives
+}
+
+func launch(t tb, o launchOptions) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make test installs it): %v", err)
 	}
-	s := &Server{t: t, Dir: dir}
-	port, err := freePort()
-	if err != nil {
-		t.Fatalf("%v", err)
+	s := &Server{t: t, Dir: o.dir, Port: o.port, tls: o.tls}
+	if s.Dir == "" {
+		s.Dir = t.TempDir()
 	}
-	s.Port = port
-	s.args = append([]string{
-		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+	if s.Port == 0 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		s.Port = port
+	}
+	ports := []string{"--port", strconv.Itoa(s.Port)}
+	if o.tls != nil {
+		ports = []string{"--port", "0", "--tls-port", strconv.Itoa(s.Port)}
+	}
+	s.args = append(append(append(o.first, ports...),
+		"--bind", "127.0.0.1",
 		"--dir", s.Dir, "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
-	}, prefixed(extra)...)
+	), prefixed(o.extra)...)
 	t.Cleanup(s.Kill) // before start: a server that never gets ready is killed too
 	s.start()
 	return s
@@ -172,12 +198,17 @@ func isAuthError(err error) bool {
 // Addr is "127.0.0.1:<port>".
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
 
-// URL is the redis:// URL of the server.
-func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr()) }
+// URL is the redis:// URL of the server, rediss:// when it speaks TLS.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return fmt.Sprintf("rediss://%s/0", s.Addr())
+	}
+	return fmt.Sprintf("redis://%s/0", s.Addr())
+}
 
 // Client returns a new go-redis client for the server, closed with the test.
 func (s *Server) Client() *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, TLSConfig: s.tls})
 	s.t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
