@@ -19,8 +19,9 @@ var (
 	ErrNotObtained = errors.New("lock is held by another owner")
 
 	// ErrLockNotHeld means the lock is no longer ours: it expired, or it
-	// expired and someone else took it. Release and Extend return it and
-	// leave the key untouched.
+	// expired and someone else took it, or the server answered READONLY (it
+	// was demoted in a failover). Release and Extend return it and leave the
+	// key untouched.
 	ErrLockNotHeld = errors.New("lock is no longer held")
 )
 
@@ -55,6 +56,15 @@ type LockOptions struct {
 	// MinHold keeps the key at least this long after acquisition: Release
 	// shortens its life to what is left of MinHold instead of deleting it.
 	MinHold time.Duration
+	// MinReplicas, when positive, makes the acquisition wait (Redis WAIT)
+	// until that many replicas acknowledge the key; if fewer do within
+	// ReplicaTimeout the lock is released and the error matches
+	// ErrNotReplicated. See acquireReplicated for what this does and does
+	// not guarantee.
+	MinReplicas int
+	// ReplicaTimeout bounds the wait for MinReplicas; 0 means
+	// DefaultReplicaTimeout.
+	ReplicaTimeout time.Duration
 }
 
 // Client takes locks on one Redis deployment. It is safe for concurrent use
@@ -63,6 +73,11 @@ type Client struct {
 	rdb    redis.UniversalClient
 	prefix string
 	owner  string // "<host>:<pid>:" put before every token
+
+	// A Redlock quorum (NewQuorum): independent masters, rdb is nodes[0].
+	// nil for one deployment, whose path never looks further.
+	nodes  []redis.UniversalClient
+	quorum int
 }
 
 // New returns a Client that takes locks through rdb.
@@ -90,6 +105,9 @@ func fenceKey(key string) string {
 			return key + ":fence"
 		}
 	}
+	if strings.Contains(key, "}") { // it would end the tag early
+		return sameSlotFenceKey(key)
+	}
 	return "{" + key + "}:fence"
 }
 
@@ -114,8 +132,16 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 		l.minHold = opts.MinHold
 	}
 	l.acquired = time.Now() // before sending: the key cannot outlive acquired+ttl
+	if c.nodes != nil {
+		return c.acquireQuorum(ctx, l, opts)
+	}
 	var ok bool
-	if opts != nil && opts.Fence {
+	if opts != nil && opts.MinReplicas > 0 {
+		var err error
+		if ok, l.fence, err = acquireReplicated(ctx, c.rdb, l, opts); err != nil {
+			return nil, err
+		}
+	} else if opts != nil && opts.Fence {
 		fence, err := c.rdb.Eval(ctx, acquireFencedScript, []string{l.key, fenceKey(l.key)}, token, ttl.Milliseconds()).Int64()
 		switch {
 		case err == nil:
@@ -216,9 +242,12 @@ func (l *Lock) AcquiredAt() time.Time { return l.acquired }
 // TTL returns the lock's remaining time, or ErrLockNotHeld when it is no
 // longer ours.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	if l.c.nodes != nil {
+		return l.ttlQuorum(ctx)
+	}
 	ms, err := l.c.rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("ttl of %s: %w", l.key, err)
+		return 0, opError("ttl of", l.key, err)
 	}
 	if ms < 0 {
 		return 0, ErrLockNotHeld
@@ -233,9 +262,12 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
+	if l.c.nodes != nil {
+		return l.extendQuorum(ctx, ttl)
+	}
 	n, err := l.c.rdb.Eval(ctx, extendScript, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
 	if err != nil {
-		return fmt.Errorf("extend %s: %w", l.key, err)
+		return opError("extend", l.key, err)
 	}
 	if n != 1 {
 		return ErrLockNotHeld
@@ -254,9 +286,12 @@ func (l *Lock) Release(ctx context.Context) error {
 			keep = left.Milliseconds()
 		}
 	}
+	if l.c.nodes != nil {
+		return l.releaseQuorum(ctx, keep)
+	}
 	n, err := l.c.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep).Int64()
 	if err != nil {
-		return fmt.Errorf("release %s: %w", l.key, err)
+		return opError("release", l.key, err)
 	}
 	if n != 1 {
 		return ErrLockNotHeld

@@ -14,4 +14,6 @@ var (
 	pttlScript string
 	//go:embed acquire_fenced.lua
 	acquireFencedScript string
+	//go:embed claim.lua
+	claimScript string
 )

@@ -22,7 +22,7 @@ const (
 
 // redisExit maps an error from talking to Redis to an exit code.
 func redisExit(err error) int {
-	if errors.Is(err, config.ErrConfig) {
+	if errors.Is(err, config.ErrConfig) || config.IsTLSConfigError(err) {
 		return exitConfig
 	}
 	var rerr redis.Error

@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -240,7 +241,9 @@ func TestFault7LongJob(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const ttl, run = 2 * time.Second, 6 * time.Second
-	p := clitest.Start(t, rnEnv(srv), "--ttl", ttl.String(), "fault7", "sleep", strconv.Itoa(int(run/time.Second)))
+	finished := filepath.Join(t.TempDir(), "finished")
+	p := clitest.Start(t, rnEnv(srv), "--ttl", ttl.String(), "fault7",
+		"sh", "-c", `sleep "$1" && touch "$0"`, finished, strconv.Itoa(int(run/time.Second)))
 	clitest.Eventually(t, 10*time.Second, "lock taken", func() bool {
 		return rdb.Exists(context.Background(), "lock:fault7").Val() == 1
 	})
@@ -256,13 +259,11 @@ func TestFault7LongJob(t *testing.T) {
 		}
 		st := rnKey(rdb, "lock:fault7")
 		if errors.Is(st.err, redis.Nil) {
-			select {
-			case <-p.Done(): // released at the end
-				done = true
-				continue
-			default:
+			if !rnExists(finished) {
 				t.Fatalf("key gone while the job ran (sample %d)", samples)
 			}
+			done = true // released at the end
+			continue
 		}
 		if st.err != nil || st.val != first.val || st.pttl <= 0 || st.pttl > ttl {
 			t.Fatalf("sample %d: key %+v, want our token with TTL in (0, %s]", samples, st, ttl)

@@ -75,14 +75,13 @@ func (r *runner) run() int {
 	if err != nil {
 		return startFailed(err)
 	}
-	opt, err := r.cfg.RedisOptions()
+	locker, closeRedis, err := newLocker(r.cfg)
 	if err != nil {
 		warn("%v", err)
 		return exitConfig
 	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	r.locker = withlock.New(rdb, &withlock.Options{Prefix: r.cfg.Prefix})
+	defer closeRedis()
+	r.locker = locker
 
 	// From here on a signal must not leave the lock behind.
 	signal.Notify(r.sigs, forwarded...)
@@ -145,7 +144,7 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 
 // env is the command's environment: ours plus what names its lock.
 func (r *runner) env(lock *withlock.Lock) []string {
-	env := append(os.Environ(),
+	env := append(config.CommandEnviron(os.Environ()),
 		"WITH_LOCK_NAME="+lock.Name(),
 		"WITH_LOCK_KEY="+lock.Key(),
 		"WITH_LOCK_TOKEN="+lock.Token(),

@@ -16,11 +16,6 @@ import (
 // command's process group is gone.
 const groupPoll = 10 * time.Millisecond
 
-// lockOptions are the acquisition's options from the command line.
-func (r *runner) lockOptions() *withlock.LockOptions {
-	return &withlock.LockOptions{Fence: r.cfg.Fence, MinHold: r.cfg.MinHold}
-}
-
 // hold supervises the command while it holds lock: it renews the lock
 // (unless --no-renew), passes on the signals with-lock receives, stops the
 // command when the lock is lost (--on-lost term), and releases the lock at

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 )
 
@@ -32,14 +31,13 @@ type statusJSON struct {
 // status prints who holds the lock, for how long and its fencing number,
 // and exits 0 when it is held, 1 when it is free.
 func (r *runner) status() int {
-	opt, err := r.cfg.RedisOptions()
+	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
 	if err != nil {
 		warn("%v", err)
 		return exitConfig
 	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	r.locker = withlock.New(rdb, &withlock.Options{Prefix: r.cfg.Prefix})
+	defer closeRedis()
+	r.locker = locker
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)

@@ -42,6 +42,8 @@ type Config struct {
 	ConflictExit int
 	Quiet        bool
 	Version      bool
+
+	Production // TLS, secrets, Sentinel, Cluster, quorum, replicas
 }
 
 // Parse reads args (without the program name) and the environment lookup
@@ -55,14 +57,15 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	// pflag reports ErrHelp only when no help flag is defined; ours is,
+	// so that it shows in the usage.
+	if help, _ := fs.GetBool("help"); help {
+		return nil, ErrHelp
+	}
 	if c.Version {
 		return c, nil
 	}
-	if !fs.Changed("redis") {
-		if env := getenv("WITH_LOCK_REDIS"); env != "" {
-			c.RedisURL = env
-		}
-	}
+	c.resolveProduction(getenv)
 	rest := fs.Args()
 	if c.Status {
 		return c.parseStatus(rest)
@@ -111,14 +114,14 @@ func (c *Config) validate() error {
 	if c.ConflictExit < 0 || c.ConflictExit > 255 {
 		return fmt.Errorf("--conflict-exit-code %d is outside 0-255", c.ConflictExit)
 	}
-	return nil
+	return c.validateProduction()
 }
 
 func newFlagSet(c *Config) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("with-lock", pflag.ContinueOnError)
 	fs.SetInterspersed(false) // everything after the name belongs to the command
 	fs.SetOutput(io.Discard)  // errors are reported once, by the caller
-	fs.StringVar(&c.RedisURL, "redis", DefaultRedisURL, "Redis `URL` (env WITH_LOCK_REDIS)")
+	fs.StringArrayVar(&c.RedisURLs, "redis", nil, "Redis `URL` (env WITH_LOCK_REDIS; default "+DefaultRedisURL+");\nrepeat for a quorum of independent masters, or the seeds of --cluster")
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", DefaultRedisTimeout, "connect and command `timeout` for Redis")
 	fs.StringVar(&c.Prefix, "prefix", "lock:", "key `prefix`: the key is <prefix><name>")
 	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "lock `TTL`")
@@ -127,6 +130,7 @@ func newFlagSet(c *Config) *pflag.FlagSet {
 	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit `code` when the lock is busy (0-255)")
 	fs.BoolP("nonblock", "n", false, "fail at once when the lock is busy (the default)")
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "say nothing when the lock is busy")
+	addProductionFlags(fs, c)
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 	fs.BoolP("help", "h", false, "show this help")
 	fs.SortFlags = false

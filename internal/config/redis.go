@@ -13,10 +13,14 @@ import (
 // the CLI exits 78 on it.
 var ErrConfig = errors.New("bad configuration")
 
-// RedisOptions returns the client options for c.RedisURL. Its errors wrap
+// RedisOptions returns the client options for c.RedisURL, the first URL. Its errors wrap
 // ErrConfig and never show the URL, which may hold a password.
-func (c *Config) RedisOptions() (*redis.Options, error) {
-	opt, err := redis.ParseURL(c.RedisURL)
+func (c *Config) RedisOptions() (*redis.Options, error) { return c.redisOptions(c.RedisURL) }
+
+// redisOptions returns the client options for one URL, with TLS and the
+// password applied (see secure).
+func (c *Config) redisOptions(rawURL string) (*redis.Options, error) {
+	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
@@ -36,5 +40,8 @@ func (c *Config) RedisOptions() (*redis.Options, error) {
 	// notifications, which only cost round trips at start-up.
 	opt.DisableIdentity = true
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if err := c.secure(opt, rawURL); err != nil {
+		return nil, err
+	}
 	return opt, nil
 }

@@ -5,12 +5,15 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,9 +24,20 @@ import (
 // StartTimeout bounds how long a server may take to answer PING.
 const StartTimeout = 10 * time.Second
 
-// Server is a redis-server process owned by one test.
+// tb is the part of testing.TB a Server uses. Start passes the test's;
+// StartMain, which has no test, passes a mainTB.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
+// Server is a redis-server process owned by one test, or by the whole test
+// binary when started with StartMain.
 type Server struct {
-	t    testing.TB
+	t    tb
+	tls  *tls.Config // non-nil: the port speaks only TLS (StartTLS)
 	Port int
 	Dir  string
 	args []string
@@ -35,18 +49,99 @@ type Server struct {
 // until it answers PING.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	return launch(t, launchOptions{extra: extra})
+}
+
+// StartMain is Start for TestMain, where there is no testing.TB: examples
+// cannot start a server of their own, so TestMain starts one for them. Call
+// stop after m.Run; it kills the server and removes its directory. Later
+// failures of the Server's methods, which Start reports with t.Fatalf,
+// panic instead.
+func StartMain(extra ...string) (s *Server, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	m := &mainTB{}
+	stop = func() {
+		m.cleanup()
+		_ = os.RemoveAll(dir)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(mainFatal)
+			if !ok {
+				panic(r)
+			}
+			stop()
+			s, stop, err = nil, nil, f
+		}
+	}()
+	return launch(m, launchOptions{dir: dir, extra: extra}), stop, nil
+}
+
+// mainTB stands in for a test in StartMain: Fatalf panics with a mainFatal
+// and Cleanup functions run when stop is called, last first.
+type mainTB struct{ cleanups []func() }
+
+type mainFatal struct{ error }
+
+func (*mainTB) Helper() {}
+
+func (*mainTB) Fatalf(format string, args ...any) {
+	panic(mainFatal{fmt.Errorf(format, args...)})
+}
+
+func (m *mainTB) Cleanup(f func()) { m.cleanups = append(m.cleanups, f) }
+
+// TempDir is never called: StartMain passes its own directory.
+func (*mainTB) TempDir() string {
+	panic(mainFatal{errors.New("redistest: StartMain needs a directory")})
+}
+
+func (m *mainTB) cleanup() {
+	for i := len(m.cleanups) - 1; i >= 0; i-- {
+		m.cleanups[i]()
+	}
+	m.cleanups = nil
+}
+
+// launchOptions vary how launch starts a server.
+type launchOptions struct {
+	port  int         // 0: a free one
+	tls   *tls.Config // serve TLS only, on port; the client's config
+	dir   string      // "": a new temporary directory
+	first []string    // arguments before all others (a config file)
+	extra []string    // "name", "value" config directives
+}
+
+func launch(t tb, o launchOptions) *Server {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make test installs it): %v", err)
 	}
-	s := &Server{t: t, Dir: t.TempDir()}
-	s.Port = FreePort(t)
-	s.args = append([]string{
-		"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+	s := &Server{t: t, Dir: o.dir, Port: o.port, tls: o.tls}
+	if s.Dir == "" {
+		s.Dir = t.TempDir()
+	}
+	if s.Port == 0 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		s.Port = port
+	}
+	ports := []string{"--port", strconv.Itoa(s.Port)}
+	if o.tls != nil {
+		ports = []string{"--port", "0", "--tls-port", strconv.Itoa(s.Port)}
+	}
+	s.args = append(append(append(o.first, ports...),
+		"--bind", "127.0.0.1",
 		"--dir", s.Dir, "--save", "", "--appendonly", "no",
 		"--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
-	}, prefixed(extra)...)
+	), prefixed(o.extra)...)
+	t.Cleanup(s.Kill) // before start: a server that never gets ready is killed too
 	s.start()
-	t.Cleanup(s.Kill)
 	return s
 }
 
@@ -82,7 +177,7 @@ func (s *Server) WaitReady() {
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		err := rdb.Ping(context.Background()).Err()
-		if err == nil {
+		if err == nil || isAuthError(err) { // it answers, to those who log in
 			return
 		}
 		if time.Now().After(deadline) {
@@ -93,15 +188,27 @@ func (s *Server) WaitReady() {
 	}
 }
 
+// isAuthError reports whether err is Redis refusing an unauthenticated
+// client, as a server started with requirepass does.
+func isAuthError(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "NOAUTH")
+}
+
 // Addr is "127.0.0.1:<port>".
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
 
-// URL is the redis:// URL of the server.
-func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr()) }
+// URL is the redis:// URL of the server, rediss:// when it speaks TLS.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return fmt.Sprintf("rediss://%s/0", s.Addr())
+	}
+	return fmt.Sprintf("redis://%s/0", s.Addr())
+}
 
 // Client returns a new go-redis client for the server, closed with the test.
 func (s *Server) Client() *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, TLSConfig: s.tls})
 	s.t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
@@ -139,15 +246,23 @@ func (s *Server) Signal(sig syscall.Signal) {
 // returns 6379, which belongs to the user's own Redis.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return port
+}
+
+func freePort() (int, error) {
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatalf("find a free port: %v", err)
+			return 0, fmt.Errorf("find a free port: %w", err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
 		if port != 6379 {
-			return port
+			return port, nil
 		}
 	}
 }

@@ -1,0 +1,40 @@
+# with-lock: see README.md. Quick start: `make demo`, then `make test`.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man/man1
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# apt-get needs root; use sudo when we are not.
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: build install demo test bench redis clean
+
+## build: compile bin/with-lock
+build:
+	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/with-lock ./cmd/with-lock
+
+## install: the binary to $(BINDIR) and the man page to $(MANDIR)
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)
+	install -m 0755 bin/with-lock $(DESTDIR)$(BINDIR)/with-lock
+	install -m 0644 with-lock.1 $(DESTDIR)$(MANDIR)/with-lock.1
+
+## redis: install redis-server and redis-cli (Debian packages) if missing
+redis:
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then \
+		echo "installing redis-server and redis-tools with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	fi
+
+## demo: start Redis on 127.0.0.1:6379 if nothing answers, install, race three copies of a job
+demo: redis install
+	BIN=$(DESTDIR)$(BINDIR)/with-lock scripts/demo.sh
+
+## test: go vet and the race-enabled test suite against real redis-server processes
+test: redis
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,253 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// LeastPrivilegeACL is the ACL documented in the README for with-lock's
+// Redis user: the commands it sends (directly or from its Lua scripts),
+// its keys and its release channels, nothing else. SUBSCRIBE/UNSUBSCRIBE
+// serve waiting, INCR fencing, WAIT --min-replicas; HELLO, AUTH and PING
+// are what go-redis sends on connecting.
+const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* -@all " +
+	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +incr +wait +hello +auth +ping"
+
+// TestLeastPrivilegeACL runs the seven checks of the original task as a
+// Redis ACL user that has exactly the documented permissions.
+func TestLeastPrivilegeACL(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	setUser := func(name, rules string) {
+		args := []any{"ACL", "SETUSER", name, "reset", "on", ">pw-" + name}
+		for _, r := range strings.Fields(rules) {
+			args = append(args, r)
+		}
+		if err := admin.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("ACL SETUSER %s: %v", name, err)
+		}
+	}
+	setUser("locker", LeastPrivilegeACL)
+	url := fmt.Sprintf("redis://locker@%s/0", srv.Addr())
+	env := []string{"WITH_LOCK_PASSWORD=pw-locker"}
+	run := func(t *testing.T, args ...string) clitest.Result {
+		t.Helper()
+		return clitest.Run(t, env, append([]string{"--redis", url}, args...)...)
+	}
+
+	t.Run("1 the binary exists and is executable", func(t *testing.T) {
+		st, err := os.Stat(clitest.Binary(t))
+		if err != nil || st.Mode().Perm()&0o111 == 0 {
+			t.Fatalf("stat %s: %v, mode %v", clitest.Binary(t), err, st.Mode())
+		}
+	})
+
+	t.Run("2 the command runs and the lock is gone after", func(t *testing.T) {
+		cmd, ran := prodMarker(t)
+		res := run(t, append([]string{"acl-2"}, cmd...)...)
+		if res.Code != 0 || !ran() || res.Stderr != "" {
+			t.Fatalf("exit %d (ran %v), stderr %q", res.Code, ran(), res.Stderr)
+		}
+		if n := admin.Exists(ctx, "lock:acl-2").Val(); n != 0 {
+			t.Fatal("lock:acl-2 is still there")
+		}
+	})
+
+	t.Run("3 the command's exit code passes through", func(t *testing.T) {
+		if res := run(t, "acl-3", "sh", "-c", "exit 7"); res.Code != 7 {
+			t.Fatalf("exit %d, stderr %q; want 7", res.Code, res.Stderr)
+		}
+	})
+
+	t.Run("4 during the run the key exists with TTL up to 30s and a unique token", func(t *testing.T) {
+		var tokens []string
+		for range 2 {
+			j := startProdJob(t, env, "--redis", url, "acl-4")
+			token := j.WaitStarted()
+			if v := admin.Get(ctx, "lock:acl-4").Val(); v != token || token == "" {
+				t.Fatalf("key holds %q, the command's token is %q", v, token)
+			}
+			if ttl := admin.TTL(ctx, "lock:acl-4").Val(); ttl <= 0 || ttl > 30*time.Second {
+				t.Fatalf("TTL %v, want in (0, 30s]", ttl)
+			}
+			tokens = append(tokens, token)
+			if code, stderr := j.Finish(); code != 3 {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+		}
+		if tokens[0] == tokens[1] {
+			t.Fatalf("two runs had the same token %q", tokens[0])
+		}
+	})
+
+	t.Run("5 a busy lock is refused at once without running the command", func(t *testing.T) {
+		admin.Set(ctx, "lock:acl-5", "elsewhere:1:abc", time.Minute)
+		cmd, ran := prodMarker(t)
+		res := run(t, append([]string{"acl-5"}, cmd...)...)
+		if res.Code != 75 || ran() || !strings.Contains(res.Stderr, "elsewhere:1") {
+			t.Fatalf("exit %d (ran %v), stderr %q; want 75 naming the holder", res.Code, ran(), res.Stderr)
+		}
+		if res.Duration > 10*time.Second {
+			t.Fatalf("refusal took %s", res.Duration)
+		}
+	})
+
+	t.Run("6 a lock taken over during the run survives our release", func(t *testing.T) {
+		j := startProdJob(t, env, "--redis", url, "acl-6")
+		j.WaitStarted()
+		admin.Set(ctx, "lock:acl-6", "thief:2:def", time.Minute)
+		code, stderr := j.Finish()
+		if code != 3 || !strings.Contains(stderr, "no longer ours") {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		if v := admin.Get(ctx, "lock:acl-6").Val(); v != "thief:2:def" {
+			t.Fatalf("the new owner's key became %q", v)
+		}
+	})
+
+	t.Run("7 acquire is one SET NX EX and release one EVAL, on the wire", func(t *testing.T) {
+		lines := monitor(t, srv)
+		if res := run(t, "acl-7", "true"); res.Code != 0 {
+			t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
+		}
+		var got []string
+		clitest.Eventually(t, 20*time.Second, "MONITOR shows the release", func() bool {
+			got = nil
+			for _, l := range lines() {
+				// Commands run by scripts show as "[0 lua]": not on the wire.
+				if strings.Contains(l, `"lock:acl-7"`) && !strings.Contains(l, " lua] ") {
+					got = append(got, l)
+				}
+			}
+			return len(got) > 0 && strings.Contains(got[len(got)-1], `"eval"`)
+		})
+		first, last := strings.ToLower(got[0]), got[len(got)-1]
+		if !strings.Contains(first, `"set" "lock:acl-7"`) || !strings.Contains(first, `"nx"`) ||
+			!strings.Contains(first, `"ex" "30"`) {
+			t.Fatalf("first command on the key: %s", first)
+		}
+		var evals int
+		for _, l := range got {
+			if strings.Contains(l, `"eval"`) {
+				evals++
+			}
+		}
+		if !strings.Contains(last, `"eval"`) || evals != 1 {
+			t.Fatalf("commands on the key:\n%s", strings.Join(got, "\n"))
+		}
+	})
+
+	t.Run("waiting, fencing and min-replicas are allowed too", func(t *testing.T) {
+		// Waiting: busy for a moment, then free.
+		admin.Set(ctx, "lock:acl-wait", "elsewhere:1:abc", 300*time.Millisecond)
+		if res := run(t, "-w", "20s", "acl-wait", "true"); res.Code != 0 {
+			t.Fatalf("-w: exit %d, stderr %q", res.Code, res.Stderr)
+		}
+		// WAIT is permitted: with no replica it reports 0 acknowledgements
+		// (69), where a missing permission would be NOPERM (77).
+		res := run(t, "--redis-timeout", "1s", "--min-replicas", "1", "acl-replicas", "true")
+		if res.Code != 69 || !strings.Contains(res.Stderr, "0 of the 1 replicas") {
+			t.Fatalf("--min-replicas: exit %d, stderr %q; want 69", res.Code, res.Stderr)
+		}
+		// Fencing (INCR of {lock:name}:fence) through the library.
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "locker", Password: "pw-locker", DisableIdentity: true})
+		t.Cleanup(func() { _ = rdb.Close() })
+		c := withlock.New(rdb, nil)
+		for want := int64(1); want <= 2; want++ {
+			l, err := c.TryAcquire(ctx, "acl-fence", 10*time.Second, &withlock.LockOptions{Fence: true})
+			if err != nil || l.Fence() != want {
+				t.Fatalf("fenced acquire: %v, fence %v; want %d", err, l, want)
+			}
+			if err := l.Extend(ctx, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.TTL(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
+	t.Run("a user with less is refused", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, rules string
+			code        int
+		}{
+			{"no SET", strings.Replace(LeastPrivilegeACL, "+set ", "", 1), 77},
+			{"other keys", strings.Replace(LeastPrivilegeACL, "~lock:* ~{lock:*", "~other:*", 1), 77},
+			{"no EVAL", strings.Replace(LeastPrivilegeACL, "+eval ", "", 1), 0},
+		} {
+			user := "weak" + strconv.Itoa(tc.code) + strings.ReplaceAll(tc.name, " ", "")
+			setUser(user, tc.rules)
+			u := fmt.Sprintf("redis://%s@%s/0", user, srv.Addr())
+			res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=pw-" + user}, "--redis", u, "acl-weak", "true")
+			if res.Code != tc.code || res.Stderr == "" {
+				t.Errorf("%s: exit %d, stderr %q; want %d and a complaint", tc.name, res.Code, res.Stderr, tc.code)
+			}
+			admin.Del(ctx, "lock:acl-weak")
+		}
+	})
+}
+
+// monitor runs redis-cli MONITOR against srv until the test ends and
+// returns a function giving the lines seen so far.
+func monitor(t *testing.T, srv *redistest.Server) func() []string {
+	t.Helper()
+	cmd := exec.Command("redis-cli", "-p", strconv.Itoa(srv.Port), "monitor")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			mu.Lock()
+			if lines == nil {
+				close(ready) // the "OK" reply: MONITOR is on
+			}
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		_ = cmd.Wait()
+	})
+	select {
+	case <-ready:
+	case <-time.After(20 * time.Second):
+		t.Fatal("redis-cli monitor did not start")
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), lines...)
+	}
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/config"
+)
+
+// newLocker prints the configuration's warnings once and returns the lock
+// client for the configured deployment (one Redis, Sentinel, Cluster or a
+// quorum of masters) and a function that closes its connections. Its
+// errors are bad configuration: exit 78.
+func newLocker(cfg *config.Config) (*withlock.Client, func(), error) {
+	for _, w := range cfg.Warnings {
+		warn("warning: %s", w)
+	}
+	clients, err := cfg.RedisClients()
+	if err != nil {
+		return nil, nil, err
+	}
+	closeAll := func() {
+		for _, rdb := range clients {
+			_ = rdb.Close()
+		}
+	}
+	opts := &withlock.Options{Prefix: cfg.Prefix}
+	if len(clients) == 1 {
+		return withlock.New(clients[0], opts), closeAll, nil
+	}
+	locker, err := withlock.NewQuorum(clients, opts)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return locker, closeAll, nil
+}
+
+// lockOptions are the per-acquisition options of this run; nil when there
+// are none, which keeps the acquisition a single SET.
+func (r *runner) lockOptions() *withlock.LockOptions {
+	if r.cfg.MinReplicas == 0 && !r.cfg.Fence && r.cfg.MinHold == 0 {
+		return nil
+	}
+	return &withlock.LockOptions{
+		Fence:       r.cfg.Fence,   // --fence: renew.go
+		MinHold:     r.cfg.MinHold, // --min-hold
+		MinReplicas: r.cfg.MinReplicas,
+		// WAIT must answer well within the client's read timeout.
+		ReplicaTimeout: r.cfg.RedisTimeout / 2,
+	}
+}

@@ -1,0 +1,157 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// TestSentinel shares one master, replica and three sentinels; the
+// failover runs last.
+func TestSentinel(t *testing.T) {
+	ctx := context.Background()
+	g := redistest.StartSentinels(t)
+	args := []string{"--sentinel-master", redistest.MasterName, "--redis-timeout", "2s"}
+	for _, a := range g.Addrs() {
+		args = append(args, "--sentinel", a)
+	}
+	master, replica := g.Master.Client(), g.Replica.Client()
+
+	t.Run("--min-replicas with too few replicas: 69, not run, released", func(t *testing.T) {
+		for _, deployment := range [][]string{args, {"--redis", g.Master.URL()}} {
+			cmd, ran := prodMarker(t)
+			res := clitest.Run(t, nil, append(append(deployment, "--min-replicas", "2", "s-few"), cmd...)...)
+			if res.Code != 69 || ran() || !strings.Contains(res.Stderr, "of the 2 replicas") {
+				t.Fatalf("exit %d (ran %v), stderr %q; want 69", res.Code, ran(), res.Stderr)
+			}
+			if n := master.Exists(ctx, "lock:s-few").Val(); n != 0 {
+				t.Fatal("the unacknowledged lock was left on the master")
+			}
+		}
+	})
+
+	t.Run("library: renew, min-hold and fence through Sentinel", func(t *testing.T) {
+		rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: redistest.MasterName, SentinelAddrs: g.Addrs(), DisableIdentity: true,
+		})
+		t.Cleanup(func() { _ = rdb.Close() })
+		c := withlock.New(rdb, nil)
+		opts := &withlock.LockOptions{Fence: true, MinHold: 5 * time.Second, MinReplicas: 1}
+		l, err := c.TryAcquire(ctx, "s-lib", 2*time.Second, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := replica.Get(ctx, "lock:s-lib").Val(); v != l.Token() {
+			t.Fatalf("after WAIT the replica holds %q", v)
+		}
+		if err := l.Extend(ctx, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ttl := master.PTTL(ctx, "lock:s-lib").Val(); ttl <= 0 || ttl > 5*time.Second {
+			t.Fatalf("min-hold: the released key has PTTL %v, want (0, 5s]", ttl)
+		}
+		if f := master.Get(ctx, c.FenceKey("s-lib")).Val(); f != "1" || l.Fence() != 1 {
+			t.Fatalf("fence %d, counter %q; want 1", l.Fence(), f)
+		}
+	})
+
+	t.Run("the least-privilege ACL is enough behind Sentinel", func(t *testing.T) {
+		rules := []any{"ACL", "SETUSER", "locker", "reset", "on", ">pw"}
+		for _, r := range strings.Fields(LeastPrivilegeACL) {
+			rules = append(rules, r)
+		}
+		if err := master.Do(ctx, rules...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The user is really used: a wrong password is refused.
+		if res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=wrong"}, append(append(args, "--redis", "redis://locker@/0"), "s-acl", "true")...); res.Code != 77 {
+			t.Fatalf("wrong password: exit %d, stderr %q; want 77", res.Code, res.Stderr)
+		}
+		cmd, ran := prodMarker(t)
+		res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=pw"},
+			append(append(args, "--redis", "redis://locker@/0", "s-acl"), cmd...)...)
+		if res.Code != 0 || !ran() || res.Stderr != "" {
+			t.Fatalf("exit %d (ran %v), stderr %q; want 0", res.Code, ran(), res.Stderr)
+		}
+	})
+
+	t.Run("failover: with --min-replicas 1 the lock survives on the promoted replica", func(t *testing.T) {
+		j := startProdJob(t, nil, append(args, "--min-replicas", "1", "s-failover")...)
+		token := j.WaitStarted()
+		// --min-replicas: the replica had the key before the command started.
+		if v := replica.Get(ctx, "lock:s-failover").Val(); v != token {
+			t.Fatalf("the replica holds %q, want the command's token", v)
+		}
+		g.Master.Kill()
+		g.WaitMaster(g.Replica.Addr())
+		clitest.Eventually(t, 30*time.Second, "the promoted replica accepts writes", func() bool {
+			info, _ := replica.Info(ctx, "replication").Result()
+			return strings.Contains(info, "role:master")
+		})
+		if v := replica.Get(ctx, "lock:s-failover").Val(); v != token {
+			t.Fatalf("after failover the new master holds %q, want the command's token", v)
+		}
+		// Someone else finds the lock busy on the new master.
+		cmd, ran := prodMarker(t)
+		res := clitest.Run(t, nil, append(append(args, "s-failover"), cmd...)...)
+		if res.Code != 75 || ran() {
+			t.Fatalf("second run: exit %d (ran %v), stderr %q; want 75", res.Code, ran(), res.Stderr)
+		}
+		if code, stderr := j.Finish(); code != 3 || stderr != "" {
+			t.Fatalf("exit %d, stderr %q; want 3 and a quiet release", code, stderr)
+		}
+		if replica.Exists(ctx, "lock:s-failover").Val() != 0 {
+			t.Fatal("the lock was not released on the new master")
+		}
+		// And the lock keeps working after the failover.
+		cmd, ran = prodMarker(t)
+		res = clitest.Run(t, nil, append(append(args, "s-failover"), cmd...)...)
+		if res.Code != 0 || !ran() || res.Stderr != "" {
+			t.Fatalf("after failover: exit %d (ran %v), stderr %q; want 0", res.Code, ran(), res.Stderr)
+		}
+	})
+}
+
+// TestSentinelAuth asks a password-protected sentinel for the master.
+func TestSentinelAuth(t *testing.T) {
+	master := redistest.Start(t)
+	s := redistest.StartSentinel(t, master.Port, 1, "requirepass sentinel-pw")
+	pwFile := filepath.Join(t.TempDir(), "sentinel-pw")
+	if err := os.WriteFile(pwFile, []byte("sentinel-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--sentinel", s.Addr(), "--sentinel-master", redistest.MasterName, "--redis-timeout", "2s"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		ok   bool
+	}{
+		{"WITH_LOCK_SENTINEL_PASSWORD", []string{"WITH_LOCK_SENTINEL_PASSWORD=sentinel-pw"}, nil, true},
+		{"--sentinel-password-file", nil, []string{"--sentinel-password-file", pwFile}, true},
+		{"no password", nil, nil, false},
+		{"the master's password is not the sentinel's", []string{"WITH_LOCK_PASSWORD=sentinel-pw"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, ran := prodMarker(t)
+			res := clitest.Run(t, tc.env, append(append(append(args, tc.args...), "s-auth"), cmd...)...)
+			if (res.Code == 0) != tc.ok || ran() != tc.ok || strings.Contains(res.Stderr, "sentinel-pw") {
+				t.Fatalf("exit %d (ran %v), stderr %q; want success %v", res.Code, ran(), res.Stderr, tc.ok)
+			}
+			if !tc.ok && res.Code != 77 {
+				t.Fatalf("exit %d, stderr %q; want 77: the sentinel refused us", res.Code, res.Stderr)
+			}
+		})
+	}
+}

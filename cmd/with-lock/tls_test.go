@@ -1,0 +1,63 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+func TestTLS(t *testing.T) {
+	ca := redistest.NewCA(t, "with-lock-test")
+	srv := redistest.StartTLS(t, ca, false)
+	mtls := redistest.StartTLS(t, ca, true)
+	clientCert, clientKey := ca.Issue("with-lock-client")
+	otherCA := redistest.NewCA(t, "someone-else")
+	garbage := filepath.Join(t.TempDir(), "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // a part of stderr; "" means stderr must be empty
+		// In TLS 1.3 the server refuses a client certificate after the
+		// client's handshake is done: the client reads the alert (78), or
+		// its first write meets the closed connection first (69, a reset).
+		orReset bool
+	}{
+		{"trusted by --cacert", []string{"--redis", srv.URL(), "--cacert", ca.CertFile}, 0, "", false},
+		{"untrusted: the system roots do not know the test CA", []string{"--redis", srv.URL()}, 78, "certificate", false},
+		{"untrusted: another CA", []string{"--redis", srv.URL(), "--cacert", otherCA.CertFile}, 78, "certificate", false},
+		{"--insecure skips verification, with a warning", []string{"--redis", srv.URL(), "--insecure"}, 0, "warning: --insecure", false},
+		{"skip_verify in the URL needs --insecure", []string{"--redis", srv.URL() + "?skip_verify=true"}, 78, "--insecure", false},
+		{"skip_verify with --insecure", []string{"--redis", srv.URL() + "?skip_verify=true", "--insecure"}, 0, "warning: --insecure", false},
+		{"client certificate demanded and given", []string{"--redis", mtls.URL(), "--cacert", ca.CertFile, "--cert", clientCert, "--key", clientKey}, 0, "", false},
+		{"client certificate demanded, not given", []string{"--redis", mtls.URL(), "--cacert", ca.CertFile}, 78, "certificate", true},
+		{"missing --cacert file", []string{"--redis", srv.URL(), "--cacert", missing}, 78, "--cacert", false},
+		{"--cacert without a certificate", []string{"--redis", srv.URL(), "--cacert", garbage}, 78, "no PEM certificate", false},
+		{"missing --key file", []string{"--redis", mtls.URL(), "--cacert", ca.CertFile, "--cert", clientCert, "--key", missing}, 78, "--key", false},
+		{"--cert without --key", []string{"--redis", mtls.URL(), "--cert", clientCert}, 64, "--cert and --key", false},
+		{"--cacert with a plain redis:// URL", []string{"--redis", strings.Replace(srv.URL(), "rediss:", "redis:", 1), "--cacert", ca.CertFile}, 78, "rediss://", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, ran := prodMarker(t)
+			res := clitest.Run(t, nil, append(append(tc.args, "tls-job"), cmd...)...)
+			if tc.orReset && res.Code == 69 && strings.Contains(res.Stderr, "connection reset") {
+				tc.code, tc.stderr = 69, "connection reset"
+			}
+			if res.Code != tc.code || ran() != (tc.code == 0) {
+				t.Fatalf("exit %d (ran %v), stderr %q; want %d", res.Code, ran(), res.Stderr, tc.code)
+			}
+			if (tc.stderr == "") != (res.Stderr == "") || !strings.Contains(res.Stderr, tc.stderr) {
+				t.Fatalf("stderr %q, want it to say %q", res.Stderr, tc.stderr)
+			}
+		})
+	}
+}

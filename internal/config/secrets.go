@@ -1,0 +1,95 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// password returns the Redis password for a URL that carries urlPassword:
+// --password-file first, then the URL's own, then WITH_LOCK_PASSWORD, then
+// REDISCLI_AUTH.
+func (c *Config) password(urlPassword string) (string, error) {
+	if c.PasswordFile != "" {
+		return c.readSecret("--password-file", c.PasswordFile)
+	}
+	if urlPassword != "" {
+		return urlPassword, nil
+	}
+	return c.envPassword, nil
+}
+
+// sentinelPassword returns the sentinels' password:
+// --sentinel-password-file, else WITH_LOCK_SENTINEL_PASSWORD.
+func (c *Config) sentinelPassword() (string, error) {
+	if c.SentinelPasswordFile != "" {
+		return c.readSecret("--sentinel-password-file", c.SentinelPasswordFile)
+	}
+	return c.envSentinelPassword, nil
+}
+
+// maxSecret bounds a password file: anything longer is not one.
+const maxSecret = 64 << 10
+
+// readSecret reads a password file once. It refuses a file that group or
+// others may read or write, as ssh does with keys: a password that every
+// local user can read is no secret. One trailing newline is dropped, so
+// "echo secret > file" works.
+func (c *Config) readSecret(flag, path string) (string, error) {
+	if s, ok := c.secrets[path]; ok {
+		return s, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrConfig, flag, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrConfig, flag, err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("%w: %s %s is accessible by group or others (mode %04o); chmod 600 it", ErrConfig, flag, path, perm)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s %s is not a regular file", ErrConfig, flag, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSecret+1))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrConfig, flag, err)
+	}
+	if len(b) > maxSecret {
+		return "", fmt.Errorf("%w: %s %s is too large for a password", ErrConfig, flag, path)
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if s == "" {
+		return "", fmt.Errorf("%w: %s %s is empty", ErrConfig, flag, path)
+	}
+	if c.secrets == nil {
+		c.secrets = map[string]string{}
+	}
+	c.secrets[path] = s
+	return s, nil
+}
+
+// CommandEnviron returns env (as from os.Environ) without the variables
+// that carry Redis secrets: the command must not inherit a password it was
+// never meant to see. WITH_LOCK_REDIS goes only when its URLs hold a
+// password.
+func CommandEnviron(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		switch name {
+		case EnvPassword, EnvRedisCLIAuth, EnvSentinelPassword:
+			continue
+		case EnvRedis:
+			if hasPassword(strings.Fields(value)...) {
+				continue
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}

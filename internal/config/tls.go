@@ -1,0 +1,84 @@
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// secure applies TLS and the password to opt, parsed from rawURL.
+func (c *Config) secure(opt *redis.Options, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil { // redis.ParseURL accepted it, so this cannot happen
+		return fmt.Errorf("%w: --redis URL: %w", ErrConfig, errors.Unwrap(err))
+	}
+	if v := u.Query().Get("skip_verify"); (v == "true" || v == "1") && !c.Insecure {
+		return fmt.Errorf("%w: skip_verify in the --redis URL turns off TLS certificate checks; add --insecure if that is really meant", ErrConfig)
+	}
+	if opt.TLSConfig == nil && (c.CACert != "" || c.Cert != "") {
+		return fmt.Errorf("%w: --cacert and --cert need a rediss:// URL", ErrConfig)
+	}
+	if opt.TLSConfig != nil {
+		if err := c.configureTLS(opt.TLSConfig); err != nil {
+			return err
+		}
+	}
+	urlPassword := opt.Password
+	if opt.Password, err = c.password(urlPassword); err != nil {
+		return err
+	}
+	return nil
+}
+
+// configureTLS sets the CA bundle, client certificate and verification
+// mode on cfg. Unset, the system roots verify the server.
+func (c *Config) configureTLS(cfg *tls.Config) error {
+	cfg.MinVersion = tls.VersionTLS12
+	if c.Insecure {
+		cfg.InsecureSkipVerify = true
+	}
+	if c.CACert != "" {
+		pem, err := os.ReadFile(c.CACert)
+		if err != nil {
+			return fmt.Errorf("%w: --cacert: %w", ErrConfig, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%w: --cacert %s holds no PEM certificate", ErrConfig, c.CACert)
+		}
+		cfg.RootCAs = pool
+	}
+	if c.Cert != "" {
+		pair, err := tls.LoadX509KeyPair(c.Cert, c.Key)
+		if err != nil {
+			return fmt.Errorf("%w: --cert %s / --key %s: %w", ErrConfig, c.Cert, c.Key, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return nil
+}
+
+// IsTLSConfigError reports whether err is a TLS handshake that failed for a
+// reason that retrying will not fix: the server's certificate did not
+// verify, the server rejected ours, or the port does not speak TLS.
+func IsTLSConfigError(err error) bool {
+	var (
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		alert    tls.AlertError
+		header   tls.RecordHeaderError
+	)
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid) || errors.As(err, &alert) || errors.As(err, &header) ||
+		// An alert from the server (it wants a client certificate, or
+		// rejected ours) has an unexported type outside QUIC.
+		strings.Contains(err.Error(), "remote error: tls: ")
+}

@@ -1,0 +1,145 @@
+package redistest
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClusterTimeout bounds creating a cluster and waiting for it to agree.
+const ClusterTimeout = 60 * time.Second
+
+// Cluster is a Redis Cluster of masters without replicas, made with
+// redis-cli --cluster create.
+type Cluster struct {
+	t     testing.TB
+	Nodes []*Server
+}
+
+// StartCluster starts n cluster-enabled servers, joins them into one
+// cluster with every slot assigned and waits until all nodes agree.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	args := []string{"--cluster", "create"}
+	for _, port := range clusterPorts(t, n) {
+		s := launch(t, launchOptions{port: port, extra: []string{
+			"cluster-enabled", "yes", "cluster-config-file", "nodes.conf",
+			"cluster-node-timeout", "2000",
+		}})
+		c.Nodes = append(c.Nodes, s)
+		args = append(args, s.Addr())
+	}
+	args = append(args, "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), ClusterTimeout)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	c.waitAgreed(ctx)
+	return c
+}
+
+// waitAgreed polls until every node reports cluster_state:ok and knows the
+// owner of all three slot ranges, so that a client's first CLUSTER SLOTS is
+// right wherever it lands.
+func (c *Cluster) waitAgreed(ctx context.Context) {
+	c.t.Helper()
+	for _, s := range c.Nodes {
+		rdb := s.Client()
+		for {
+			info, _ := rdb.ClusterInfo(ctx).Result()
+			slots, _ := rdb.ClusterSlots(ctx).Result()
+			if strings.Contains(info, "cluster_state:ok") && len(slots) == len(c.Nodes) {
+				break
+			}
+			if ctx.Err() != nil {
+				c.t.Fatalf("cluster node %s did not agree within %s:\n%s", s.Addr(), ClusterTimeout, info)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// Seeds are the addresses of all nodes.
+func (c *Cluster) Seeds() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, s := range c.Nodes {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// Client returns a cluster client seeded with every node, closed with the
+// test.
+func (c *Cluster) Client() *redis.ClusterClient {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Seeds(), DisableIdentity: true})
+	c.t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// NodeFor returns the server that owns key's slot.
+func (c *Cluster) NodeFor(key string) *Server {
+	c.t.Helper()
+	rdb := c.Nodes[0].Client()
+	slot, err := rdb.ClusterKeySlot(context.Background(), key).Result()
+	if err != nil {
+		c.t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
+	}
+	slots, err := rdb.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		c.t.Fatalf("CLUSTER SLOTS: %v", err)
+	}
+	for _, r := range slots {
+		if int64(r.Start) <= slot && slot <= int64(r.End) {
+			for _, s := range c.Nodes {
+				if s.Addr() == r.Nodes[0].Addr {
+					return s
+				}
+			}
+		}
+	}
+	c.t.Fatalf("no node owns slot %d of %s", slot, key)
+	return nil
+}
+
+// clusterPorts finds n distinct loopback ports p whose cluster bus port
+// p+10000 is free as well. They come from 20000-45000 so the bus port stays
+// below 65536 and away from the ephemeral range's usual start.
+func clusterPorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("no free pairs of ports p, p+10000 for a cluster")
+		}
+		p := 20000 + rand.N(25000)
+		if p == 6379 || !portFree(p) || !portFree(p+10000) {
+			continue
+		}
+		dup := false
+		for _, q := range ports {
+			dup = dup || q == p || q+10000 == p || p+10000 == q
+		}
+		if !dup {
+			ports = append(ports, p)
+		}
+	}
+	return ports
+}
+
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}

@@ -1,0 +1,318 @@
+package withlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// setup starts a Redis of the test's own and a Client on it.
+func setup(t *testing.T) (*withlock.Client, *redis.Client, *redistest.Server) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	return withlock.New(rdb, nil), rdb, srv
+}
+
+// holder is "<host>:<pid>" of this test process, as tokens should name it.
+func holder(t *testing.T) string {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+func tokenPattern(t *testing.T) *regexp.Regexp {
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(holder(t)) + `:[0-9a-f]{32}$`)
+}
+
+// randomPart is the secret part of a token: what follows the last colon.
+func randomPart(token string) string { return token[strings.LastIndexByte(token, ':')+1:] }
+
+// foreignToken is a token another process would have written.
+const foreignToken = "otherhost:4242:0123456789abcdef0123456789abcdef"
+
+func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
+	ctx := context.Background()
+	locker, rdb, _ := setup(t)
+	before := time.Now()
+	l, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	after := time.Now()
+	if l.Name() != "job" || l.Key() != "lock:job" {
+		t.Errorf("Name, Key = %q, %q; want job, lock:job", l.Name(), l.Key())
+	}
+	if !tokenPattern(t).MatchString(l.Token()) {
+		t.Errorf("token %q is not <host>:<pid>:<32 hex> with %s", l.Token(), holder(t))
+	}
+	if got := rdb.Get(ctx, "lock:job").Val(); got != l.Token() {
+		t.Errorf("key holds %q, want the lock's token %q", got, l.Token())
+	}
+	if at := l.AcquiredAt(); at.Before(before) || at.After(after) {
+		t.Errorf("AcquiredAt %v not within the call [%v, %v]", at, before, after)
+	}
+	if l.Fence() != 0 {
+		t.Errorf("Fence() = %d without LockOptions.Fence, want 0", l.Fence())
+	}
+}
+
+func TestTokensAreUnique(t *testing.T) {
+	ctx := context.Background()
+	locker, _, _ := setup(t)
+	seen := map[string]bool{}
+	for i := range 50 {
+		l, err := locker.TryAcquire(ctx, fmt.Sprint("job", i), time.Minute, nil)
+		if err != nil {
+			t.Fatalf("TryAcquire: %v", err)
+		}
+		r := randomPart(l.Token())
+		if seen[r] {
+			t.Fatalf("random part %s repeated after %d tokens", r, i)
+		}
+		seen[r] = true
+	}
+}
+
+func TestTryAcquireBusy(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		value      string // what the key holds
+		ttl        time.Duration
+		wantHolder string
+		wantTTL    bool
+	}{
+		{"other owner", foreignToken, 20 * time.Second, "otherhost:4242", true},
+		{"not a token", "garbage", 20 * time.Second, "unknown", true},
+		{"no expiry", foreignToken, 0, "otherhost:4242", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			locker, rdb, _ := setup(t)
+			rdb.Set(ctx, "lock:job", tc.value, tc.ttl)
+			l, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
+			if !errors.Is(err, withlock.ErrNotObtained) || l != nil {
+				t.Fatalf("TryAcquire on a held lock = %v, %v; want nil, ErrNotObtained", l, err)
+			}
+			var held *withlock.HeldError
+			if !errors.As(err, &held) {
+				t.Fatalf("error %T is not a *HeldError", err)
+			}
+			if held.Key != "lock:job" || held.Holder != tc.wantHolder {
+				t.Errorf("HeldError Key, Holder = %q, %q; want lock:job, %q", held.Key, held.Holder, tc.wantHolder)
+			}
+			if tc.wantTTL && (held.TTL <= 0 || held.TTL > tc.ttl) {
+				t.Errorf("HeldError.TTL = %v, want in (0, %v]", held.TTL, tc.ttl)
+			}
+			if !tc.wantTTL && held.TTL != 0 {
+				t.Errorf("HeldError.TTL = %v for a key without expiry, want 0", held.TTL)
+			}
+			if strings.Contains(err.Error(), randomPart(foreignToken)) {
+				t.Errorf("error %q shows the holder's secret", err)
+			}
+			if got := rdb.Get(ctx, "lock:job").Val(); got != tc.value {
+				t.Errorf("busy TryAcquire changed the key to %q", got)
+			}
+		})
+	}
+
+	t.Run("our own other lock", func(t *testing.T) {
+		locker, _, _ := setup(t)
+		first, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = locker.TryAcquire(ctx, "job", 10*time.Second, nil)
+		var held *withlock.HeldError
+		if !errors.As(err, &held) || held.Holder != holder(t) {
+			t.Fatalf("second TryAcquire = %v; want a *HeldError naming %s", err, holder(t))
+		}
+		if strings.Contains(err.Error(), randomPart(first.Token())) || strings.Contains(held.Holder, randomPart(first.Token())) {
+			t.Errorf("error %q shows the holder's secret", err)
+		}
+	})
+}
+
+func TestTryAcquireConcurrentOneWins(t *testing.T) {
+	ctx := context.Background()
+	locker, _, _ := setup(t)
+	var wg sync.WaitGroup
+	results := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			_, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	won := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, withlock.ErrNotObtained):
+			t.Errorf("TryAcquire: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of 20 concurrent TryAcquire won, want 1", won)
+	}
+}
+
+// TestSetExpiry checks the one SET on the wire (EX for whole seconds, PX
+// otherwise, always NX) and that the key's PTTL matches the TTL asked for.
+func TestSetExpiry(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		ttl      time.Duration
+		unit     string
+		value    string
+		min, max time.Duration // the PTTL right after
+	}{
+		{30 * time.Second, "ex", "30", 29 * time.Second, 30 * time.Second},
+		{2 * time.Second, "ex", "2", time.Second, 2 * time.Second},
+		{1500 * time.Millisecond, "px", "1500", time.Second, 1500 * time.Millisecond},
+		{500 * time.Millisecond, "px", "500", time.Millisecond, 500 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.ttl.String(), func(t *testing.T) {
+			locker, rdb, srv := setup(t)
+			mon := srv.Monitor()
+			l, err := locker.TryAcquire(ctx, "job", tc.ttl, nil)
+			if err != nil {
+				t.Fatalf("TryAcquire: %v", err)
+			}
+			want := []string{"set", "lock:job", l.Token(), tc.unit, tc.value, "nx"}
+			if cmds := withoutHandshake(mon.Commands()); len(cmds) != 1 || !slices.Equal(cmds[0].Args, want) {
+				t.Errorf("commands sent = %v, want exactly %q", cmds, want)
+			}
+			pttl := rdb.PTTL(ctx, "lock:job").Val()
+			if pttl <= tc.min || pttl > tc.max {
+				t.Errorf("PTTL after TryAcquire(%v) = %v, want in (%v, %v]", tc.ttl, pttl, tc.min, tc.max)
+			}
+		})
+	}
+	t.Run("below 1ms", func(t *testing.T) {
+		locker, rdb, _ := setup(t)
+		_, err := locker.TryAcquire(ctx, "job", time.Microsecond, nil)
+		if err == nil || errors.Is(err, withlock.ErrNotObtained) {
+			t.Errorf("TryAcquire with 1µs = %v, want an argument error", err)
+		}
+		if rdb.Exists(ctx, "lock:job").Val() != 0 {
+			t.Error("a rejected TTL still created the key")
+		}
+	})
+}
+
+func TestPrefix(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	for _, tc := range []struct {
+		opts *withlock.Options
+		want string
+	}{
+		{nil, "lock:job"},
+		{&withlock.Options{}, "lock:job"},
+		{&withlock.Options{Prefix: "jobs/"}, "jobs/job"},
+	} {
+		locker := withlock.New(rdb, tc.opts)
+		if got := locker.Key("job"); got != tc.want {
+			t.Errorf("Key with %+v = %q, want %q", tc.opts, got, tc.want)
+		}
+		l, err := locker.TryAcquire(ctx, "job", time.Second, nil)
+		if err != nil {
+			t.Fatalf("TryAcquire with %+v: %v", tc.opts, err)
+		}
+		if l.Key() != tc.want || rdb.Get(ctx, tc.want).Val() != l.Token() {
+			t.Errorf("lock with %+v at %q, want the token at %q", tc.opts, l.Key(), tc.want)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRelease(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		meddle func(rdb *redis.Client) // what happens to the key while we hold it
+		want   error
+		after  string // the key's value after Release; "" for gone
+	}{
+		{"ours", func(*redis.Client) {}, nil, ""},
+		{"deleted", func(rdb *redis.Client) { rdb.Del(ctx, "lock:job") }, withlock.ErrLockNotHeld, ""},
+		{"taken over", func(rdb *redis.Client) { rdb.Set(ctx, "lock:job", foreignToken, time.Minute) }, withlock.ErrLockNotHeld, foreignToken},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			locker, rdb, _ := setup(t)
+			l, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.meddle(rdb)
+			if err := l.Release(ctx); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("Release = %v, want %v", err, tc.want)
+			}
+			if got := rdb.Get(ctx, "lock:job").Val(); got != tc.after {
+				t.Errorf("key after Release = %q, want %q", got, tc.after)
+			}
+			if tc.after != "" {
+				if pttl := rdb.PTTL(ctx, "lock:job").Val(); pttl <= 50*time.Second {
+					t.Errorf("the other owner's TTL became %v, want it left at about 1m", pttl)
+				}
+			}
+			// Whatever happened, a second Release finds the lock not ours.
+			if err := l.Release(ctx); !errors.Is(err, withlock.ErrLockNotHeld) {
+				t.Errorf("second Release = %v, want ErrLockNotHeld", err)
+			}
+		})
+	}
+
+	t.Run("expired", func(t *testing.T) {
+		locker, rdb, _ := setup(t)
+		l, err := locker.TryAcquire(ctx, "job", 50*time.Millisecond, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, rdb, "lock:job")
+		if err := l.Release(ctx); !errors.Is(err, withlock.ErrLockNotHeld) {
+			t.Errorf("Release after expiry = %v, want ErrLockNotHeld", err)
+		}
+	})
+}
+
+// withoutHandshake leaves out the HELLO go-redis sends on a new connection.
+func withoutHandshake(cmds []redistest.Command) []redistest.Command {
+	return slices.DeleteFunc(cmds, func(c redistest.Command) bool { return c.Args[0] == "hello" })
+}
+
+// waitGone polls until key no longer exists.
+func waitGone(t *testing.T, rdb *redis.Client, key string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for rdb.Exists(context.Background(), key).Val() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still exists after 10s", key)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

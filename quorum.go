@@ -1,0 +1,254 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoQuorum means a quorum Client could not reach a majority of its
+// nodes, or not within the lock's validity time. Whatever it did obtain has
+// been released again.
+var ErrNoQuorum = errors.New("no majority of Redis nodes")
+
+// Clock drift allowed between the nodes of a quorum, as in the Redlock
+// algorithm: 1% of the TTL plus 2ms for the resolution of Redis's expiry.
+const (
+	driftFactor = 0.01
+	driftFloor  = 2 * time.Millisecond
+)
+
+// NewQuorum returns a Client that takes each lock on a majority of nodes,
+// independent Redis masters that do not replicate to each other (the
+// Redlock algorithm; use an odd number of them, typically 3 or 5). The lock
+// survives the loss of any minority of the nodes, including a restart
+// without persistence. Its Locks have the same API as those of New:
+//
+//   - TryAcquire sets the key on all nodes at once and succeeds when a
+//     majority set it within the validity time (TTL minus the time taken
+//     minus clock drift); otherwise it releases what it got and fails with
+//     a *HeldError when others hold a majority, or ErrNoQuorum.
+//   - Extend and Release act on all nodes and succeed when a majority
+//     confirms. Extend also puts the key back on nodes that lost it while
+//     the lock kept its majority, so further restarts are survived.
+//   - TTL is the time until fewer than a majority of the keys remain.
+//
+// Fencing numbers (LockOptions.Fence) are refused with
+// errors.ErrUnsupported: counters on independent nodes do not make one
+// increasing sequence. Redlock's safety also assumes bounded clock drift
+// and process pauses shorter than the TTL; see the README.
+//
+// With one node, NewQuorum is New.
+func NewQuorum(nodes []redis.UniversalClient, opts *Options) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, errors.New("withlock: NewQuorum needs at least one Redis node")
+	}
+	c := New(nodes[0], opts)
+	if len(nodes) > 1 {
+		c.nodes = slices.Clone(nodes)
+		c.quorum = len(nodes)/2 + 1
+	}
+	return c, nil
+}
+
+// nodeResult is one node's answer: a script's integer, or an error.
+type nodeResult struct {
+	n   int64
+	err error
+}
+
+// fanOut runs f on every node at once and waits for all of them.
+func (c *Client) fanOut(ctx context.Context, f func(context.Context, redis.UniversalClient) (int64, error)) []nodeResult {
+	res := make([]nodeResult, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, rdb := range c.nodes {
+		wg.Go(func() {
+			n, err := f(ctx, rdb)
+			if isReadOnly(err) {
+				// A demoted master no longer holds our key for anyone.
+				n, err = 0, nil
+			}
+			res[i] = nodeResult{n, err}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// tally counts the nodes that answered positively, those that answered 0
+// (the key is not ours there), and collects the errors of the others.
+func tally(res []nodeResult) (yes, no int, errs []error) {
+	for i, r := range res {
+		switch {
+		case r.err != nil:
+			errs = append(errs, fmt.Errorf("node %d: %w", i+1, r.err))
+		case r.n > 0:
+			yes++
+		default:
+			no++
+		}
+	}
+	return yes, no, errs
+}
+
+// nodeErrors are the errors of several nodes, on one line, each still
+// visible to errors.Is and errors.As.
+type nodeErrors []error
+
+func (e nodeErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e nodeErrors) Unwrap() []error { return e }
+
+// validity is what is left of ttl after elapsed and the allowed drift.
+func validity(ttl, elapsed time.Duration) time.Duration {
+	return ttl - elapsed - time.Duration(float64(ttl)*driftFactor) - driftFloor
+}
+
+func (c *Client) acquireQuorum(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, error) {
+	if opts != nil && opts.Fence {
+		return nil, fmt.Errorf("acquire %s: fencing numbers on a quorum of independent masters: %w", l.key, errors.ErrUnsupported)
+	}
+	// A node slower than the TTL cannot contribute anyway.
+	nctx, cancel := context.WithTimeout(ctx, l.ttl)
+	defer cancel()
+	res := c.fanOut(nctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+		return claimOn(ctx, rdb, l, opts)
+	})
+	left := validity(l.ttl, time.Since(l.acquired))
+	yes, no, errs := tally(res)
+	if yes >= c.quorum && left > 0 {
+		return l, nil
+	}
+	// Release everywhere, not only where we know it landed: a node whose
+	// reply was lost may have set the key all the same.
+	_ = l.releaseQuorum(context.WithoutCancel(ctx), 0)
+	switch {
+	case no > len(c.nodes)-c.quorum:
+		return nil, c.heldQuorum(ctx, l, res)
+	case yes >= c.quorum:
+		return nil, fmt.Errorf("acquire %s: %w: a majority took %s of the %s TTL, leaving no validity time",
+			l.key, ErrNoQuorum, time.Since(l.acquired).Round(time.Millisecond), l.ttl)
+	default:
+		return nil, fmt.Errorf("acquire %s: %w: %d of %d nodes, %d needed: %w",
+			l.key, ErrNoQuorum, yes, len(c.nodes), c.quorum, nodeErrors(errs))
+	}
+}
+
+// claimOn takes l on one node of a quorum, recognising our own token as
+// taken, and waits for replicas when asked to.
+func claimOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *LockOptions) (int64, error) {
+	if opts == nil || opts.MinReplicas <= 0 {
+		return rdb.Eval(ctx, claimScript, []string{l.key}, l.token, l.ttl.Milliseconds()).Int64()
+	}
+	ok, _, err := acquireReplicated(ctx, rdb, l, opts)
+	if ok {
+		return 1, nil
+	}
+	return 0, err
+}
+
+// heldQuorum describes the holder of a lock that a majority of nodes
+// refused, from the first node that refused it.
+func (c *Client) heldQuorum(ctx context.Context, l *Lock, res []nodeResult) error {
+	e := &HeldError{Key: l.key, Holder: "unknown"}
+	for i, r := range res {
+		if r.err != nil || r.n > 0 {
+			continue
+		}
+		var get *redis.StringCmd
+		var pttl *redis.DurationCmd
+		_, _ = c.nodes[i].Pipelined(ctx, func(p redis.Pipeliner) error {
+			get = p.Get(ctx, l.key)
+			pttl = p.PTTL(ctx, l.key)
+			return nil
+		})
+		if h := get.Val(); h != "" {
+			e.Holder = Holder(h)
+		}
+		if d := pttl.Val(); d > 0 {
+			e.TTL = d
+		}
+		break
+	}
+	return e
+}
+
+// quorumError is ErrLockNotHeld when the key is gone from (or someone
+// else's on) so many nodes that no majority can be ours, else ErrNoQuorum
+// with the errors of the nodes that did not answer.
+func (l *Lock) quorumError(op string, yes, no int, errs []error) error {
+	c := l.c
+	if no > len(c.nodes)-c.quorum {
+		return ErrLockNotHeld
+	}
+	return fmt.Errorf("%s %s: %w: %d of %d nodes confirmed, %d needed: %w",
+		op, l.key, ErrNoQuorum, yes, len(c.nodes), c.quorum, nodeErrors(errs))
+}
+
+func (l *Lock) releaseQuorum(ctx context.Context, keep int64) error {
+	res := l.c.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+		return rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep).Int64()
+	})
+	yes, no, errs := tally(res)
+	if yes >= l.c.quorum {
+		return nil
+	}
+	return l.quorumError("release", yes, no, errs)
+}
+
+func (l *Lock) extendQuorum(ctx context.Context, ttl time.Duration) error {
+	start := time.Now()
+	res := l.c.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+		return rdb.Eval(ctx, extendScript, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
+	})
+	left := validity(ttl, time.Since(start))
+	yes, no, errs := tally(res)
+	if yes < l.c.quorum || left <= 0 {
+		return l.quorumError("extend", yes, no, errs)
+	}
+	// The lock still has its majority, so no one else can hold it: put the
+	// key back on the nodes that lost it (restarted without persistence),
+	// or the next loss of a node would cost the lock its majority. Never on
+	// a node where someone else's key sits; never when the majority is gone
+	// (extend.lua does not recreate keys, and neither does this).
+	repairTTL := ttl - time.Since(start) // no longer than the extended keys
+	for i, r := range res {
+		if r.err == nil && r.n == 0 && repairTTL >= time.Millisecond {
+			_ = l.c.nodes[i].Eval(ctx, claimScript, []string{l.key}, l.token, repairTTL.Milliseconds()).Err()
+		}
+	}
+	return nil
+}
+
+func (l *Lock) ttlQuorum(ctx context.Context) (time.Duration, error) {
+	res := l.c.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+		ms, err := rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
+		return ms + 1, err // so that a key with 0ms left still counts as present
+	})
+	var left []time.Duration
+	for _, r := range res {
+		if r.err == nil && r.n > 0 {
+			left = append(left, time.Duration(r.n-1)*time.Millisecond)
+		}
+	}
+	if len(left) < l.c.quorum {
+		yes, no, errs := tally(res)
+		return 0, l.quorumError("ttl of", yes, no, errs)
+	}
+	// The lock lasts as long as a majority of its keys: the quorum-th
+	// longest.
+	slices.SortFunc(left, func(a, b time.Duration) int { return int(b - a) })
+	return left[l.c.quorum-1], nil
+}

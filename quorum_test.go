@@ -1,0 +1,238 @@
+package withlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// quorumNodes starts three independent masters and a quorum client on them.
+func quorumNodes(t *testing.T) ([]*redistest.Server, []*redis.Client, *withlock.Client) {
+	t.Helper()
+	var servers []*redistest.Server
+	var admins []*redis.Client
+	var nodes []redis.UniversalClient
+	for range 3 {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		admins = append(admins, s.Client())
+		rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialerRetries: 1, DisableIdentity: true,
+			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second})
+		t.Cleanup(func() { _ = rdb.Close() })
+		nodes = append(nodes, rdb)
+	}
+	c, err := withlock.NewQuorum(nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return servers, admins, c
+}
+
+// onNodes returns the value of key on each node ("" when missing or the
+// node is down).
+func onNodes(admins []*redis.Client, key string) []string {
+	vals := make([]string, len(admins))
+	for i, a := range admins {
+		vals[i], _ = a.Get(context.Background(), key).Result()
+	}
+	return vals
+}
+
+func count(vals []string, want string) int {
+	n := 0
+	for _, v := range vals {
+		if v == want {
+			n++
+		}
+	}
+	return n
+}
+
+func TestQuorum(t *testing.T) {
+	ctx := context.Background()
+	servers, admins, c := quorumNodes(t)
+
+	t.Run("all up: the key is on every node, and released from every node", func(t *testing.T) {
+		l, err := c.TryAcquire(ctx, "all", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := onNodes(admins, l.Key()); count(got, l.Token()) != 3 {
+			t.Fatalf("key on nodes = %q, want our token on all 3", got)
+		}
+		if ttl, err := l.TTL(ctx); err != nil || ttl <= 0 || ttl > 10*time.Second {
+			t.Fatalf("TTL = %v, %v; want in (0, 10s]", ttl, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := onNodes(admins, l.Key()); count(got, "") != 3 {
+			t.Fatalf("after release: %q", got)
+		}
+	})
+
+	t.Run("a majority held by another owner is busy, and leaves no key of ours", func(t *testing.T) {
+		owner, err := c.TryAcquire(ctx, "busy", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer owner.Release(ctx)
+		// One node is free (the owner lost it): still no majority for us.
+		admins[0].Del(ctx, owner.Key())
+		_, err = c.TryAcquire(ctx, "busy", 10*time.Second, nil)
+		var held *withlock.HeldError
+		if !errors.As(err, &held) || !errors.Is(err, withlock.ErrNotObtained) {
+			t.Fatalf("err = %v, want *HeldError", err)
+		}
+		if held.Holder != withlock.Holder(owner.Token()) || held.TTL <= 0 {
+			t.Fatalf("held = %+v, want holder %s with a TTL", held, withlock.Holder(owner.Token()))
+		}
+		if v := onNodes(admins, owner.Key())[0]; v != "" {
+			t.Fatalf("the failed attempt left %q on node 1", v)
+		}
+	})
+
+	t.Run("a foreign key on a minority does not stop us and survives our release", func(t *testing.T) {
+		admins[2].Set(ctx, "lock:minority", "other:1:x", time.Minute)
+		l, err := c.TryAcquire(ctx, "minority", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := onNodes(admins, "lock:minority"); got[2] != "other:1:x" || got[0] != "" || got[1] != "" {
+			t.Fatalf("after release: %q", got)
+		}
+	})
+
+	t.Run("no validity time left: refused and released", func(t *testing.T) {
+		// The allowed clock drift alone exceeds a 1ms TTL.
+		_, err := c.TryAcquire(ctx, "validity", time.Millisecond, nil)
+		if !errors.Is(err, withlock.ErrNoQuorum) || errors.Is(err, withlock.ErrNotObtained) {
+			t.Fatalf("err = %v, want ErrNoQuorum", err)
+		}
+	})
+
+	t.Run("fencing is refused on a quorum", func(t *testing.T) {
+		_, err := c.TryAcquire(ctx, "fence", time.Second, &withlock.LockOptions{Fence: true})
+		if !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("err = %v, want errors.ErrUnsupported", err)
+		}
+	})
+
+	t.Run("a lock that lost its majority is not held", func(t *testing.T) {
+		l, err := c.TryAcquire(ctx, "lost", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admins[0].Del(ctx, l.Key())
+		admins[1].Set(ctx, l.Key(), "thief:1:x", time.Minute)
+		if err := l.Extend(ctx, 10*time.Second); !errors.Is(err, withlock.ErrLockNotHeld) {
+			t.Fatalf("Extend = %v, want ErrLockNotHeld", err)
+		}
+		if got := onNodes(admins, l.Key()); got[0] != "" {
+			t.Fatalf("Extend without a majority recreated the key: %q", got)
+		}
+		if _, err := l.TTL(ctx); !errors.Is(err, withlock.ErrLockNotHeld) {
+			t.Fatalf("TTL = %v, want ErrLockNotHeld", err)
+		}
+		if err := l.Release(ctx); !errors.Is(err, withlock.ErrLockNotHeld) {
+			t.Fatalf("Release = %v, want ErrLockNotHeld", err)
+		}
+		if got := onNodes(admins, l.Key())[1]; got != "thief:1:x" {
+			t.Fatalf("the other owner's key became %q", got)
+		}
+	})
+
+	t.Run("Acquire waits for a quorum lock to be released", func(t *testing.T) {
+		owner, err := c.TryAcquire(ctx, "wait", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		released := make(chan struct{})
+		go func() {
+			time.Sleep(200 * time.Millisecond) // lets the waiter find it busy
+			_ = owner.Release(ctx)
+			close(released)
+		}()
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		l, err := c.Acquire(wctx, "wait", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-released:
+		default:
+			t.Fatal("Acquire returned before the owner released")
+		}
+		_ = l.Release(ctx)
+	})
+
+	// The remaining subtests stop and restart nodes; they run last.
+	t.Run("restarted nodes: Extend keeps the majority and repairs the lost key", func(t *testing.T) {
+		l, err := c.TryAcquire(ctx, "restart", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[0].Restart() // no persistence: the key is gone there
+		if err := l.Extend(ctx, 10*time.Second); err != nil {
+			t.Fatalf("Extend after one restart: %v", err)
+		}
+		if got := onNodes(admins, l.Key())[0]; got != l.Token() {
+			t.Fatalf("Extend did not put the key back on the restarted node: %q", got)
+		}
+		servers[1].Restart() // a second node loses it: the repaired one keeps the majority
+		if err := l.Extend(ctx, 10*time.Second); err != nil {
+			t.Fatalf("Extend after a second restart: %v", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := onNodes(admins, l.Key()); count(got, "") != 3 {
+			t.Fatalf("after release: %q", got)
+		}
+	})
+
+	t.Run("one node down: still works", func(t *testing.T) {
+		servers[2].Kill()
+		defer servers[2].Restart()
+		l, err := c.TryAcquire(ctx, "one-down", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Extend(ctx, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.TTL(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("two nodes down: ErrNoQuorum, and nothing left behind", func(t *testing.T) {
+		servers[1].Kill()
+		servers[2].Kill()
+		defer servers[1].Restart()
+		defer servers[2].Restart()
+		_, err := c.TryAcquire(ctx, "two-down", 10*time.Second, nil)
+		if !errors.Is(err, withlock.ErrNoQuorum) || errors.Is(err, withlock.ErrNotObtained) {
+			t.Fatalf("err = %v, want ErrNoQuorum", err)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error spans several lines: %q", err)
+		}
+		if v := onNodes(admins[:1], "lock:two-down")[0]; v != "" {
+			t.Fatalf("the surviving node kept %q", v)
+		}
+	})
+}

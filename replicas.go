@@ -1,0 +1,109 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultReplicaTimeout is how long an acquisition with
+// LockOptions.MinReplicas waits for acknowledgements when
+// LockOptions.ReplicaTimeout is 0. Keep it below the client's ReadTimeout.
+const DefaultReplicaTimeout = time.Second
+
+// ErrNotReplicated means a lock was obtained but fewer replicas than
+// LockOptions.MinReplicas acknowledged it in time; it was released again.
+// Errors matching it are *ReplicaError.
+var ErrNotReplicated = errors.New("lock was not acknowledged by enough replicas")
+
+// ReplicaError tells how many replicas acknowledged a lock that needed more.
+type ReplicaError struct {
+	Key  string // the lock's Redis key
+	Want int    // LockOptions.MinReplicas
+	Got  int    // replicas that acknowledged within the timeout
+}
+
+// Error says how many replicas acknowledged the key out of how many needed.
+func (e *ReplicaError) Error() string {
+	return fmt.Sprintf("lock %s was acknowledged by %d of the %d replicas required; released it", e.Key, e.Got, e.Want)
+}
+
+// Is makes errors.Is(err, ErrNotReplicated) true.
+func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated }
+
+// acquireReplicated takes l on rdb and then sends WAIT on the same
+// connection, since WAIT counts acknowledgements of that connection's own
+// writes. It returns whether the key was set (false: someone holds it) and
+// the fencing number.
+//
+// WAIT makes the key survive a failover to one of the acknowledging
+// replicas. It does not make Redis strongly consistent: Sentinel or Cluster
+// may still promote a replica that had not acknowledged, and a lock that
+// was only on the old master is then lost. It narrows the window, nothing
+// more.
+func acquireReplicated(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *LockOptions) (bool, int64, error) {
+	conn, err := stickyConn(ctx, rdb, l.key)
+	if err != nil {
+		return false, 0, fmt.Errorf("acquire %s: %w", l.key, err)
+	}
+	defer conn.Close()
+	var ok bool
+	var fence int64
+	if opts.Fence {
+		fence, err = conn.Eval(ctx, acquireFencedScript, []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds()).Int64()
+		ok = err == nil
+		if errors.Is(err, redis.Nil) {
+			err = nil
+		}
+	} else {
+		ok, err = conn.SetNX(ctx, l.key, l.token, l.ttl).Result()
+	}
+	if err != nil || !ok {
+		// A failed or lost reply may still hide a key that landed: held
+		// looks for our token before calling the lock busy.
+		return ok, fence, wrapAcquire(l.key, err)
+	}
+	timeout := opts.ReplicaTimeout
+	if timeout <= 0 {
+		timeout = DefaultReplicaTimeout
+	}
+	acks, err := conn.Wait(ctx, opts.MinReplicas, timeout).Result()
+	if err == nil && acks >= int64(opts.MinReplicas) {
+		return true, fence, nil
+	}
+	// Give the key up rather than run on a lock that a failover may lose.
+	// The release is best effort: the key expires anyway.
+	_ = conn.Eval(context.WithoutCancel(ctx), releaseScript, []string{l.key}, l.token, 0).Err()
+	if err != nil {
+		return false, 0, fmt.Errorf("wait for replicas of %s: %w", l.key, err)
+	}
+	return false, 0, &ReplicaError{Key: l.key, Want: opts.MinReplicas, Got: int(acks)}
+}
+
+func wrapAcquire(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("acquire %s: %w", key, err)
+}
+
+// stickyConn returns one connection to the master that owns key: a plain or
+// Sentinel client's own, or in a Cluster the connection of the key's master.
+// Close returns it to its pool.
+func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Conn(), nil
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return node.Conn(), nil
+	default:
+		return nil, fmt.Errorf("MinReplicas needs a *redis.Client or *redis.ClusterClient, not %T", rdb)
+	}
+}

@@ -1,0 +1,42 @@
+package withlock
+
+import "strconv"
+
+// sameSlotFenceKey returns a fence key in the Redis Cluster slot of key, a
+// key without a hash tag that contains '}', so that no tag can hold it:
+// such a key's slot is CRC16 of the whole key. It appends a number that
+// makes the fence key hash to that slot; the result has no tag either, as
+// nothing appended is a brace.
+//
+// CRC16 is linear, so the six-digit numbers, whose CRCs cover all 16384
+// slots, cover them after any prefix too: the loop ends before n reaches
+// 1e6, after about 16384 steps on average.
+func sameSlotFenceKey(key string) string {
+	want := slot(0, key)
+	base := key + ":fence:"
+	crc := crc16(0, base)
+	for n := 0; ; n++ {
+		s := strconv.Itoa(n)
+		if slot(crc, s) == want {
+			return base + s
+		}
+	}
+}
+
+// slot continues crc over s and returns the Redis Cluster slot it gives.
+func slot(crc uint16, s string) uint16 { return crc16(crc, s) & 16383 }
+
+// crc16 continues crc over s with CRC-16/XMODEM, Redis Cluster's key hash.
+func crc16(crc uint16, s string) uint16 {
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}

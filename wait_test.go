@@ -1,0 +1,214 @@
+package withlock_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// setCalls is how many SET commands the server has run, from INFO
+// commandstats: how a test knows a waiter has tried at least once.
+func setCalls(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	m := regexp.MustCompile(`cmdstat_set:calls=(\d+)`).FindStringSubmatch(info)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func TestAcquireWaitsForRelease(t *testing.T) {
+	ctx := context.Background()
+	locker, rdb, _ := setup(t)
+	first, err := locker.TryAcquire(ctx, "job", 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	type result struct {
+		l   *withlock.Lock
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := locker.Acquire(wctx, "job", 10*time.Second, nil)
+		done <- result{l, err}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for setCalls(t, rdb) < 3 { // ours, then at least two tries of the waiter
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never tried to SET")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("Acquire returned %v, %v while the lock was held", r.l, r.err)
+	default:
+	}
+	released := time.Now()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Acquire after Release: %v", r.err)
+	}
+	if r.l.AcquiredAt().Before(released) {
+		t.Errorf("acquired at %v, before the holder released at %v", r.l.AcquiredAt(), released)
+	}
+	if got := rdb.Get(ctx, "lock:job").Val(); got != r.l.Token() || got == first.Token() {
+		t.Errorf("key holds %q after the waiter got it, want its own token", got)
+	}
+}
+
+func TestAcquireWaitsForExpiry(t *testing.T) {
+	ctx := context.Background()
+	locker, rdb, _ := setup(t)
+	// A holder that died: its key goes away only by expiring.
+	rdb.Set(ctx, "lock:job", foreignToken, 300*time.Millisecond)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	l, err := locker.Acquire(wctx, "job", 10*time.Second, nil)
+	if err != nil {
+		t.Fatalf("Acquire of an expiring lock: %v", err)
+	}
+	if got := rdb.Get(ctx, "lock:job").Val(); got != l.Token() {
+		t.Errorf("key holds %q, want our token", got)
+	}
+}
+
+func TestAcquireGivesUpAtDeadline(t *testing.T) {
+	ctx := context.Background()
+	locker, rdb, _ := setup(t)
+	rdb.Set(ctx, "lock:job", foreignToken, time.Minute)
+	const wait = 300 * time.Millisecond
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	start := time.Now()
+	l, err := locker.Acquire(wctx, "job", 10*time.Second, nil)
+	took := time.Since(start)
+	if l != nil || !errors.Is(err, withlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire past its deadline = %v, %v; want ErrNotObtained and DeadlineExceeded", l, err)
+	}
+	var held *withlock.HeldError
+	if !errors.As(err, &held) || held.Holder != "otherhost:4242" {
+		t.Errorf("error %v does not carry the holder", err)
+	}
+	if took < wait {
+		t.Errorf("gave up after %v, before the %v deadline", took, wait)
+	}
+	if got := rdb.Get(ctx, "lock:job").Val(); got != foreignToken {
+		t.Errorf("key after giving up holds %q, want the holder's token", got)
+	}
+}
+
+func TestAcquireCancelled(t *testing.T) {
+	locker, rdb, _ := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if l, err := locker.Acquire(ctx, "job", time.Second, nil); l != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire with a cancelled context = %v, %v; want context.Canceled", l, err)
+	}
+	if rdb.Exists(context.Background(), "lock:job").Val() != 0 {
+		t.Error("a cancelled Acquire created the key")
+	}
+}
+
+// lossyDialer returns a go-redis Dialer whose connections lose the reply to
+// the first command containing match: Redis runs it, the client never
+// hears back, times out, and go-redis retries the command on a new
+// connection. That is the one way a SET NX of ours can find our own token.
+func lossyDialer(match string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var armed atomic.Bool
+	armed.Store(true)
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &lossyConn{Conn: conn, match: []byte(match), armed: &armed}, nil
+	}
+}
+
+type lossyConn struct {
+	net.Conn
+	match    []byte
+	armed    *atomic.Bool // shared by all connections: lose one reply in all
+	dropping atomic.Bool
+}
+
+func (c *lossyConn) Write(b []byte) (int, error) {
+	if bytes.Contains(b, c.match) && c.armed.CompareAndSwap(true, false) {
+		c.dropping.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *lossyConn) Read(b []byte) (int, error) {
+	for c.dropping.Load() {
+		// Swallow whatever arrives until the client's read deadline.
+		if _, err := c.Conn.Read(b); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Read(b)
+}
+
+// TestRetriedAcquireThatLandedIsOurs: a SET NX (or the fenced script) whose
+// reply was lost did take the lock; the client's retry then sees our own
+// token, which must count as acquired, not as busy.
+func TestRetriedAcquireThatLandedIsOurs(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		match string // the command whose reply is lost, as go-redis writes it
+		opts  *withlock.LockOptions
+	}{
+		{"set", "\r\nset\r\n", nil},
+		{"fenced", "\r\neval\r\n", &withlock.LockOptions{Fence: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			check := srv.Client()
+			check.Set(ctx, "{lock:job}:fence", 41, 0) // earlier fenced acquisitions
+			rdb := redis.NewClient(&redis.Options{
+				Addr:            srv.Addr(),
+				Dialer:          lossyDialer(tc.match),
+				ReadTimeout:     300 * time.Millisecond,
+				MaxRetries:      2, // the retry this test is about
+				DisableIdentity: true,
+			})
+			defer rdb.Close()
+			l, err := withlock.New(rdb, nil).TryAcquire(ctx, "job", 10*time.Second, tc.opts)
+			if err != nil {
+				t.Fatalf("TryAcquire whose first reply was lost: %v", err)
+			}
+			if got := check.Get(ctx, "lock:job").Val(); got != l.Token() {
+				t.Errorf("key holds %q, want the lock's token %q", got, l.Token())
+			}
+			if tc.opts != nil && l.Fence() != 42 {
+				t.Errorf("Fence() = %d, want 42, the number the landed script drew", l.Fence())
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+		})
+	}
+}
