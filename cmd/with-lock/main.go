@@ -30,6 +30,9 @@ var version = "dev"
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 func main() {
+	if supervise.IsGuard() { // a copy of us that kills the command if we die: renew.go
+		os.Exit(supervise.RunGuard())
+	}
 	// go-redis logs dial failures on its own; we report each failure once,
 	// in our words.
 	redis.SetLogger(quietLogger{})
@@ -65,6 +68,9 @@ type runner struct {
 }
 
 func (r *runner) run() int {
+	if r.cfg.Status {
+		return r.status() // status.go
+	}
 	path, err := supervise.Resolve(r.cfg.Command[0])
 	if err != nil {
 		return startFailed(err)
@@ -85,14 +91,12 @@ func (r *runner) run() int {
 	if lock == nil {
 		return code
 	}
-	child, err := supervise.Start(path, r.cfg.Command, r.env(lock))
+	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock)) // guard.go
 	if err != nil {
 		r.release(lock)
 		return startFailed(err)
 	}
-	code = r.supervise(child)
-	r.release(lock)
-	return code
+	return r.hold(child, lock) // renew.go: renew, stop the command on loss, release
 }
 
 // acquire takes the lock, or returns nil and the exit code to leave with.
@@ -149,21 +153,6 @@ func (r *runner) env(lock *withlock.Lock) []string {
 		env = append(env, "WITH_LOCK_FENCE="+strconv.FormatInt(f, 10))
 	}
 	return env
-}
-
-// supervise waits for the command, passing on the signals we receive, and
-// returns its exit code.
-func (r *runner) supervise(child *supervise.Child) int {
-	for {
-		select {
-		case <-child.Done():
-			return child.Wait()
-		case sig := <-r.sigs:
-			if err := child.Signal(sig.(syscall.Signal)); err != nil {
-				warn("forward %v to the command: %v", sig, err)
-			}
-		}
-	}
 }
 
 // release gives the lock up. Failing to is worth a warning but does not

@@ -32,6 +32,8 @@ type Config struct {
 	Name    string   // the lock's name
 	Command []string // the command and its arguments
 
+	RenewConfig // renewal, loss, min-hold, fencing, --status: renew.go
+
 	RedisURL     string
 	RedisTimeout time.Duration
 	Prefix       string
@@ -65,6 +67,9 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	}
 	c.resolveProduction(getenv)
 	rest := fs.Args()
+	if c.Status {
+		return c.parseStatus(rest)
+	}
 	switch {
 	case len(rest) == 0:
 		return nil, fmt.Errorf("%w: missing lock name and command", ErrUsage)
@@ -85,13 +90,16 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 }
 
 func (c *Config) validate() error {
+	if err := c.RenewConfig.validate(); err != nil {
+		return err
+	}
 	if c.Name == "" {
 		return errors.New("lock name is empty")
 	}
 	if strings.ContainsFunc(c.Name, unicode.IsControl) {
 		return fmt.Errorf("lock name %q contains control characters", c.Name)
 	}
-	if c.Command[0] == "" {
+	if !c.Status && c.Command[0] == "" {
 		return errors.New("command is empty")
 	}
 	if c.TTL < time.Millisecond {
@@ -117,6 +125,7 @@ func newFlagSet(c *Config) *pflag.FlagSet {
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", DefaultRedisTimeout, "connect and command `timeout` for Redis")
 	fs.StringVar(&c.Prefix, "prefix", "lock:", "key `prefix`: the key is <prefix><name>")
 	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "lock `TTL`")
+	addRenewFlags(fs, &c.RenewConfig)
 	fs.DurationVarP(&c.Wait, "wait", "w", 0, "wait up to `DUR` for a busy lock instead of failing")
 	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit `code` when the lock is busy (0-255)")
 	fs.BoolP("nonblock", "n", false, "fail at once when the lock is busy (the default)")
@@ -141,12 +150,15 @@ Flags:
 	fmt.Fprint(w, `
 Exit codes: the command's own; 128+N if it died of signal N; 75 lock busy;
 64 usage; 69 Redis unavailable; 70 internal error; 77 Redis refused
-credentials; 78 bad configuration; 126 not executable; 127 not found.
+credentials; 78 bad configuration; 125 lock lost while the command ran (it
+was stopped); 126 not executable; 127 not found. --status: 0 held, 1 free.
 
 Examples:
   with-lock nightly-report /opt/jobs/report.sh
   with-lock -E 0 backup -- rsync -a /data /backup     # quiet skip when busy
   with-lock -w 5m --ttl 2m import ./import --full
+  with-lock --min-hold 55s -E 0 sync /opt/jobs/sync   # every minute, many hosts
+  with-lock --status --json nightly-report
   */5 * * * * with-lock -q -E 0 sync /opt/jobs/sync   # crontab line
 `)
 }

@@ -27,6 +27,7 @@ func TestParse(t *testing.T) {
 		Prefix:       "lock:",
 		TTL:          config.DefaultTTL,
 		ConflictExit: config.DefaultConflictExit,
+		RenewConfig:  config.RenewConfig{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter},
 	}
 	with := func(f func(c *config.Config)) config.Config {
 		c := defaults

@@ -64,6 +64,7 @@ type Child struct {
 	done       chan struct{}
 	state      *os.ProcessState
 	waitErr    error
+	guardErr   error // see StartGuarded
 }
 
 // Start runs path with argv and env, stdio inherited. The child leads a new

@@ -1,0 +1,64 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// DoOptions configure Do. A nil *DoOptions means the defaults: fail at once
+// when the lock is busy, no fencing, no min-hold, default renewal.
+type DoOptions struct {
+	// LockOptions are the acquisition's fencing and min-hold.
+	LockOptions
+	// Wait makes Do wait for a busy lock until ctx is done, as Acquire
+	// does, instead of failing at once with ErrNotObtained.
+	Wait bool
+	// KeepAlive tunes renewal while fn runs.
+	KeepAlive KeepAliveOptions
+}
+
+// Do runs fn while holding the lock called name: it acquires the lock for
+// ttl, renews it in the background while fn runs, and releases it when fn
+// returns. fn's context is cancelled when the lock is lost, with a
+// *LostError as its context.Cause; fn should then stop touching what the
+// lock protects. l gives fn the lock's fencing number and token.
+//
+// Do returns the acquisition's error (matching ErrNotObtained when the lock
+// is busy) without calling fn. Otherwise it returns fn's error joined with
+// any loss (matching ErrLockLost, also when the lock turned out to be gone
+// only at release) and any release error. The release runs even when ctx
+// is already cancelled; it is bounded by the Redis client's timeouts.
+func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, l *Lock) error, opts *DoOptions) error {
+	if opts == nil {
+		opts = &DoOptions{}
+	}
+	acquire := c.TryAcquire
+	if opts.Wait {
+		acquire = c.Acquire
+	}
+	l, err := acquire(ctx, name, ttl, &opts.LockOptions)
+	if err != nil {
+		return err
+	}
+	ka := l.KeepAlive(ctx, &opts.KeepAlive)
+	fnErr := fn(ka.Context(), l)
+	ka.Stop()
+
+	lost := ka.Err()
+	if errors.Is(fnErr, ErrLockLost) {
+		lost = nil // fn returned the cause itself; say it once
+	}
+	if errors.Is(ka.Err(), ErrLockNotHeld) {
+		return errors.Join(fnErr, lost) // the key is someone else's or gone
+	}
+	relErr := l.Release(context.WithoutCancel(ctx))
+	if errors.Is(relErr, ErrLockNotHeld) {
+		relErr = nil
+		if ka.Err() == nil {
+			// Lost between the last renewal and the release.
+			lost = &LostError{Key: l.key, Err: ErrLockNotHeld}
+		}
+	}
+	return errors.Join(fnErr, lost, relErr)
+}

@@ -1,0 +1,235 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrLockLost means a lock was lost while its KeepAlive ran: Redis said the
+// key is no longer ours, or no renewal succeeded before the key could have
+// expired. Errors that match it with errors.Is are *LostError.
+var ErrLockLost = errors.New("lock lost")
+
+// errNoAnswer is why a lock was presumed lost when its deadline passed
+// while a renewal still waited for Redis.
+var errNoAnswer = errors.New("no answer from Redis to the last renewal")
+
+// LostError says why a kept-alive lock was lost.
+type LostError struct {
+	Key string // the lock's Redis key
+	// Err is ErrLockNotHeld when Redis said the key expired or holds
+	// another owner's token. Otherwise the local deadline passed without a
+	// successful renewal, and Err is the last renewal's error (also when it
+	// is still waiting for an answer), or nil when none failed (the process
+	// was paused, for example).
+	Err error
+}
+
+// Error says what was lost and why.
+func (e *LostError) Error() string {
+	switch {
+	case errors.Is(e.Err, ErrLockNotHeld):
+		return fmt.Sprintf("lock %s lost: it expired or was taken over", e.Key)
+	case e.Err != nil:
+		return fmt.Sprintf("lock %s presumed lost: no renewal succeeded before it could expire (last attempt: %v)", e.Key, e.Err)
+	default:
+		return fmt.Sprintf("lock %s presumed lost: it was not renewed before it could expire (was this process paused?)", e.Key)
+	}
+}
+
+// Is makes errors.Is(err, ErrLockLost) true.
+func (e *LostError) Is(target error) bool { return target == ErrLockLost }
+
+// Unwrap returns Err.
+func (e *LostError) Unwrap() error { return e.Err }
+
+// KeepAliveOptions tune a KeepAlive. A nil *KeepAliveOptions or zero fields
+// mean the defaults.
+type KeepAliveOptions struct {
+	// Interval is the time between renewals; 0 means a third of the TTL, so
+	// two renewals can fail before the lock is in danger. It is capped at
+	// half of the TTL minus the margin.
+	Interval time.Duration
+	// Margin is how long before the key could expire the lock is presumed
+	// lost when no renewal succeeded. It must cover clock-rate differences
+	// between this host and Redis and the time the caller needs to stop its
+	// work. 0 means DefaultMargin(ttl).
+	Margin time.Duration
+}
+
+// DefaultMargin is the KeepAlive margin for a lock with the given TTL: a
+// tenth of it for clock-rate differences plus 100ms to stop the work, but
+// at most a quarter of the TTL.
+func DefaultMargin(ttl time.Duration) time.Duration {
+	return min(ttl/10+100*time.Millisecond, ttl/4)
+}
+
+// KeepAlive renews a lock in the background and reports its loss. Create
+// one with Lock.KeepAlive; its methods are safe for concurrent use.
+type KeepAlive struct {
+	lock     *Lock
+	interval time.Duration
+	margin   time.Duration
+
+	ctx    context.Context // cancelled with the loss as cause, or on Stop
+	cancel context.CancelCauseFunc
+	stop   context.CancelFunc // ends the loop without a loss
+	lost   chan struct{}
+	done   chan struct{} // closed when the loop and any renewal have ended
+
+	mu  sync.Mutex
+	err error
+}
+
+// KeepAlive starts renewing the lock every interval with one token-checked
+// PEXPIRE to its TTL, so the key never lives longer than the TTL past the
+// last renewal and a crashed owner's lock is freed within the TTL.
+//
+// It keeps a local deadline on the monotonic clock: the time the last
+// successful acquiring or renewing command was sent, plus the TTL, minus
+// the margin. The lock is lost when a renewal finds the key gone or someone
+// else's, or when that deadline passes without a successful renewal — a
+// renewal stuck in a slow call does not delay this. On loss, Lost is
+// closed, Err returns a *LostError, Context is cancelled with it as cause,
+// and renewal stops. Renewal also stops, without a loss, when ctx is done or
+// Stop is called. Call Stop before Release.
+func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive {
+	k := &KeepAlive{
+		lock:     l,
+		interval: l.ttl / 3,
+		margin:   DefaultMargin(l.ttl),
+		lost:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if opts != nil && opts.Interval > 0 {
+		k.interval = opts.Interval
+	}
+	if opts != nil && opts.Margin > 0 {
+		k.margin = min(opts.Margin, l.ttl-time.Millisecond)
+	}
+	k.interval = max(min(k.interval, (l.ttl-k.margin)/2), time.Millisecond)
+	k.ctx, k.cancel = context.WithCancelCause(ctx)
+	loopCtx, stop := context.WithCancel(k.ctx)
+	k.stop = stop
+	go k.run(loopCtx)
+	return k
+}
+
+// Lost is closed when the lock is lost; it stays open when renewal stops
+// for another reason.
+func (k *KeepAlive) Lost() <-chan struct{} { return k.lost }
+
+// Err returns the *LostError once the lock is lost, else nil.
+func (k *KeepAlive) Err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err
+}
+
+// Context returns a context derived from the one given to Lock.KeepAlive,
+// cancelled when the lock is lost (context.Cause returns the *LostError) or
+// when Stop is called. Work that must not outlive the lock runs under it.
+func (k *KeepAlive) Context() context.Context { return k.ctx }
+
+// Stop ends renewal and waits until no renewal is in flight, so none can
+// land after a following Release. It does not release the lock. It is safe
+// to call more than once and after a loss.
+func (k *KeepAlive) Stop() {
+	k.stop()
+	<-k.done
+	k.cancel(context.Canceled)
+}
+
+// renewal is the outcome of one Extend.
+type renewal struct {
+	sent time.Time
+	err  error
+}
+
+func (k *KeepAlive) run(ctx context.Context) {
+	l := k.lock
+	// The buffer lets a renewal still in flight when the loop ends finish
+	// without a reader; done waits for it.
+	results := make(chan renewal, 1)
+	var inflight sync.WaitGroup
+	defer func() {
+		inflight.Wait()
+		close(k.done)
+	}()
+
+	lossAt := l.acquired.Add(l.ttl - k.margin)
+	deadline := time.NewTimer(time.Until(lossAt))
+	defer deadline.Stop()
+	next := time.NewTimer(time.Until(l.acquired.Add(k.interval)))
+	defer next.Stop()
+	busy := false
+	var lastErr error
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			// Independent of any call in flight: a renewal stuck on a
+			// paused or unreachable Redis cannot postpone this.
+			if busy {
+				lastErr = errNoAnswer
+			}
+			k.lose(lastErr)
+			return
+		case <-next.C:
+			if busy {
+				next.Reset(k.retry())
+				continue
+			}
+			// After a pause of this process both timers may be due; never
+			// renew a lock whose deadline has passed.
+			if !time.Now().Before(lossAt) {
+				k.lose(lastErr)
+				return
+			}
+			busy = true
+			inflight.Add(1)
+			go func() {
+				defer inflight.Done()
+				sent := time.Now() // before sending: the key lives at least until sent+TTL
+				results <- renewal{sent: sent, err: l.Extend(ctx, l.ttl)}
+			}()
+		case r := <-results:
+			busy = false
+			switch {
+			case r.err == nil:
+				// A successful compare-and-PEXPIRE proves the key held our
+				// token all along: nobody can recreate it with our token.
+				lastErr = nil
+				lossAt = r.sent.Add(l.ttl - k.margin)
+				deadline.Reset(time.Until(lossAt))
+				next.Reset(time.Until(r.sent.Add(k.interval)))
+			case errors.Is(r.err, ErrLockNotHeld):
+				k.lose(ErrLockNotHeld)
+				return
+			case ctx.Err() != nil:
+				return // stopped while the renewal ran
+			default:
+				// Unreachable, timed out, LOADING after a restart: try
+				// again soon, until the deadline says otherwise.
+				lastErr = r.err
+				next.Reset(k.retry())
+			}
+		}
+	}
+}
+
+// retry is the pause before trying again after a failed or slow renewal.
+func (k *KeepAlive) retry() time.Duration { return max(k.interval/4, time.Millisecond) }
+
+func (k *KeepAlive) lose(err error) {
+	lerr := &LostError{Key: k.lock.key, Err: err}
+	k.mu.Lock()
+	k.err = lerr
+	k.mu.Unlock()
+	close(k.lost)
+	k.cancel(lerr)
+}
