@@ -57,12 +57,15 @@ type LockOptions struct {
 	MinHold time.Duration
 }
 
-// Client takes locks on one Redis deployment. It is safe for concurrent use
-// and holds no state between locks beyond its configuration.
+// Client takes locks on one Redis deployment. It is safe for concurrent use.
+// Beyond its configuration it holds state only while Acquire waits: the
+// waiting lines and one shared Pub/Sub connection, closed again soon after
+// the last waiter is done.
 type Client struct {
 	rdb    redis.UniversalClient
 	prefix string
-	owner  string // "<host>:<pid>:" put before every token
+	owner  string    // "<host>:<pid>:" put before every token
+	waits  waitState // waiting Acquires, see wait.go
 }
 
 // New returns a Client that takes locks through rdb.
@@ -174,6 +177,15 @@ func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) 
 // Acquire takes the lock called name for ttl, waiting while someone else
 // holds it until ctx is done. When ctx ends first the error matches both
 // ErrNotObtained and ctx.Err() with errors.Is.
+//
+// A free lock costs what TryAcquire does: one SET. A busy one is waited for
+// without polling: the waiter subscribes to the lock's release messages,
+// then tries again (so a release in between is not missed), and sleeps
+// until a release, the holder's expiry (a crashed holder sends nothing) or
+// a fallback poll of about a second. Waiters of one Client are served in
+// FIFO order and only the first in line sends commands. A try in flight
+// when ctx ends is completed, bounded by the Redis client's read timeout,
+// so that it cannot leave behind a lock nobody knows of.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	token, err := newToken(c.owner)
 	if err != nil {
