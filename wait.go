@@ -124,17 +124,19 @@ func (s *waitState) pollInterval() time.Duration {
 // The token stays the same across tries, so a try whose reply was lost is
 // recognised as ours by the next one.
 func (c *Client) wait(ctx context.Context, name, token string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
-	key := c.Key(name)
 	// A try is never cut short by ctx: a SET abandoned in flight may still
 	// land and leave a lock nobody releases. Each try is bounded by the
 	// client's read timeout instead, and ctx is checked between tries.
-	tctx := context.WithoutCancel(ctx)
+	tctx := ctx
+	if ctx.Done() != nil {
+		tctx = context.WithoutCancel(ctx)
+	}
 	s := &c.waits
 	var seen *room // a subscribed room seen before our first try
 	var seq uint64
 	if s.n.Load() > 0 {
 		s.mu.Lock()
-		if r := s.rooms[key]; r != nil {
+		if r := s.rooms[c.Key(name)]; r != nil {
 			if len(r.queue) > 0 {
 				// Busy with waiters here already: the SET would fail or
 				// take the lock from under them. Queue up behind them.
@@ -150,13 +152,16 @@ func (c *Client) wait(ctx context.Context, name, token string, ttl time.Duration
 	}
 
 	l, err := c.tryAcquire(tctx, name, token, ttl, opts)
-	var held *HeldError
+	if err == nil {
+		return l, nil
+	}
+	var held *HeldError // declared here: errors.As makes it escape to the heap
 	if !errors.As(err, &held) {
-		return l, err
+		return nil, err
 	}
 	now := time.Now()
 	s.mu.Lock()
-	r := s.room(c, key)
+	r := s.room(c, held.Key)
 	r.learn(held, now)
 	// The first in line must try again once the subscription is confirmed
 	// (a release between our SET and the SUBSCRIBE would otherwise be
