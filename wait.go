@@ -124,6 +124,9 @@ func (s *waitState) pollInterval() time.Duration {
 // The token stays the same across tries, so a try whose reply was lost is
 // recognised as ours by the next one.
 func (c *Client) wait(ctx context.Context, name, token string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("acquire %s: %w", c.Key(name), context.Cause(ctx))
+	}
 	// A try is never cut short by ctx: a SET abandoned in flight may still
 	// land and leave a lock nobody releases. Each try is bounded by the
 	// client's read timeout instead, and ctx is checked between tries.
