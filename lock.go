@@ -266,6 +266,13 @@ func (l *Lock) Release(ctx context.Context) error {
 			keep = left.Milliseconds()
 		}
 	}
+	if keep == 0 {
+		// A waiter of this Client is first in line: take the lock for it in
+		// the same round trip (handoff.go).
+		if done, err := l.c.waits.handoff(ctx, l.c, l); done {
+			return err
+		}
+	}
 	n, err := l.c.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep).Int64()
 	if err != nil {
 		return fmt.Errorf("release %s: %w", l.key, err)

@@ -72,7 +72,7 @@ func (s *subscriber) receive(ws *waitState) {
 			// ready again, and its first waiter tries, on confirmation.
 			s.unsubs = nil
 			for _, r := range ws.rooms {
-				r.ready = false
+				r.ready, r.skip = false, 0
 			}
 			ws.mu.Unlock()
 			failures++
@@ -82,7 +82,11 @@ func (s *subscriber) receive(ws *waitState) {
 		failures = 0
 		switch m := msg.(type) {
 		case *redis.Message:
-			if r := ws.rooms[m.Channel]; r != nil {
+			switch r := ws.rooms[m.Channel]; {
+			case r == nil:
+			case r.skip > 0:
+				r.skip-- // a local Release handed the lock on already
+			default:
 				r.notify()
 			}
 		case *redis.Subscription:

@@ -60,13 +60,22 @@ type room struct {
 	holder  string    // last known holder, "<host>:<pid>", "" if unknown
 	expires time.Time // when the last known holder's key expires at the latest; zero if unknown
 	zeroes  int       // failed tries in a row that saw no TTL, for backoff
+	skip    int       // release messages of local handoffs still to come, not to wake anyone
 	idle    *time.Timer
 }
 
-// waiter is one waiting Acquire.
+// waiter is one waiting Acquire. Its fields after wake are guarded by mu.
 type waiter struct {
 	wake chan struct{} // capacity 1: a pending wake-up is never lost nor doubled
-	try  bool          // guarded by mu: send the SET when next awake
+	try  bool          // send the SET when next awake
+
+	// What the waiter would SET, so that a local Release can send it
+	// (handoff.go), and the state of such a handoff.
+	name, token string
+	ttl         time.Duration
+	opts        *LockOptions
+	handing     bool           // a Release is sending our SET right now
+	handed      *handoffResult // its outcome, not yet picked up
 }
 
 // poke wakes w without blocking; a wake-up already pending is enough.
@@ -143,9 +152,9 @@ func (c *Client) wait(ctx context.Context, name, token string, ttl time.Duration
 			if len(r.queue) > 0 {
 				// Busy with waiters here already: the SET would fail or
 				// take the lock from under them. Queue up behind them.
-				w := s.join(r, false)
+				w := s.join(r, false, name, token, ttl, opts)
 				s.mu.Unlock()
-				return c.sleep(ctx, tctx, r, w, name, token, ttl, opts)
+				return c.sleep(ctx, tctx, r, w)
 			}
 			if r.ready {
 				seen, seq = r, r.seq
@@ -170,9 +179,9 @@ func (c *Client) wait(ctx context.Context, name, token string, ttl time.Duration
 	// (a release between our SET and the SUBSCRIBE would otherwise be
 	// missed) unless our SET was already sent while subscribed and no
 	// message has come since.
-	w := s.join(r, r.ready && (r != seen || r.seq != seq))
+	w := s.join(r, r.ready && (r != seen || r.seq != seq), name, token, ttl, opts)
 	s.mu.Unlock()
-	return c.sleep(ctx, tctx, r, w, name, token, ttl, opts)
+	return c.sleep(ctx, tctx, r, w)
 }
 
 // room returns the room of key, creating and subscribing it if needed.
@@ -196,11 +205,11 @@ func (s *waitState) room(c *Client, key string) *room {
 
 // join puts a new waiter at the end of r's queue; the first in line is told
 // to try at once when try is set. Called with s.mu held.
-func (s *waitState) join(r *room, try bool) *waiter {
+func (s *waitState) join(r *room, try bool, name, token string, ttl time.Duration, opts *LockOptions) *waiter {
 	if r.idle != nil {
 		r.idle.Stop()
 	}
-	w := &waiter{wake: make(chan struct{}, 1)}
+	w := &waiter{wake: make(chan struct{}, 1), name: name, token: token, ttl: ttl, opts: opts}
 	r.queue = append(r.queue, w)
 	if len(r.queue) == 1 {
 		w.try = try
@@ -209,7 +218,7 @@ func (s *waitState) join(r *room, try bool) *waiter {
 }
 
 // sleep waits in r until w gets the lock or ctx ends.
-func (c *Client) sleep(ctx, tctx context.Context, r *room, w *waiter, name, token string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+func (c *Client) sleep(ctx, tctx context.Context, r *room, w *waiter) (*Lock, error) {
 	s := &c.waits
 	poll := s.pollInterval()
 	var timer *time.Timer
@@ -219,12 +228,15 @@ func (c *Client) sleep(ctx, tctx context.Context, r *room, w *waiter, name, toke
 		}
 	}()
 	for {
+		if l := s.takeHandoff(c, r, w); l != nil {
+			return l, nil
+		}
 		s.mu.Lock()
 		first := r.queue[0] == w
-		try := first && w.try
-		w.try = false
+		try := first && w.try && !w.handing && w.handed == nil
+		w.try = w.try && !try
 		var d time.Duration
-		if first && !try {
+		if first && !try && !w.handing && w.handed == nil {
 			if d = r.sleepFor(poll); d <= 0 {
 				try = true
 			}
@@ -232,13 +244,16 @@ func (c *Client) sleep(ctx, tctx context.Context, r *room, w *waiter, name, toke
 		s.mu.Unlock()
 
 		if try {
-			l, err := c.tryAcquire(tctx, name, token, ttl, opts)
+			l, err := c.tryAcquire(tctx, w.name, w.token, w.ttl, w.opts)
 			var held *HeldError
 			switch {
 			case err == nil:
 				s.leave(c, r, w, l)
 				return l, nil
 			case !errors.As(err, &held):
+				if l := s.takeHandoff(c, r, w); l != nil {
+					return l, nil // a local Release took it for us meanwhile
+				}
 				s.leave(c, r, w, nil)
 				return nil, err
 			}
@@ -247,13 +262,13 @@ func (c *Client) sleep(ctx, tctx context.Context, r *room, w *waiter, name, toke
 			r.learn(held, now)
 			s.mu.Unlock()
 			if ctx.Err() != nil {
-				return nil, s.giveUp(ctx, c, r, w)
+				return s.giveUp(ctx, c, r, w)
 			}
 			continue
 		}
 
 		var expired <-chan time.Time
-		if first {
+		if d > 0 {
 			if timer == nil {
 				timer = time.NewTimer(d)
 			} else {
@@ -268,7 +283,7 @@ func (c *Client) sleep(ctx, tctx context.Context, r *room, w *waiter, name, toke
 			w.try = true
 			s.mu.Unlock()
 		case <-ctx.Done():
-			return nil, s.giveUp(ctx, c, r, w)
+			return s.giveUp(ctx, c, r, w)
 		}
 		if timer != nil {
 			timer.Stop()
@@ -281,6 +296,9 @@ func (s *waitState) leave(c *Client, r *room, w *waiter, l *Lock) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := slices.Index(r.queue, w)
+	if i < 0 {
+		return // cannot happen: every path leaves once
+	}
 	r.queue = slices.Delete(r.queue, i, i+1)
 	if l != nil {
 		// The next in line sleeps until our key would expire or a release.
@@ -311,8 +329,12 @@ func (s *waitState) lingerTime() time.Duration {
 }
 
 // giveUp leaves r because ctx ended and returns the error for it: the last
-// known holder, matching ErrNotObtained, and ctx's cause.
-func (s *waitState) giveUp(ctx context.Context, c *Client, r *room, w *waiter) error {
+// known holder, matching ErrNotObtained, and ctx's cause. A handoff to w
+// already under way is waited for, and the lock it got is returned.
+func (s *waitState) giveUp(ctx context.Context, c *Client, r *room, w *waiter) (*Lock, error) {
+	if l := s.takeHandoff(c, r, w); l != nil {
+		return l, nil
+	}
 	s.leave(c, r, w, nil)
 	s.mu.Lock()
 	held := &HeldError{Key: r.key, Holder: r.holder}
@@ -323,7 +345,7 @@ func (s *waitState) giveUp(ctx context.Context, c *Client, r *room, w *waiter) e
 	if held.Holder == "" {
 		held.Holder = "unknown"
 	}
-	return fmt.Errorf("%w; gave up waiting: %w", held, context.Cause(ctx))
+	return nil, fmt.Errorf("%w; gave up waiting: %w", held, context.Cause(ctx))
 }
 
 // reap deletes r once it has stayed empty for the linger time, and closes
