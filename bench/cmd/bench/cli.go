@@ -27,7 +27,8 @@ func cliWays(root, dir string, srv *server) ([]cliWay, error) {
 		{root, wl, "./cmd/with-lock"},
 		{".", floor, "./cmd/floor"},
 	} {
-		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+		// The flags of make build, for both.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b.out, b.pkg)
 		cmd.Dir = b.dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
@@ -38,9 +39,9 @@ func cliWays(root, dir string, srv *server) ([]cliWay, error) {
 		return nil, err
 	}
 	return []cliWay{
-		{"with-lock x true", "the with-lock binary (go build ./cmd/with-lock)", []string{wl, "x", "true"},
+		{"with-lock x true", "the with-lock binary, built as make build does", []string{wl, "x", "true"},
 			[]string{"WITH_LOCK_REDIS=redis://" + srv.addr + "/0"}},
-		{"Go floor", "bench/cmd/floor: SET NX EX, fork/exec, EVAL over a raw socket", []string{floor, "x", "true"},
+		{"Go floor", "bench/cmd/floor: SET NX EX, fork/exec, EVAL over a raw socket, same build flags", []string{floor, "x", "true"},
 			[]string{"FLOOR_REDIS=" + srv.addr}},
 		{"bash + redis-cli", "bench/seed-with-lock.sh, the seed's way", []string{"bash", seed, "x", "true"},
 			[]string{"REDIS_PORT=" + strconv.Itoa(srv.port)}},

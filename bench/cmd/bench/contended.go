@@ -29,24 +29,7 @@ type contended struct {
 // another goroutine has acquired, so every handoff goes to a goroutine that
 // is already waiting; otherwise the releaser competes at once (the plain
 // loop). Mutual exclusion is checked on every acquisition.
-func runContended(lb lib, shared locker, addr string, adm *redis.Client, goroutines int, handoff bool, d time.Duration) (contended, error) {
-	lockers := make([]locker, goroutines)
-	for g := range lockers {
-		lockers[g] = shared
-		if lb.perWaiter {
-			l, err := lb.open(addr)
-			if err != nil {
-				return contended{}, err
-			}
-			defer l.close()
-			// Warm its connection so the run counts locking, not dialling.
-			if unlock, err := l.lock(context.Background(), fmt.Sprintf("warm%d", g)); err == nil {
-				_ = unlock(context.Background())
-			}
-			lockers[g] = l
-		}
-	}
-
+func runContended(lb lib, shared locker, adm *redis.Client, goroutines int, handoff bool, d time.Duration) (contended, error) {
 	var (
 		owner     atomic.Int32 // goroutine holding the lock, -1 if none
 		released  atomic.Int64 // when the last release started, unix ns; 0 once taken
@@ -58,7 +41,8 @@ func runContended(lb lib, shared locker, addr string, adm *redis.Client, gorouti
 		counts    = make([]int, goroutines)
 	)
 	owner.Store(-1)
-	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	// A lock call still blocked this long after the run counts as an error.
+	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
 	defer cancel()
 
 	cmds := commandsProcessed(adm)
@@ -67,7 +51,7 @@ func runContended(lb lib, shared locker, addr string, adm *redis.Client, gorouti
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
-			l := lockers[g]
+			l := shared
 			for time.Now().Before(stop) {
 				unlock, err := l.lock(ctx, "contended")
 				now := time.Now()
@@ -125,4 +109,40 @@ func runContended(lb lib, shared locker, addr string, adm *redis.Client, gorouti
 		return r, fmt.Errorf("%s: no acquisition in %s", lb.name, d)
 	}
 	return r, nil
+}
+
+// runRoundTrip measures the floor of any handoff: a holder that wakes from
+// its 1 ms hold and sends, in one round trip, the release script and the
+// next owner's SET NX PX (what with-lock's handoff sends), timed from just
+// before sending to the reply. One goroutine, no contention.
+func runRoundTrip(rdb *redis.Client, d time.Duration) (contended, error) {
+	ctx := context.Background()
+	r := contended{perWaiter: []int{0}}
+	token := "floor-0"
+	if err := rdb.SetNX(ctx, "roundtrip", token, lockTTL).Err(); err != nil {
+		return r, err
+	}
+	start := time.Now()
+	for i := 1; time.Since(start) < d; i++ {
+		time.Sleep(holdFor)
+		next := fmt.Sprintf("floor-%d", i)
+		t := time.Now()
+		cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Eval(ctx, rawRelease, []string{"roundtrip"}, token)
+			p.SetNX(ctx, "roundtrip", next, lockTTL)
+			return nil
+		})
+		if err != nil {
+			return r, err
+		}
+		r.latencies = append(r.latencies, time.Since(t))
+		if !cmds[1].(*redis.BoolCmd).Val() {
+			return r, fmt.Errorf("round trip floor: the SET NX did not take the key")
+		}
+		token = next
+		r.acquired++
+		r.perWaiter[0]++
+	}
+	r.elapsed = time.Since(start)
+	return r, rdb.Del(ctx, "roundtrip").Err()
 }

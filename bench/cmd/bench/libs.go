@@ -39,18 +39,17 @@ type lib struct {
 	open        func(addr string) (locker, error)
 	uncontended bool // measured in the uncontended table
 	contended   bool // measured in the contended table
-	perWaiter   bool // contended goroutines each open their own locker (as processes would)
 }
 
 func libs() []lib {
 	return []lib{
 		{name: "with-lock", config: "Client.Acquire / Lock.Release", open: openOurs, uncontended: true, contended: true},
-		{name: "with-lock, a Client per waiter", config: "as above, but every goroutine has its own go-redis client and Client, as separate processes would", open: openOurs, contended: true, perWaiter: true},
+		{name: "with-lock, a process per lock", config: "as above, but every acquisition opens a new go-redis client and Client and closes them after the release, as `with-lock -w` processes do", open: openFresh, contended: true},
 		{name: "raw go-redis floor", config: "SET NX PX + EVAL of a compare-and-delete script, nothing else", open: openRaw, uncontended: true},
 		{name: "bsm/redislock", config: "Obtain with LinearBackoff(10ms) / Release", open: openRedislock(10 * time.Millisecond), uncontended: true, contended: true},
 		{name: "bsm/redislock, spin", config: "Obtain without retry, called again at once until it succeeds", open: openRedislock(0), contended: true},
 		{name: "redsync", config: "Mutex.LockContext with default retry delays (50–250 ms) and unlimited tries / UnlockContext", open: openRedsync, uncontended: true, contended: true},
-		{name: "rueidislock", config: "WithContext / cancel; KeyMajority 1 (one key, as the others), NoLoopTracking, KeyValidity 10s", open: openRueidislock, uncontended: true, contended: true},
+		{name: "rueidislock", config: "WithContext / cancel; KeyMajority 1 (one key, as the others), KeyValidity 10s, other options default", open: openRueidislock, uncontended: true, contended: true},
 	}
 }
 
@@ -79,6 +78,27 @@ func (o *ours) lock(ctx context.Context, name string) (unlockFunc, error) {
 }
 
 func (o *ours) close() { _ = o.rdb.Close() }
+
+// fresh takes every lock with a new go-redis client and Client, closed
+// after the release: what separate `with-lock -w` processes do.
+type fresh struct{ addr string }
+
+func openFresh(addr string) (locker, error) { return &fresh{addr: addr}, nil }
+
+func (f *fresh) lock(ctx context.Context, name string) (unlockFunc, error) {
+	rdb := newGoRedis(f.addr)
+	l, err := withlock.New(rdb, nil).Acquire(ctx, name, lockTTL, nil)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		defer rdb.Close()
+		return l.Release(ctx)
+	}, nil
+}
+
+func (f *fresh) close() {}
 
 // --- the floor: one SET NX PX and one EVAL through go-redis ---
 
@@ -175,10 +195,9 @@ type rueidis1 struct{ l rueidislock.Locker }
 
 func openRueidislock(addr string) (locker, error) {
 	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
-		KeyMajority:    1,
-		NoLoopTracking: true,
-		KeyValidity:    lockTTL,
+		ClientOption: rueidis.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:  1,
+		KeyValidity:  lockTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rueidislock: %w", err)

@@ -35,8 +35,8 @@ type config struct {
 
 func main() {
 	var c config
-	flag.IntVar(&c.rounds, "rounds", 7, "interleaved rounds of the uncontended measurement")
-	flag.IntVar(&c.pairs, "pairs", 1600, "lock+unlock pairs per library per round (uncontended)")
+	flag.IntVar(&c.rounds, "rounds", 21, "interleaved rounds of the uncontended measurement")
+	flag.IntVar(&c.pairs, "pairs", 800, "lock+unlock pairs per library per round (uncontended)")
 	flag.IntVar(&c.cRounds, "contended-rounds", 3, "interleaved rounds of the contended measurement")
 	flag.DurationVar(&c.runFor, "run", 1500*time.Millisecond, "length of one contended run")
 	flag.IntVar(&c.cliRuns, "cli-runs", 150, "runs of each CLI way")
@@ -115,19 +115,26 @@ func run(c config) error {
 	}
 
 	fmt.Printf("contended: %d rounds of %s per library and mode, hold %s\n", c.cRounds, c.runFor, holdFor)
+	floorRDB := newGoRedis(srv.addr)
+	defer floorRDB.Close()
 	for round := range c.cRounds {
+		r, err := runRoundTrip(floorRDB, c.runFor)
+		if err != nil {
+			return err
+		}
+		res.roundTrip.add(r)
 		for _, m := range modes {
 			for i := range res.libs {
 				lr := res.libs[(i+round)%len(res.libs)]
 				if !lr.lib.contended {
 					continue
 				}
-				r, err := runContended(lr.lib, lockers[lr.lib.name], srv.addr, adm, m.goroutines, m.handoff, c.runFor)
+				r, err := runContended(lr.lib, lockers[lr.lib.name], adm, m.goroutines, m.handoff, c.runFor)
 				if err != nil {
 					return err
 				}
 				lr.mode(m.key).add(r)
-				fmt.Printf("  round %d %-9s %-32s %5d acquisitions, p50 %s\n", round+1, m.key, lr.lib.name, r.acquired, fmtMS(median(r.latencies)))
+				fmt.Printf("  round %d %-9s %-30s %5d acquisitions, p50 %s, %d errors\n", round+1, m.key, lr.lib.name, r.acquired, fmtMS(median(r.latencies)), r.errors)
 			}
 		}
 	}
@@ -160,8 +167,7 @@ func run(c config) error {
 		}
 	}
 	if c.out != "" {
-		rel, _ := filepath.Rel(filepath.Dir(c.out), c.svg)
-		if err := os.WriteFile(c.out, []byte(res.markdown(report, filepath.ToSlash(rel))), 0o644); err != nil {
+		if err := os.WriteFile(c.out, []byte(res.markdown(report, chartLink(c.out, c.svg))), 0o644); err != nil {
 			return err
 		}
 		fmt.Printf("\nwrote %s and %s\n", c.out, c.svg)
@@ -181,4 +187,15 @@ func checkClean(adm *redis.Client) error {
 		return fmt.Errorf("keys left behind: %v", keys)
 	}
 	return nil
+}
+
+// chartLink is the chart's path as seen from the report's directory.
+func chartLink(report, chart string) string {
+	dir, err1 := filepath.Abs(filepath.Dir(report))
+	svg, err2 := filepath.Abs(chart)
+	rel, err3 := filepath.Rel(dir, svg)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return chart
+	}
+	return filepath.ToSlash(rel)
 }

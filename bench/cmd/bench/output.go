@@ -63,6 +63,9 @@ func (r *results) chart() string {
 			bars = append(bars, bar{l.lib.name, m.p(50), m.p(99)})
 		}
 	}
+	if len(r.roundTrip.latencies) > 0 {
+		bars = append(bars, bar{"floor: one round trip", r.roundTrip.p(50), r.roundTrip.p(99)})
+	}
 	const (
 		left, right, top, rowH = 230.0, 30.0, 56.0, 38.0
 		width                  = 820.0
@@ -86,8 +89,11 @@ func (r *results) chart() string {
 	for i, br := range bars {
 		y := top + rowH*float64(i)
 		color := "#7f8c8d"
-		if br.name == oursName {
+		switch {
+		case br.name == oursName:
 			color = "#1f77b4"
+		case strings.HasPrefix(br.name, "floor"):
+			color = "#2ca02c"
 		}
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%s</text>`+"\n", left-8, y+rowH/2+4, br.name)
 		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.1f" height="%.0f" fill="%s" opacity="0.35"/>`+"\n", left, y+6, x(br.p99)-left, rowH-12, color)

@@ -59,11 +59,14 @@ func loadAvg() string {
 
 // results of a whole run.
 type results struct {
-	env     env
-	cfg     config
-	libs    []*libResult
-	cliWays []cliWay
-	cli     map[string][]time.Duration
+	env       env
+	cfg       config
+	libs      []*libResult
+	roundTrip modeResult // the floor of a handoff: one round trip after the hold
+	cliWays   []cliWay
+	cli       map[string][]time.Duration
+
+	pairedRatio float64 // with-lock over the raw floor, uncontended, set by targets
 }
 
 // libResult holds one library's figures, one entry per round.
