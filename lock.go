@@ -183,7 +183,8 @@ func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) 
 // then tries again (so a release in between is not missed), and sleeps
 // until a release, the holder's expiry (a crashed holder sends nothing) or
 // a fallback poll of about a second. Waiters of one Client are served in
-// FIFO order and only the first in line sends commands. A try in flight
+// FIFO order and only the first in line sends commands; a Release by the
+// same Client takes the lock for it in its own round trip. A try in flight
 // when ctx ends is completed, bounded by the Redis client's read timeout,
 // so that it cannot leave behind a lock nobody knows of.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
