@@ -67,12 +67,15 @@ type LockOptions struct {
 	ReplicaTimeout time.Duration
 }
 
-// Client takes locks on one Redis deployment. It is safe for concurrent use
-// and holds no state between locks beyond its configuration.
+// Client takes locks on one Redis deployment. It is safe for concurrent use.
+// Beyond its configuration it holds state only while Acquire waits: the
+// waiting lines and one shared Pub/Sub connection, closed again soon after
+// the last waiter is done.
 type Client struct {
 	rdb    redis.UniversalClient
 	prefix string
-	owner  string // "<host>:<pid>:" put before every token
+	owner  string    // "<host>:<pid>:" put before every token
+	waits  waitState // waiting Acquires, see wait.go
 
 	// A Redlock quorum (NewQuorum): independent masters, rdb is nodes[0].
 	// nil for one deployment, whose path never looks further.
@@ -200,6 +203,16 @@ func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) 
 // Acquire takes the lock called name for ttl, waiting while someone else
 // holds it until ctx is done. When ctx ends first the error matches both
 // ErrNotObtained and ctx.Err() with errors.Is.
+//
+// A free lock costs what TryAcquire does: one SET. A busy one is waited for
+// without polling: the waiter subscribes to the lock's release messages,
+// then tries again (so a release in between is not missed), and sleeps
+// until a release, the holder's expiry (a crashed holder sends nothing) or
+// a fallback poll of about a second. Waiters of one Client are served in
+// FIFO order and only the first in line sends commands; a Release by the
+// same Client takes the lock for it in its own round trip. A try in flight
+// when ctx ends is completed, bounded by the Redis client's read timeout,
+// so that it cannot leave behind a lock nobody knows of.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	token, err := newToken(c.owner)
 	if err != nil {
@@ -288,6 +301,13 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	if l.c.nodes != nil {
 		return l.releaseQuorum(ctx, keep)
+	}
+	if keep == 0 {
+		// A waiter of this Client is first in line: take the lock for it in
+		// the same round trip (handoff.go).
+		if done, err := l.c.waits.handoff(ctx, l.c, l); done {
+			return err
+		}
 	}
 	n, err := l.c.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep).Int64()
 	if err != nil {

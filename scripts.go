@@ -6,6 +6,17 @@ import _ "embed"
 // process such as the CLI would otherwise pay an extra NOSCRIPT round trip,
 // and Redis caches the compiled script by its digest either way.
 var (
+	// releaseScript releases a lock only if it is still ours, in one atomic
+	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
+	// milliseconds the key must still live (min-hold) or 0. It returns 1 when
+	// the lock was ours and 0 when it was not (the key is left untouched).
+	// With a min-hold left, a short job keeps the key until it passes, so a
+	// server whose cron fires late does not run the same job again.
+	// Otherwise it deletes the key and publishes on a channel named exactly
+	// like the key, which wakes waiting Acquires at once (one ACL pattern
+	// covers both). Its explanations live here rather than in release.lua:
+	// the script's text travels with every release and Redis hashes it each
+	// time, so the Lua is kept short.
 	//go:embed release.lua
 	releaseScript string
 	//go:embed extend.lua

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+	withlock "github.com/with-lock/with-lock"
+)
+
+// lockTTL is the TTL every library sets; holds are far shorter, so no key
+// expires during a run.
+const lockTTL = 10 * time.Second
+
+// unlockFunc releases one acquisition.
+type unlockFunc func(context.Context) error
+
+// locker is one library, set up once, taking locks by name.
+type locker interface {
+	// lock waits until the lock called name is ours (or ctx ends).
+	lock(ctx context.Context, name string) (unlockFunc, error)
+	close()
+}
+
+// lib is a contestant: how to open its locker, and where it competes.
+type lib struct {
+	name        string
+	config      string // how it is configured, for BENCHMARKS.md
+	open        func(addr string) (locker, error)
+	uncontended bool // measured in the uncontended table
+	contended   bool // measured in the contended table
+}
+
+func libs() []lib {
+	return []lib{
+		{name: "with-lock", config: "Client.Acquire / Lock.Release", open: openOurs, uncontended: true, contended: true},
+		{name: "with-lock, a process per lock", config: "as above, but every acquisition opens a new go-redis client and Client and closes them after the release, as `with-lock -w` processes do", open: openFresh, contended: true},
+		{name: "raw go-redis floor", config: "SET NX PX + EVAL of a compare-and-delete script, nothing else", open: openRaw, uncontended: true},
+		{name: "bsm/redislock", config: "Obtain with LinearBackoff(10ms) / Release", open: openRedislock(10 * time.Millisecond), uncontended: true, contended: true},
+		{name: "bsm/redislock, spin", config: "Obtain without retry, called again at once until it succeeds", open: openRedislock(0), contended: true},
+		{name: "redsync", config: "Mutex.LockContext with default retry delays (50–250 ms) and unlimited tries / UnlockContext", open: openRedsync, uncontended: true, contended: true},
+		{name: "rueidislock", config: "WithContext / cancel; KeyMajority 1 (one key, as the others), KeyValidity 10s, other options default", open: openRueidislock, uncontended: true, contended: true},
+	}
+}
+
+func newGoRedis(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
+}
+
+// --- with-lock ---
+
+type ours struct {
+	rdb *redis.Client
+	c   *withlock.Client
+}
+
+func openOurs(addr string) (locker, error) {
+	rdb := newGoRedis(addr)
+	return &ours{rdb: rdb, c: withlock.New(rdb, nil)}, nil
+}
+
+func (o *ours) lock(ctx context.Context, name string) (unlockFunc, error) {
+	l, err := o.c.Acquire(ctx, name, lockTTL, nil)
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
+func (o *ours) close() { _ = o.rdb.Close() }
+
+// fresh takes every lock with a new go-redis client and Client, closed
+// after the release: what separate `with-lock -w` processes do.
+type fresh struct{ addr string }
+
+func openFresh(addr string) (locker, error) { return &fresh{addr: addr}, nil }
+
+func (f *fresh) lock(ctx context.Context, name string) (unlockFunc, error) {
+	rdb := newGoRedis(f.addr)
+	l, err := withlock.New(rdb, nil).Acquire(ctx, name, lockTTL, nil)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		defer rdb.Close()
+		return l.Release(ctx)
+	}, nil
+}
+
+func (f *fresh) close() {}
+
+// --- the floor: one SET NX PX and one EVAL through go-redis ---
+
+const rawRelease = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+
+type raw struct{ rdb *redis.Client }
+
+func openRaw(addr string) (locker, error) { return &raw{rdb: newGoRedis(addr)}, nil }
+
+func (r *raw) lock(ctx context.Context, name string) (unlockFunc, error) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	ok, err := r.rdb.SetNX(ctx, name, token, lockTTL).Result()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("raw floor: lock busy (it does not wait)")
+	}
+	return func(ctx context.Context) error {
+		return r.rdb.Eval(ctx, rawRelease, []string{name}, token).Err()
+	}, nil
+}
+
+func (r *raw) close() { _ = r.rdb.Close() }
+
+// --- bsm/redislock ---
+
+type bsm struct {
+	rdb     *redis.Client
+	c       *redislock.Client
+	backoff time.Duration // 0: call Obtain again at once
+}
+
+func openRedislock(backoff time.Duration) func(string) (locker, error) {
+	return func(addr string) (locker, error) {
+		rdb := newGoRedis(addr)
+		return &bsm{rdb: rdb, c: redislock.New(rdb), backoff: backoff}, nil
+	}
+}
+
+func (b *bsm) lock(ctx context.Context, name string) (unlockFunc, error) {
+	if b.backoff > 0 {
+		l, err := b.c.Obtain(ctx, name, lockTTL, &redislock.Options{RetryStrategy: redislock.LinearBackoff(b.backoff)})
+		if err != nil {
+			return nil, err
+		}
+		return l.Release, nil
+	}
+	for {
+		l, err := b.c.Obtain(ctx, name, lockTTL, nil)
+		switch {
+		case err == nil:
+			return l.Release, nil
+		case !errors.Is(err, redislock.ErrNotObtained):
+			return nil, err
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (b *bsm) close() { _ = b.rdb.Close() }
+
+// --- redsync ---
+
+type rsync struct {
+	rdb *redis.Client
+	rs  *redsync.Redsync
+}
+
+func openRedsync(addr string) (locker, error) {
+	rdb := newGoRedis(addr)
+	return &rsync{rdb: rdb, rs: redsync.New(redsyncgoredis.NewPool(rdb))}, nil
+}
+
+func (r *rsync) lock(ctx context.Context, name string) (unlockFunc, error) {
+	m := r.rs.NewMutex(name, redsync.WithExpiry(lockTTL), redsync.WithTries(math.MaxInt32))
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		_, err := m.UnlockContext(ctx)
+		return err
+	}, nil
+}
+
+func (r *rsync) close() { _ = r.rdb.Close() }
+
+// --- rueidislock ---
+
+type rueidis1 struct{ l rueidislock.Locker }
+
+func openRueidislock(addr string) (locker, error) {
+	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption: rueidis.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:  1,
+		KeyValidity:  lockTTL,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rueidislock: %w", err)
+	}
+	return &rueidis1{l: l}, nil
+}
+
+func (r *rueidis1) lock(ctx context.Context, name string) (unlockFunc, error) {
+	_, cancel, err := r.l.WithContext(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { cancel(); return nil }, nil
+}
+
+func (r *rueidis1) close() { r.l.Close() }

@@ -1,0 +1,201 @@
+// Command bench compares the with-lock library and CLI with their peers on a
+// private redis-server, prints the results and writes BENCHMARKS.md and a
+// chart of handoff latency. Run it from bench/ (make bench does).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// modes of the contended measurement.
+var modes = []struct {
+	key        string
+	goroutines int
+	handoff    bool
+}{
+	{"handoff8", 8, true},
+	{"plain8", 8, false},
+	{"handoff16", 16, true},
+}
+
+// config of one benchmark run.
+type config struct {
+	rounds, pairs, cRounds, cliRuns int
+	runFor                          time.Duration
+	root, out, svg                  string
+	only                            string
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.rounds, "rounds", 21, "interleaved rounds of the uncontended measurement")
+	flag.IntVar(&c.pairs, "pairs", 800, "lock+unlock pairs per library per round (uncontended)")
+	flag.IntVar(&c.cRounds, "contended-rounds", 3, "interleaved rounds of the contended measurement")
+	flag.DurationVar(&c.runFor, "run", 1500*time.Millisecond, "length of one contended run")
+	flag.IntVar(&c.cliRuns, "cli-runs", 150, "runs of each CLI way")
+	flag.StringVar(&c.root, "root", "..", "the with-lock checkout")
+	flag.StringVar(&c.out, "out", "../BENCHMARKS.md", "where to write the report ('' for nowhere)")
+	flag.StringVar(&c.svg, "svg", "handoff.svg", "where to write the chart ('' for nowhere)")
+	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended or cli) and write no files, for profiling")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	env := machine()
+	srv, err := startRedis()
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	adm := redis.NewClient(&redis.Options{Addr: srv.addr, DisableIdentity: true})
+	defer adm.Close()
+	env.redis = redisVersion(adm)
+	fmt.Printf("with-lock benchmark: redis-server %s on %s, %s\n", env.redis, srv.addr, env.cpu)
+
+	res := &results{env: env, cfg: c}
+	all := libs()
+	lockers := make(map[string]locker)
+	for _, lb := range all {
+		l, err := lb.open(srv.addr)
+		if err != nil {
+			return err
+		}
+		defer l.close()
+		lockers[lb.name] = l
+		res.libs = append(res.libs, &libResult{lib: lb, modes: map[string]*modeResult{}})
+	}
+
+	// Uncontended: interleaved rounds, each library once per round in a
+	// rotating order, after a warm-up that fills connection pools.
+	if c.only != "" {
+		c.out, c.svg = "", ""
+		if c.only != "uncontended" {
+			c.rounds = 0
+		}
+		if c.only != "contended" {
+			c.cRounds = 0
+		}
+		if c.only != "cli" {
+			c.cliRuns = 0
+		}
+	}
+	fmt.Printf("uncontended: %d rounds of %d pairs, 1 and 16 goroutines\n", c.rounds, c.pairs)
+	for round := -1; round < c.rounds && c.rounds > 0; round++ {
+		for i := range res.libs {
+			lr := res.libs[(i+max(round, 0))%len(res.libs)]
+			if !lr.lib.uncontended {
+				continue
+			}
+			for _, g := range []int{1, 16} {
+				u, err := runUncontended(lockers[lr.lib.name], g, c.pairs)
+				if err != nil {
+					return fmt.Errorf("%s uncontended: %w", lr.lib.name, err)
+				}
+				if round < 0 {
+					continue // warm-up
+				}
+				if g == 1 {
+					lr.us1, lr.allocs1 = append(lr.us1, u.usPerPair), append(lr.allocs1, u.allocsPerPair)
+				} else {
+					lr.us16, lr.allocs16 = append(lr.us16, u.usPerPair), append(lr.allocs16, u.allocsPerPair)
+				}
+			}
+		}
+	}
+
+	fmt.Printf("contended: %d rounds of %s per library and mode, hold %s\n", c.cRounds, c.runFor, holdFor)
+	floorRDB := newGoRedis(srv.addr)
+	defer floorRDB.Close()
+	for round := range c.cRounds {
+		r, err := runRoundTrip(floorRDB, c.runFor)
+		if err != nil {
+			return err
+		}
+		res.roundTrip.add(r)
+		for _, m := range modes {
+			for i := range res.libs {
+				lr := res.libs[(i+round)%len(res.libs)]
+				if !lr.lib.contended {
+					continue
+				}
+				r, err := runContended(lr.lib, lockers[lr.lib.name], adm, m.goroutines, m.handoff, c.runFor)
+				if err != nil {
+					return err
+				}
+				lr.mode(m.key).add(r)
+				fmt.Printf("  round %d %-9s %-30s %5d acquisitions, p50 %s, %d errors\n", round+1, m.key, lr.lib.name, r.acquired, fmtMS(median(r.latencies)), r.errors)
+			}
+		}
+	}
+
+	if c.cliRuns > 0 {
+		fmt.Printf("CLI: %d runs of each way, interleaved\n", c.cliRuns)
+		dir, err := os.MkdirTemp("", "with-lock-bench-bin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if res.cliWays, err = cliWays(c.root, dir, srv); err != nil {
+			return err
+		}
+		if res.cli, err = runCLI(res.cliWays, c.cliRuns); err != nil {
+			return err
+		}
+	}
+	res.env.loadAfter = loadAvg()
+
+	if c.only != "" {
+		fmt.Print("\n" + res.partial(c.only))
+		return nil
+	}
+	report := res.report()
+	fmt.Print("\n" + report.text)
+	if c.svg != "" {
+		if err := os.WriteFile(c.svg, []byte(res.chart()), 0o644); err != nil {
+			return err
+		}
+	}
+	if c.out != "" {
+		if err := os.WriteFile(c.out, []byte(res.markdown(report, chartLink(c.out, c.svg))), 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("\nwrote %s and %s\n", c.out, c.svg)
+	}
+	return checkClean(adm)
+}
+
+// checkClean fails the run if a lock outlived it: every library released
+// what it took.
+func checkClean(adm *redis.Client) error {
+	time.Sleep(100 * time.Millisecond) // rueidislock deletes from a goroutine
+	keys, err := adm.Keys(context.Background(), "*").Result()
+	if err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		return fmt.Errorf("keys left behind: %v", keys)
+	}
+	return nil
+}
+
+// chartLink is the chart's path as seen from the report's directory.
+func chartLink(report, chart string) string {
+	dir, err1 := filepath.Abs(filepath.Dir(report))
+	svg, err2 := filepath.Abs(chart)
+	rel, err3 := filepath.Rel(dir, svg)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return chart
+	}
+	return filepath.ToSlash(rel)
+}

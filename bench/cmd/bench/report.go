@@ -1,0 +1,214 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+const oursName = "with-lock"
+
+// report is what a run prints, also embedded in BENCHMARKS.md.
+type report struct {
+	text    string // the tables and the targets, in Markdown
+	targets []target
+}
+
+type target struct {
+	what, measured string
+	met            bool
+}
+
+func (r *results) report() report {
+	var b strings.Builder
+	b.WriteString(r.uncontendedTable())
+	b.WriteString(r.contendedTable())
+	b.WriteString(r.cliTable())
+	rep := report{targets: r.targets()}
+	b.WriteString("\n### Targets (issue 4), ratios from this run\n\n")
+	for _, t := range rep.targets {
+		mark := "met"
+		if !t.met {
+			mark = "MISSED"
+		}
+		fmt.Fprintf(&b, "- %s: %s — %s\n", t.what, t.measured, mark)
+	}
+	rep.text = b.String()
+	return rep
+}
+
+// partial is the table of one part, for -only.
+func (r *results) partial(part string) string {
+	switch part {
+	case "uncontended":
+		r.targets()
+		return r.uncontendedTable() + fmt.Sprintf("\nwith-lock / raw floor, median of per-round ratios: %.3f\n", r.pairedRatio)
+	case "contended":
+		return r.contendedTable()
+	}
+	return r.cliTable()
+}
+
+func (r *results) uncontendedTable() string {
+	var b strings.Builder
+	b.WriteString("### Uncontended: lock+unlock pairs, each goroutine on its own lock\n\n")
+	var rows [][]string
+	for _, l := range r.libs {
+		if !l.lib.uncontended {
+			continue
+		}
+		us16 := medianF(l.us16)
+		rows = append(rows, []string{l.lib.name,
+			fmt.Sprintf("%.0f", medianF(l.us1)), fmt.Sprintf("%.1f", medianF(l.allocs1)),
+			fmt.Sprintf("%.0f", us16), fmt.Sprintf("%.0f", 16e6/us16), fmt.Sprintf("%.1f", medianF(l.allocs16))})
+	}
+	b.WriteString(mdTable([]string{"library", "1 goroutine: µs/pair", "allocs/pair", "16 goroutines: µs/pair", "pairs/s", "allocs/pair"}, rows))
+	return b.String()
+}
+
+func (r *results) contendedTable() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### Contended: goroutines on one lock, each holding it %s\n\n", holdFor)
+	b.WriteString("Handoff: release started → next acquire returned, when the releaser waits until another goroutine has acquired (every handoff goes to a waiter). Plain loop: the releaser calls lock again at once. Commands: INFO total_commands_processed delta per acquisition, Lua-internal commands included. The floor row is no lock at all: one goroutine that, after each 1 ms hold, sends the release script and the next owner's SET NX PX in one pipelined round trip — the least any handoff can take, since the release has to reach Redis and the next owner has to hear back.\n\n")
+	var rows [][]string
+	overlaps, acquisitions := 0, 0
+	var errs []string
+	for _, l := range r.libs {
+		if !l.lib.contended {
+			continue
+		}
+		h, p, h16 := l.mode("handoff8"), l.mode("plain8"), l.mode("handoff16")
+		lo, hi, ratio := h.fairness()
+		plo, phi, pratio := p.fairness()
+		rows = append(rows, []string{l.lib.name,
+			fmtMS(h.p(50)), fmtMS(h.p(99)), fmt.Sprintf("%.0f", medianF(h.rates)), fmt.Sprintf("%.1f", medianF(h.commands)),
+			fmt.Sprintf("%d–%d (%.2f)", lo, hi, ratio),
+			fmtMS(p.p(50)), fmtMS(p.p(99)), fmt.Sprintf("%.0f", medianF(p.rates)), fmt.Sprintf("%.1f", medianF(p.commands)),
+			fmt.Sprintf("%d–%d (%.2f)", plo, phi, pratio),
+			fmtMS(h16.p(50)), fmt.Sprintf("%.1f", medianF(h16.commands))})
+		for _, key := range []string{"handoff8", "plain8", "handoff16"} {
+			if m := l.mode(key); m.errors > 0 {
+				errs = append(errs, fmt.Sprintf("%s %d (%s)", l.lib.name, m.errors, key))
+			}
+		}
+		for _, m := range l.modes {
+			overlaps += m.overlaps
+			for _, n := range m.perWaiter {
+				acquisitions += n
+			}
+		}
+	}
+	if len(r.roundTrip.latencies) > 0 {
+		rows = append(rows, []string{"floor: one round trip",
+			fmtMS(r.roundTrip.p(50)), fmtMS(r.roundTrip.p(99)), "—", "5.0", "—", "—", "—", "—", "—", "—", "—", "—"})
+	}
+	b.WriteString(mdTable([]string{"library",
+		"8 waiting: handoff p50", "p99", "acq/s", "cmds/acq", "fairness min–max",
+		"8 plain loop: p50", "p99", "acq/s", "cmds/acq", "fairness min–max",
+		"16 waiting: handoff p50", "cmds/acq"}, rows))
+	fmt.Fprintf(&b, "\nMutual exclusion, checked on every acquisition: %d overlaps in %d acquisitions.", overlaps, acquisitions)
+	if len(errs) == 0 {
+		b.WriteString(" No lock call failed.\n")
+	} else {
+		fmt.Fprintf(&b, " Lock calls that failed or were still blocked %s after the run: %s.\n", "5s", strings.Join(errs, ", "))
+	}
+	return b.String()
+}
+
+func (r *results) cliTable() string {
+	var b strings.Builder
+	b.WriteString("\n### CLI: `with-lock x true` and the alternatives, wall time per run\n\n")
+	var rows [][]string
+	floor := median(r.cli["Go floor"])
+	for _, w := range r.cliWays {
+		t := r.cli[w.name]
+		rows = append(rows, []string{w.name, fmtMS(median(t)), fmtMS(percentile(t, 90)),
+			fmt.Sprintf("%.2f×", float64(median(t))/float64(floor)), w.desc})
+	}
+	b.WriteString(mdTable([]string{"way", "median", "p90", "vs Go floor", "what"}, rows))
+	return b.String()
+}
+
+func (r *results) targets() []target {
+	var ts []target
+	add := func(what string, met bool, format string, args ...any) {
+		ts = append(ts, target{what, fmt.Sprintf(format, args...), met})
+	}
+	o := r.byName(oursName)
+	h := o.mode("handoff8")
+	p50, p99 := h.p(50), h.p(99)
+	add("waiter handoff p50 ≤ 0.3 ms (8 waiters)", p50 <= 300*time.Microsecond, "%s", fmtMS(p50))
+	add("waiter handoff p99 ≤ 1 ms (8 waiters)", p99 <= time.Millisecond, "%s", fmtMS(p99))
+	ru := r.byName("rueidislock").mode("handoff8").p(50)
+	add("handoff p50 faster than rueidislock", p50 < ru, "%s vs %s (%.1f×)", fmtMS(p50), fmtMS(ru), float64(ru)/float64(p50))
+	for _, peer := range []string{"bsm/redislock", "redsync"} {
+		pp := r.byName(peer).mode("handoff8").p(50)
+		add("handoff p50 ≥ 30× faster than "+peer, float64(pp) >= 30*float64(p50), "%.0f× (%s vs %s)", float64(pp)/float64(p50), fmtMS(pp), fmtMS(p50))
+	}
+	for _, key := range []string{"handoff8", "plain8", "handoff16"} {
+		c := medianF(o.mode(key).commands)
+		add("≤ 6 Redis commands per acquisition ("+key+")", c <= 6, "%.2f", c)
+	}
+	_, _, fair := h.fairness()
+	_, _, pfair := o.mode("plain8").fairness()
+	add("no waiter starved: min/max acquisitions ≥ 0.5", fair >= 0.5 && pfair >= 0.5, "%.2f handoff, %.2f plain loop", fair, pfair)
+
+	floor := r.byName("raw go-redis floor")
+	us, fl := medianF(o.us1), medianF(floor.us1)
+	// Ratio of the two measured next to each other in each round, then the
+	// median: slow drifts of a shared VM cancel out.
+	var ratios []float64
+	for i := range min(len(o.us1), len(floor.us1)) {
+		ratios = append(ratios, o.us1[i]/floor.us1[i])
+	}
+	ratio := medianF(ratios)
+	r.pairedRatio = ratio
+	add("uncontended µs/pair ≤ 1.05× the raw floor", ratio <= 1.05, "%.3f× (median of per-round ratios; medians %.0f vs %.0f µs)", ratio, us, fl)
+	below := true
+	var peers []string
+	for _, l := range r.libs {
+		if l.lib.uncontended && l != o && l != floor {
+			below = below && us < medianF(l.us1)
+			peers = append(peers, fmt.Sprintf("%s %.0f", l.lib.name, medianF(l.us1)))
+		}
+	}
+	add("uncontended µs/pair below every peer", below, "%.0f µs vs %s", us, strings.Join(peers, ", "))
+	a, fa := medianF(o.allocs1), medianF(floor.allocs1)
+	add("allocations per pair ≤ the floor's + 5", a <= fa+5, "%.1f vs %.1f", a, fa)
+
+	cli, gofloor, bash := median(r.cli["with-lock x true"]), median(r.cli["Go floor"]), median(r.cli["bash + redis-cli"])
+	add("CLI wall time ≤ 1.3× the Go floor", float64(cli) <= 1.3*float64(gofloor), "%.2f× (%s vs %s)", float64(cli)/float64(gofloor), fmtMS(cli), fmtMS(gofloor))
+	add("CLI wall time ≤ 0.35× the bash way", float64(cli) <= 0.35*float64(bash), "%.2f× (%s vs %s)", float64(cli)/float64(bash), fmtMS(cli), fmtMS(bash))
+	return ts
+}
+
+// mdTable renders a Markdown table padded to line up in a terminal too.
+func mdTable(header []string, rows [][]string) string {
+	width := make([]int, len(header))
+	for i, h := range header {
+		width[i] = len([]rune(h))
+	}
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		b.WriteString("|")
+		for i, c := range cells {
+			fmt.Fprintf(&b, " %s%s |", c, strings.Repeat(" ", width[i]-len([]rune(c))))
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	sep := make([]string, len(header))
+	for i := range sep {
+		sep[i] = strings.Repeat("-", width[i])
+	}
+	line(sep)
+	for _, row := range rows {
+		line(row)
+	}
+	return b.String()
+}

@@ -1,0 +1,407 @@
+package withlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// longPoll is a fallback poll no test waits for: a waiter that gets the
+// lock well before it was woken by a release message or by the holder's
+// expiry, not by polling.
+const longPoll = time.Minute
+
+// promptly bounds a wake-up that a notification explains; it is far below
+// longPoll and generous for a loaded machine running -race.
+const promptly = 10 * time.Second
+
+// waitClient returns a Client on srv whose waiters poll only every longPoll.
+func waitClient(t *testing.T, srv *redistest.Server) *withlock.Client {
+	t.Helper()
+	c := withlock.New(srv.Client(), nil)
+	withlock.SetWaitTimings(c, longPoll, 100*time.Millisecond)
+	return c
+}
+
+// acquireAsync runs Acquire in a goroutine and delivers its outcome.
+type outcome struct {
+	lock *withlock.Lock
+	err  error
+	at   time.Time
+}
+
+func acquireAsync(ctx context.Context, c *withlock.Client, name string, ttl time.Duration) <-chan outcome {
+	ch := make(chan outcome, 1)
+	go func() {
+		l, err := c.Acquire(ctx, name, ttl, nil)
+		ch <- outcome{l, err, time.Now()}
+	}()
+	return ch
+}
+
+// subscribers is how many connections listen on channel, by PUBSUB NUMSUB.
+func subscribers(t *testing.T, rdb *redis.Client, channel string) int64 {
+	t.Helper()
+	n, err := rdb.PubSubNumSub(context.Background(), channel).Result()
+	if err != nil {
+		t.Fatalf("PUBSUB NUMSUB: %v", err)
+	}
+	return n[channel]
+}
+
+// commandCalls returns the calls of each command since the last CONFIG
+// RESETSTAT, Lua-internal calls included, from INFO commandstats.
+func commandCalls(t *testing.T, rdb *redis.Client) map[string]int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	calls := map[string]int{}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		calls[name] = n
+	}
+	return calls
+}
+
+func resetStats(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		t.Fatalf("CONFIG RESETSTAT: %v", err)
+	}
+}
+
+func mustAcquire(t *testing.T, c *withlock.Client, name string, ttl time.Duration) *withlock.Lock {
+	t.Helper()
+	l, err := c.TryAcquire(context.Background(), name, ttl, nil)
+	if err != nil {
+		t.Fatalf("TryAcquire %s: %v", name, err)
+	}
+	return l
+}
+
+func wait(t *testing.T, ch <-chan outcome, within time.Duration, what string) outcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(within):
+		t.Fatalf("%s: Acquire did not return within %s", what, within)
+		return outcome{}
+	}
+}
+
+func TestAcquireFreeLockIsOneSet(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	c := waitClient(t, srv)
+	resetStats(t, rdb)
+	l, err := c.Acquire(context.Background(), "free", time.Minute, nil)
+	if err != nil {
+		t.Fatalf("Acquire of a free lock: %v", err)
+	}
+	calls := commandCalls(t, rdb)
+	for _, setup := range []string{"info", "config|resetstat", "hello"} { // ours, and the new connection's handshake
+		delete(calls, setup)
+	}
+	if len(calls) != 1 || calls["set"] != 1 {
+		t.Errorf("commands for a free lock = %v, want only one set", calls)
+	}
+	if n := subscribers(t, rdb, l.Key()); n != 0 {
+		t.Errorf("%d subscribers on %s after an uncontended Acquire, want 0", n, l.Key())
+	}
+}
+
+func TestAcquireWakesOnRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "job", time.Minute)
+	c := waitClient(t, srv)
+
+	got := acquireAsync(context.Background(), c, "job", time.Minute)
+	clitest.Eventually(t, promptly, "waiter never subscribed to the lock's channel", func() bool {
+		return subscribers(t, rdb, holder.Key()) == 1 && withlock.Waiting(c, "job") == 1
+	})
+	resetStats(t, rdb)
+	released := time.Now()
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	o := wait(t, got, promptly, "after release")
+	if o.err != nil {
+		t.Fatalf("Acquire after release: %v", o.err)
+	}
+	// Neither the holder's TTL nor the poll can explain a wake-up this soon.
+	if d := o.at.Sub(released); d > promptly {
+		t.Errorf("waiter took %s after the release", d)
+	}
+	// The waiter slept instead of polling: after the release it sent one
+	// SET, possibly one more if its retry after subscribing was still in
+	// flight when we reset the counters.
+	if n := commandCalls(t, rdb)["set"]; n < 1 || n > 2 {
+		t.Errorf("%d SETs around the release, want 1 (2 at most)", n)
+	}
+	if v, _ := rdb.Get(context.Background(), o.lock.Key()).Result(); v != o.lock.Token() {
+		t.Errorf("key holds %q, want the waiter's token", v)
+	}
+}
+
+func TestAcquireWakesOnExpiryOfCrashedHolder(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	c := waitClient(t, srv)
+	// A holder that crashed: its key just expires, nobody publishes.
+	const ttl = 1500 * time.Millisecond
+	if err := rdb.Set(context.Background(), "lock:crashed", "host:1:dead", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	o := wait(t, acquireAsync(context.Background(), c, "crashed", time.Minute), promptly+ttl, "crashed holder")
+	if o.err != nil {
+		t.Fatalf("Acquire after the holder's key expired: %v", o.err)
+	}
+	// It cannot be earlier than the expiry; later than a few seconds
+	// would mean the waiter slept through it to the (minute-long) poll.
+	if d := o.at.Sub(start); d < ttl-100*time.Millisecond || d > ttl+promptly {
+		t.Errorf("acquired %s after start, want just after the holder's %s TTL", d, ttl)
+	}
+}
+
+func TestAcquireTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "busy", time.Minute)
+	c := waitClient(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	l, err := c.Acquire(ctx, "busy", time.Minute, nil)
+	if l != nil {
+		t.Fatalf("Acquire of a held lock returned a lock")
+	}
+	for _, target := range []error{withlock.ErrNotObtained, context.DeadlineExceeded} {
+		if !errors.Is(err, target) {
+			t.Errorf("error %q does not match %v", err, target)
+		}
+	}
+	var held *withlock.HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("error %q is not a *HeldError", err)
+	}
+	if want := withlock.Holder(holder.Token()); held.Holder != want || held.TTL <= 0 || held.TTL > time.Minute {
+		t.Errorf("HeldError = %+v, want holder %s and a TTL within a minute", held, want)
+	}
+	if strings.Contains(err.Error(), holder.Token()) {
+		t.Errorf("error %q shows the holder's token", err)
+	}
+	if n := withlock.Waiting(c, "busy"); n != 0 {
+		t.Errorf("%d waiters left in line after the timeout", n)
+	}
+}
+
+// A waiter that gives up while first in line must not take the next
+// release's wake-up with it.
+func TestAcquireFirstInLineGivesUp(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "line", time.Minute)
+	c := waitClient(t, srv)
+	short, cancel := context.WithCancel(context.Background())
+	first := acquireAsync(short, c, "line", time.Minute)
+	clitest.Eventually(t, promptly, "first waiter never in line", func() bool { return withlock.Waiting(c, "line") == 1 })
+	second := acquireAsync(context.Background(), c, "line", time.Minute)
+	clitest.Eventually(t, promptly, "second waiter never in line", func() bool { return withlock.Waiting(c, "line") == 2 })
+	cancel()
+	if o := wait(t, first, promptly, "cancelled waiter"); !errors.Is(o.err, context.Canceled) || !errors.Is(o.err, withlock.ErrNotObtained) {
+		t.Fatalf("cancelled waiter: lock %v, error %v", o.lock, o.err)
+	}
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if o := wait(t, second, promptly, "second waiter after release"); o.err != nil {
+		t.Fatalf("second waiter: %v", o.err)
+	}
+}
+
+// A release that lands anywhere around the waiter's first SET and its
+// SUBSCRIBE must still wake it: the waiter polls only once a minute, so a
+// lost wake-up fails the iteration.
+func TestAcquireNoLostWakeUp(t *testing.T) {
+	srv := redistest.Start(t)
+	holders := withlock.New(srv.Client(), nil)
+	for _, mode := range []struct {
+		name  string
+		fresh bool // a new Client (and subscription) per iteration
+	}{{"new subscription", true}, {"lingering subscription", false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			c := waitClient(t, srv)
+			withlock.SetWaitTimings(c, longPoll, time.Minute)
+			for i := range 150 {
+				if mode.fresh {
+					c = waitClient(t, srv)
+					withlock.SetWaitTimings(c, longPoll, time.Millisecond)
+				}
+				holder := mustAcquire(t, holders, "race", time.Minute)
+				got := acquireAsync(context.Background(), c, "race", time.Minute)
+				// Spread the release over the waiter's first SET,
+				// its SUBSCRIBE and its retry.
+				time.Sleep(time.Duration(i%30) * 50 * time.Microsecond)
+				if err := holder.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				o := wait(t, got, promptly, fmt.Sprintf("iteration %d", i))
+				if o.err != nil {
+					t.Fatalf("iteration %d: %v", i, o.err)
+				}
+				if err := o.lock.Release(context.Background()); err != nil {
+					t.Fatalf("iteration %d: release: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+// Many waiters on one lock, on two Clients: never two inside at once, all
+// served, and within one Client a handoff costs the release and one SET.
+func TestAcquireMutualExclusion(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	clients := []*withlock.Client{waitClient(t, srv), waitClient(t, srv)}
+	const perClient, rounds = 8, 15
+	var inside, overlaps, total atomic.Int32
+	resetStats(t, rdb)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clients)*perClient)
+	for _, c := range clients {
+		for range perClient {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				for range rounds {
+					l, err := c.Acquire(ctx, "shared", time.Minute, nil)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if inside.Add(1) != 1 {
+						overlaps.Add(1)
+					}
+					time.Sleep(100 * time.Microsecond)
+					inside.Add(-1)
+					total.Add(1)
+					if err := l.Release(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("waiter: %v", err)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d acquisitions overlapped another holder", n)
+	}
+	if n, want := total.Load(), int32(len(clients)*perClient*rounds); n != want {
+		t.Errorf("%d acquisitions, want %d", n, want)
+	}
+}
+
+// Within one Client, waiters queue up: a handoff costs the release script
+// and one SET, however many wait.
+func TestAcquireHandoffCommands(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	c := waitClient(t, srv)
+	const waiters, rounds = 16, 10
+	resetStats(t, rdb)
+	var wg sync.WaitGroup
+	var total atomic.Int32
+	for range waiters {
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Acquire(context.Background(), "handoff", time.Minute, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				total.Add(1)
+				if err := l.Release(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	calls := commandCalls(t, rdb)
+	for _, setup := range []string{"info", "config|resetstat", "hello"} {
+		delete(calls, setup)
+	}
+	sum := 0
+	for _, n := range calls {
+		sum += n
+	}
+	// SET + EVAL(GET, DEL, PUBLISH) = 5 per acquisition, plus the first
+	// waiters' failed SET with its inspection and the SUBSCRIBE.
+	if per := float64(sum) / float64(total.Load()); per > 6 {
+		t.Errorf("%.2f commands per acquisition with %d waiters (%v), want at most 6", per, waiters, calls)
+	}
+}
+
+// A lock deleted behind our back (no release message) is found by the
+// fallback poll; a key without TTL is retried with backoff, not hammered.
+func TestAcquireFallbackPoll(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	c := withlock.New(srv.Client(), nil)
+	withlock.SetWaitTimings(c, 200*time.Millisecond, 100*time.Millisecond)
+	if err := rdb.Set(context.Background(), "lock:forever", "someone:1:x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := acquireAsync(context.Background(), c, "forever", time.Minute)
+	clitest.Eventually(t, promptly, "waiter never in line", func() bool { return withlock.Waiting(c, "forever") == 1 })
+	resetStats(t, rdb)
+	time.Sleep(time.Second)
+	// Backoff 2, 4, 8 ... ms up to the 200 ms poll: about a dozen tries a
+	// second. A waiter spinning on the key would send thousands.
+	if n := commandCalls(t, rdb)["set"]; n > 100 {
+		t.Errorf("%d SETs in a second on a key without TTL", n)
+	}
+	if err := rdb.Del(context.Background(), "lock:forever").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if o := wait(t, got, promptly, "after DEL"); o.err != nil {
+		t.Fatalf("Acquire after DEL: %v", o.err)
+	}
+}
+
+// A Redis restart drops the subscription and the lock (no persistence):
+// the waiter subscribes again and, on confirmation, tries at once.
+func TestAcquireResubscribesAfterRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	mustAcquire(t, withlock.New(srv.Client(), nil), "restart", time.Minute)
+	c := waitClient(t, srv)
+	got := acquireAsync(context.Background(), c, "restart", time.Minute)
+	clitest.Eventually(t, promptly, "waiter never in line", func() bool { return withlock.Waiting(c, "restart") == 1 })
+	srv.Restart()
+	if o := wait(t, got, promptly, "after restart"); o.err != nil {
+		t.Fatalf("Acquire across a restart: %v", o.err)
+	}
+}
