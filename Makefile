@@ -36,5 +36,9 @@ test: redis
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
+## bench: compare with redislock, redsync, rueidislock and floors; writes BENCHMARKS.md and bench/handoff.svg
+bench: redis
+	cd bench && $(GO) run ./cmd/bench
+
 clean:
 	rm -rf bin
