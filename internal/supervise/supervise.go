@@ -63,7 +63,6 @@ type Child struct {
 	foreground int // the terminal fd whose foreground we took, or -1
 	done       chan struct{}
 	state      *os.ProcessState
-	waitErr    error
 	guardErr   error // see StartGuarded
 }
 
@@ -104,7 +103,7 @@ func Start(path string, argv, env []string) (*Child, error) {
 		}
 		c.pgid = cmd.Process.Pid
 		started <- nil
-		c.waitErr = cmd.Wait()
+		_ = cmd.Wait() // its error only repeats ProcessState, read below
 		c.state = cmd.ProcessState
 		c.restoreTerminal()
 		close(c.done)
