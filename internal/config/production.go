@@ -123,6 +123,9 @@ func (c *Config) validateProduction() error {
 		return fmt.Errorf("a quorum needs an odd number of independent --redis masters, not %d", len(p.RedisURLs))
 	case p.MinReplicas < 0:
 		return fmt.Errorf("--min-replicas %d is negative", p.MinReplicas)
+	case c.Fence && !p.Cluster && len(p.RedisURLs) > 1:
+		// Counters on independent masters are not one sequence.
+		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
 	}
 	return nil
 }

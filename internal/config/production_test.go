@@ -33,6 +33,8 @@ func TestProductionFlags(t *testing.T) {
 		{"cert without key", []string{"--cert", "c.pem"}, nil, "--key"},
 		{"key without cert", []string{"--key", "k.pem"}, nil, "--cert"},
 		{"insecure with cacert", []string{"--insecure", "--cacert", "ca.pem"}, nil, "contradict"},
+		{"fence on a quorum", []string{"--fence", "--redis", "redis://a", "--redis", "redis://b", "--redis", "redis://c"}, nil, "--fence"},
+		{"fence on a cluster", []string{"--fence", "--cluster", "--redis", "redis://a", "--redis", "redis://b"}, nil, ""},
 		{"negative min-replicas", []string{"--min-replicas", "-1"}, nil, "negative"},
 		{"even masters from the environment", nil, map[string]string{"WITH_LOCK_REDIS": "redis://a redis://b"}, "odd number"},
 	} {
