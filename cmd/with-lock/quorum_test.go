@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/clitest"
@@ -68,6 +69,37 @@ func TestQuorumCLI(t *testing.T) {
 		}
 		if v := get(1, "lock:q-restart") + get(2, "lock:q-restart"); v != "" {
 			t.Fatalf("keys left behind: %q", v)
+		}
+	})
+
+	t.Run("masters restarted one after another: renewal keeps a majority past the TTL", func(t *testing.T) {
+		const ttl = 1500 * time.Millisecond
+		j := startProdJob(t, nil, append(args, "--ttl", ttl.String(), "q-renew")...)
+		token := j.WaitStarted()
+		start := time.Now()
+		for _, i := range []int{0, 1} {
+			servers[i].Restart() // empty: no persistence
+			// A renewal (every TTL/3) puts the key back while the other two
+			// still hold the majority; only then is the next restart safe.
+			clitest.Eventually(t, 2*ttl, "the restarted master got the key back", func() bool {
+				return get(i, "lock:q-renew") == token
+			})
+		}
+		clitest.Eventually(t, 3*ttl, "the run outlasted two TTLs", func() bool {
+			return time.Since(start) > 2*ttl
+		})
+		for i := range servers {
+			if v := get(i, "lock:q-renew"); v != token {
+				t.Errorf("node %d holds %q after %s, want our token", i+1, v, time.Since(start))
+			}
+		}
+		if code, stderr := j.Finish(); code != 3 || stderr != "" {
+			t.Fatalf("exit %d, stderr %q; want 3 and nothing (the lock was never lost)", code, stderr)
+		}
+		for i := range servers {
+			if v := get(i, "lock:q-renew"); v != "" {
+				t.Errorf("node %d still holds %q", i+1, v)
+			}
 		}
 	})
 
