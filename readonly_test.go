@@ -39,10 +39,10 @@ func TestReadOnlyIsLost(t *testing.T) {
 		return n == 3
 	})
 	// The failover: promote the replica, demote the master under it.
-	if err := rc.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+	if err := rc.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := mc.SlaveOf(ctx, "127.0.0.1", fmt.Sprint(replica.Port)).Err(); err != nil {
+	if err := mc.ReplicaOf(ctx, "127.0.0.1", fmt.Sprint(replica.Port)).Err(); err != nil {
 		t.Fatal(err)
 	}
 	clitest.Eventually(t, 20*time.Second, "old master in sync as a replica", func() bool {

@@ -56,6 +56,7 @@ func (c *Cluster) waitAgreed(ctx context.Context) {
 		rdb := s.Client()
 		for {
 			info, _ := rdb.ClusterInfo(ctx).Result()
+			//lint:ignore SA1019 CLUSTER SLOTS is what go-redis's cluster client reads
 			slots, _ := rdb.ClusterSlots(ctx).Result()
 			if strings.Contains(info, "cluster_state:ok") && len(slots) == len(c.Nodes) {
 				break
@@ -93,6 +94,7 @@ func (c *Cluster) NodeFor(key string) *Server {
 	if err != nil {
 		c.t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
 	}
+	//lint:ignore SA1019 CLUSTER SLOTS is what go-redis's cluster client reads
 	slots, err := rdb.ClusterSlots(context.Background()).Result()
 	if err != nil {
 		c.t.Fatalf("CLUSTER SLOTS: %v", err)
