@@ -30,9 +30,6 @@ var version = "dev"
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 func main() {
-	if supervise.IsGuard() { // a copy of us that kills the command if we die: renew.go
-		os.Exit(supervise.RunGuard())
-	}
 	// go-redis logs dial failures on its own; we report each failure once,
 	// in our words.
 	redis.SetLogger(quietLogger{})

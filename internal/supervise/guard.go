@@ -1,54 +1,59 @@
 package supervise
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
-	"strconv"
-	"strings"
+	"sync"
 	"syscall"
 )
 
 // The parent-death signal reaches only the command itself, not the
 // processes it started (a shell's jobs, say): when with-lock is killed with
 // SIGKILL they would go on running without the lock. A guard closes that
-// gap: a tiny copy of with-lock, in its own process group, that holds the
-// read end of a pipe whose write end only with-lock holds. When with-lock
-// dies, for whatever reason, the kernel closes the write end; the guard
-// reads EOF and kills the command's whole process group. When the command
-// ends normally with-lock tells the guard so, and it exits without killing.
+// gap: a tiny process, in its own process group, that holds the read end of
+// a pipe whose write end only with-lock holds. When with-lock dies, for
+// whatever reason, the kernel closes the write end; the guard reads EOF and
+// kills the command's whole process group. When the command ends normally
+// with-lock tells the guard so, and it exits without killing.
+//
+// The guard is the fixed script below run by /bin/sh: it has to start on
+// every run, and a shell starts in a fraction of the time a second Go
+// runtime needs. It is not the user's command, which is never run through
+// a shell, and nothing from the user reaches it: it reads only the process
+// group id that with-lock writes to the pipe.
+
+// guardScript ignores the signals meant for with-lock's group (a
+// terminal's, a supervisor's), reads the group to watch, then a second
+// line: "done" from with-lock means stand down; EOF means with-lock died.
+const guardScript = `trap '' INT TERM HUP QUIT PIPE
+read -r pgid || exit 0
+case $pgid in ''|*[!0-9]*|0|1) exit 1;; esac
+read -r word
+[ "$word" = done ] || kill -s KILL -- "-$pgid"`
 
 const (
-	guardArgv0 = "with-lock-guard"
-	guardEnv   = "WITH_LOCK_GUARD=1"
+	guardShell = "/bin/sh"
+	guardArgv0 = "with-lock-guard" // what ps shows
 	guardDone  = "done"
 )
-
-// IsGuard reports whether this process was started as a guard; the
-// program's main must then call RunGuard and nothing else.
-func IsGuard() bool {
-	return len(os.Args) == 1 && os.Args[0] == guardArgv0 && os.Getenv("WITH_LOCK_GUARD") == "1"
-}
 
 // StartGuarded is Start with a guard that kills the child's process group
 // with SIGKILL if this process dies before the child has exited. The guard
 // is started first and told the group right after the fork, so there is
 // no time in which the command runs unguarded and could start children.
-// It needs this program's main to call RunGuard when IsGuard is true. If
-// the guard cannot be started the child runs anyway: see GuardErr.
+// If the guard cannot be started the child runs anyway: see GuardErr.
 func StartGuarded(path string, argv, env []string) (*Child, error) {
 	g, gerr := startGuard()
-	c, err := Start(path, argv, env)
+	c, err := start(path, argv, env, g)
 	if err != nil {
 		if g != nil {
-			g.abort()
+			g.standDown() // before it knows a group: it exits without killing
 		}
 		return nil, err
 	}
 	if gerr == nil {
-		gerr = g.arm(c)
+		gerr = g.arm(c.pgid)
 	}
 	c.guardErr = gerr
 	return c, nil
@@ -61,7 +66,11 @@ func (c *Child) GuardErr() error { return c.guardErr }
 // guard is a started guard process and the write end of its pipe.
 type guard struct {
 	cmd *exec.Cmd
-	w   *os.File
+
+	mu     sync.Mutex // orders arm and standDown, which race when the child exits at once
+	w      *os.File
+	armed  bool // the group was written
+	closed bool // w was closed
 }
 
 func startGuard() (*guard, error) {
@@ -71,9 +80,9 @@ func startGuard() (*guard, error) {
 	}
 	defer r.Close()
 	g := &guard{w: w, cmd: &exec.Cmd{
-		Path:  "/proc/self/exe", // this very binary, even if replaced on disk since
-		Args:  []string{guardArgv0},
-		Env:   []string{guardEnv},
+		Path:  guardShell,
+		Args:  []string{guardArgv0, "-c", guardScript},
+		Env:   []string{"PATH=/usr/bin:/bin"},
 		Stdin: r,
 		// Its own group, so signals meant for with-lock's group (a
 		// terminal's, a supervisor's) leave it alone.
@@ -83,52 +92,43 @@ func startGuard() (*guard, error) {
 		w.Close()
 		return nil, fmt.Errorf("guard the command: %w", err)
 	}
+	// Nobody waits for it: it exits on its own once told, and with-lock
+	// need not outlive it. Reap it if we are still here.
+	go func() { _ = g.cmd.Wait() }()
 	return g, nil
 }
 
-// arm tells the guard the child's group, and to stand down once the child
-// has exited.
-func (g *guard) arm(c *Child) error {
-	if _, err := fmt.Fprintf(g.w, "%d\n", c.pgid); err != nil {
-		g.abort()
+// arm tells the guard the child's process group. If the child has already
+// exited and the guard stood down, there is nothing left to guard.
+func (g *guard) arm(pgid int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	if _, err := fmt.Fprintf(g.w, "%d\n", pgid); err != nil {
+		g.w.Close()
+		g.closed = true
 		return fmt.Errorf("guard the command: %w", err)
 	}
-	go func() {
-		<-c.done
-		// Tell it at once: the leader was just reaped, so once the rest of
-		// its group is gone its id may be reused by strangers.
-		fmt.Fprintln(g.w, guardDone)
-		g.w.Close()
-		_ = g.cmd.Wait()
-	}()
+	g.armed = true
 	return nil
 }
 
-// abort ends a guard that has not been told a group: EOF before a group
-// makes it exit without killing anything.
-func (g *guard) abort() {
+// standDown tells the guard the child has exited, so it leaves without
+// killing. It is called as soon as the child is reaped, before Done is
+// closed: with-lock may exit right after Done, and a guard that then saw
+// EOF would kill what the command left running in its group; and once that
+// group is gone its id may be reused by strangers.
+func (g *guard) standDown() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	if g.armed {
+		fmt.Fprintln(g.w, guardDone)
+	}
 	g.w.Close()
-	_ = g.cmd.Wait()
-}
-
-// RunGuard is the guard's whole life: read the process group to watch from
-// stdin, then wait. "done" means with-lock saw the command exit: leave.
-// EOF first means with-lock died: kill the group. It returns the exit code.
-func RunGuard() int {
-	// Only with-lock's death or word ends it; the terminal's or a
-	// supervisor's signals to with-lock's group do not.
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	in := bufio.NewScanner(os.Stdin)
-	if !in.Scan() {
-		return 0
-	}
-	pgid, err := strconv.Atoi(strings.TrimSpace(in.Text()))
-	if err != nil || pgid <= 1 {
-		return 1
-	}
-	if in.Scan() && in.Text() == guardDone {
-		return 0
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	return 0
+	g.closed = true
 }

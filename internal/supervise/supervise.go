@@ -70,6 +70,12 @@ type Child struct {
 // process group. When with-lock has the terminal, the group takes its
 // foreground so interactive commands can read it and get Ctrl-C directly.
 func Start(path string, argv, env []string) (*Child, error) {
+	return start(path, argv, env, nil)
+}
+
+// start is Start, telling g (if not nil) to stand down once the child has
+// been reaped.
+func start(path string, argv, env []string, g *guard) (*Child, error) {
 	c := &Child{done: make(chan struct{}), foreground: -1}
 	cmd := &exec.Cmd{
 		Path:   path,
@@ -104,6 +110,9 @@ func Start(path string, argv, env []string) (*Child, error) {
 		c.pgid = cmd.Process.Pid
 		started <- nil
 		_ = cmd.Wait() // its error only repeats ProcessState, read below
+		if g != nil {
+			g.standDown()
+		}
 		c.state = cmd.ProcessState
 		c.restoreTerminal()
 		close(c.done)
