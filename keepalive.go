@@ -230,6 +230,8 @@ func (k *KeepAlive) lose(err error) {
 	k.mu.Lock()
 	k.err = lerr
 	k.mu.Unlock()
-	close(k.lost)
+	// Cancel before closing Lost: whoever Lost wakes must find Context
+	// already done, with the loss as its cause.
 	k.cancel(lerr)
+	close(k.lost)
 }
