@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/config"
 )
 
@@ -36,4 +37,17 @@ func redisExit(err error) int {
 	// Refused, reset, timed out, LOADING, READONLY, a failover in
 	// progress: Redis cannot serve us now, and cron will try again.
 	return exitUnavailable
+}
+
+// hint says what to do about a failure to acquire, after its cause.
+func hint(code int, err error) string {
+	switch {
+	case errors.Is(err, withlock.ErrNotReplicated):
+		return "" // Redis answered: its replicas did not
+	case code == exitUnavailable:
+		return " (is Redis up and reachable at the --redis / WITH_LOCK_REDIS address?)"
+	case code == exitNoPerm:
+		return " (check the user and password: URL, --password-file, WITH_LOCK_PASSWORD)"
+	}
+	return ""
 }

@@ -134,8 +134,9 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		}
 		return nil, r.cfg.ConflictExit
 	default:
-		warn("%v; command not run", err)
-		return nil, redisExit(err)
+		code := redisExit(err)
+		warn("%v; command not run%s", err, hint(code, err))
+		return nil, code
 	}
 }
 
