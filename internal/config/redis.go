@@ -26,7 +26,7 @@ func (c *Config) redisOptions(rawURL string) (*redis.Options, error) {
 		if errors.As(err, &uerr) {
 			err = uerr.Err // url.Error repeats the whole URL, password included
 		}
-		return nil, fmt.Errorf("%w: --redis URL: %w (expected redis://[user:password@]host:port/db)", ErrConfig, err)
+		return nil, fmt.Errorf("%w: Redis URL (--redis or WITH_LOCK_REDIS): %w (expected redis://[user:password@]host:port/db)", ErrConfig, err)
 	}
 	opt.DialTimeout = c.RedisTimeout
 	opt.ReadTimeout = c.RedisTimeout

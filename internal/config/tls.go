@@ -16,7 +16,7 @@ import (
 func (c *Config) secure(opt *redis.Options, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil { // redis.ParseURL accepted it, so this cannot happen
-		return fmt.Errorf("%w: --redis URL: %w", ErrConfig, errors.Unwrap(err))
+		return fmt.Errorf("%w: Redis URL (--redis or WITH_LOCK_REDIS): %w", ErrConfig, errors.Unwrap(err))
 	}
 	if v := u.Query().Get("skip_verify"); (v == "true" || v == "1") && !c.Insecure {
 		return fmt.Errorf("%w: skip_verify in the --redis URL turns off TLS certificate checks; add --insecure if that is really meant", ErrConfig)
