@@ -34,14 +34,14 @@ type Config struct {
 
 	RenewConfig // renewal, loss, min-hold, fencing, --status: renew.go
 
-	RedisURL     string
-	RedisTimeout time.Duration
-	Prefix       string
-	TTL          time.Duration
+	RedisURL     string        // the first Redis URL (all of them: RedisURLs)
+	RedisTimeout time.Duration // connect and command timeout
+	Prefix       string        // put before Name to make the key
+	TTL          time.Duration // the lock's time to live
 	Wait         time.Duration // 0: fail at once when busy
-	ConflictExit int
-	Quiet        bool
-	Version      bool
+	ConflictExit int           // exit code when the lock is busy
+	Quiet        bool          // no message when the lock is busy
+	Version      bool          // --version: print it, run nothing
 
 	Production // TLS, secrets, Sentinel, Cluster, quorum, replicas
 }

@@ -36,8 +36,8 @@ type Production struct {
 
 	Sentinels            []string // HOST:PORT of each sentinel
 	SentinelMaster       string   // the master's name as the sentinels know it
-	SentinelUser         string
-	SentinelPasswordFile string
+	SentinelUser         string   // ACL user for the sentinels
+	SentinelPasswordFile string   // file holding the sentinels' password
 
 	Cluster bool // RedisURLs are seeds of one Redis Cluster
 

@@ -24,11 +24,14 @@ const (
 
 // StartError is a command that could not be started; Code is 126 or 127.
 type StartError struct {
-	Code int
-	Err  error
+	Code int   // ExitNotExecutable or ExitNotFound
+	Err  error // what exec said, naming the command
 }
 
+// Error is the cause, naming the command.
 func (e *StartError) Error() string { return e.Err.Error() }
+
+// Unwrap gives errors.Is and errors.As the cause.
 func (e *StartError) Unwrap() error { return e.Err }
 
 // Resolve finds argv0 as the shell would (PATH unless it has a slash) and
