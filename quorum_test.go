@@ -156,11 +156,13 @@ func TestQuorum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		released := make(chan struct{})
+		// Closed just before the release is sent: the waiter may win the
+		// lock before Release itself returns, but never before it starts.
+		releasing := make(chan struct{})
 		go func() {
 			time.Sleep(200 * time.Millisecond) // lets the waiter find it busy
+			close(releasing)
 			_ = owner.Release(ctx)
-			close(released)
 		}()
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
@@ -169,7 +171,7 @@ func TestQuorum(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-released:
+		case <-releasing:
 		default:
 			t.Fatal("Acquire returned before the owner released")
 		}
