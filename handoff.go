@@ -2,7 +2,6 @@ package withlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -79,7 +78,7 @@ func (s *waitState) handoff(ctx context.Context, c *Client, l *Lock) (bool, erro
 
 	switch {
 	case err != nil:
-		return true, fmt.Errorf("release %s: %w", l.key, err)
+		return true, opError("release", l.key, err)
 	case n != 1:
 		return true, ErrLockNotHeld
 	}
