@@ -4,7 +4,7 @@ go 1.26.8
 
 require (
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/spf13/pflag v1.1.0
+	github.com/spf13/pflag v1.0.10
 	golang.org/x/sys v0.48.0
 )
 
