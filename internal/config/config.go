@@ -122,12 +122,12 @@ func newFlagSet(c *Config) *pflag.FlagSet {
 	fs.SetInterspersed(false) // everything after the name belongs to the command
 	fs.SetOutput(io.Discard)  // errors are reported once, by the caller
 	fs.StringArrayVar(&c.RedisURLs, "redis", nil, "Redis `URL` (env WITH_LOCK_REDIS; default "+DefaultRedisURL+");\nrepeat for a quorum of independent masters, or the seeds of --cluster")
-	fs.DurationVar(&c.RedisTimeout, "redis-timeout", DefaultRedisTimeout, "connect and command `timeout` for Redis")
-	fs.StringVar(&c.Prefix, "prefix", "lock:", "key `prefix`: the key is <prefix><name>")
-	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "lock `TTL`")
+	fs.DurationVar(&c.RedisTimeout, "redis-timeout", DefaultRedisTimeout, "give up on connecting to or hearing from Redis after `DUR`")
+	fs.StringVar(&c.Prefix, "prefix", "lock:", "the key is `STR`<name>")
+	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "the lock expires `DUR` after it was last set or renewed")
 	addRenewFlags(fs, &c.RenewConfig)
 	fs.DurationVarP(&c.Wait, "wait", "w", 0, "wait up to `DUR` for a busy lock instead of failing")
-	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit `code` when the lock is busy (0-255)")
+	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit with `N` (0-255) when the lock is busy")
 	fs.BoolP("nonblock", "n", false, "fail at once when the lock is busy (the default)")
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "say nothing when the lock is busy")
 	addProductionFlags(fs, c)
