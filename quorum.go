@@ -252,3 +252,37 @@ func (l *Lock) ttlQuorum(ctx context.Context) (time.Duration, error) {
 	slices.SortFunc(left, func(a, b time.Duration) int { return int(b - a) })
 	return left[l.c.quorum-1], nil
 }
+
+// statusQuorum is Status on a quorum: the lock is held when one token is on
+// a majority of the nodes that answered, and a majority must answer.
+func (c *Client) statusQuorum(ctx context.Context, key string) (*Status, error) {
+	views := make([]nodeStatus, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, rdb := range c.nodes {
+		wg.Go(func() { views[i] = readStatus(ctx, rdb, key) })
+	}
+	wg.Wait()
+	var errs []error
+	ttls := map[string][]time.Duration{} // per token, on the nodes holding it
+	for _, v := range views {
+		switch {
+		case v.err != nil:
+			errs = append(errs, v.err)
+		case v.token != "":
+			ttls[v.token] = append(ttls[v.token], v.ttl)
+		}
+	}
+	if len(c.nodes)-len(errs) < c.quorum {
+		return nil, fmt.Errorf("status of %s: %w: %d of %d nodes answered, %d needed: %w",
+			key, ErrNoQuorum, len(c.nodes)-len(errs), len(c.nodes), c.quorum, nodeErrors(errs))
+	}
+	st := &Status{Key: key}
+	for token, t := range ttls {
+		if len(t) >= c.quorum {
+			slices.Sort(t)
+			// The quorum-th longest: after it, fewer than a majority remain.
+			st.Held, st.Holder, st.TTL = true, Holder(token), t[len(t)-c.quorum]
+		}
+	}
+	return st, nil
+}

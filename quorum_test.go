@@ -178,6 +178,28 @@ func TestQuorum(t *testing.T) {
 		_ = l.Release(ctx)
 	})
 
+	t.Run("Status: held only when one token is on a majority", func(t *testing.T) {
+		l, err := c.TryAcquire(ctx, "status", 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admins[0].PExpire(ctx, l.Key(), 3*time.Second) // the quorum-th longest is then the shorter of the other two
+		st, err := c.Status(ctx, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Held || st.Holder != withlock.Holder(l.Token()) || st.TTL <= 3*time.Second || st.TTL > 10*time.Second {
+			t.Fatalf("Status = %+v, want held by %s with 3s < TTL <= 10s", st, withlock.Holder(l.Token()))
+		}
+		admins[1].Set(ctx, l.Key(), "thief:1:x", time.Minute) // ours on 2 nodes, one of them expiring soon
+		admins[2].Del(ctx, l.Key())                           // ours on a minority now
+		if st, err = c.Status(ctx, "status"); err != nil || st.Held {
+			t.Fatalf("Status = %+v, %v; want free when no token is on a majority", st, err)
+		}
+		_ = l.Release(ctx)
+		admins[1].Del(ctx, l.Key())
+	})
+
 	// The remaining subtests stop and restart nodes; they run last.
 	t.Run("restarted nodes: Extend keeps the majority and repairs the lost key", func(t *testing.T) {
 		l, err := c.TryAcquire(ctx, "restart", 10*time.Second, nil)
@@ -224,6 +246,9 @@ func TestQuorum(t *testing.T) {
 	t.Run("two nodes down: ErrNoQuorum, and nothing left behind", func(t *testing.T) {
 		servers[1].Kill()
 		servers[2].Kill()
+		if _, err := c.Status(ctx, "status"); !errors.Is(err, withlock.ErrNoQuorum) {
+			t.Fatalf("Status with one node of three = %v, want ErrNoQuorum", err)
+		}
 		defer servers[1].Restart()
 		defer servers[2].Restart()
 		_, err := c.TryAcquire(ctx, "two-down", 10*time.Second, nil)

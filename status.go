@@ -28,34 +28,60 @@ type Status struct {
 
 // Status reads the lock called name, its remaining time and its fencing
 // counter in one MULTI/EXEC, so the three belong together. Both keys are in
-// one Redis Cluster slot.
+// one Redis Cluster slot. On a quorum (NewQuorum) it asks every node and
+// reports the lock held when one token is on a majority of them, with the
+// time until fewer than a majority of its keys remain, as Lock.TTL does.
 func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
 	key := c.Key(name)
+	if c.nodes != nil {
+		return c.statusQuorum(ctx, key)
+	}
+	v := readStatus(ctx, c.rdb, key)
+	if v.err != nil {
+		return nil, fmt.Errorf("status of %s: %w", key, v.err)
+	}
+	st := &Status{Key: key, Fence: v.fence}
+	if v.token != "" {
+		st.Held, st.Holder, st.TTL = true, Holder(v.token), v.ttl
+	}
+	return st, nil
+}
+
+// nodeStatus is one node's view of a lock. token is "" when the key is
+// missing; it never leaves the package.
+type nodeStatus struct {
+	token string
+	ttl   time.Duration // as Status.TTL
+	fence int64
+	err   error
+}
+
+func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
 	var get, fence *redis.StringCmd
 	var pttl *redis.DurationCmd
-	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.PTTL(ctx, key)
 		fence = p.Get(ctx, fenceKey(key))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("status of %s: %w", key, err)
+		return nodeStatus{err: err}
 	}
-	st := &Status{Key: key}
+	var v nodeStatus
 	if token, err := get.Result(); err == nil {
-		st.Held, st.Holder = true, Holder(token)
+		v.token = token
 		switch d := pttl.Val(); {
 		case d > 0:
-			st.TTL = d
+			v.ttl = d
 		case d == -1: // go-redis keeps PTTL's "no expiry" reply as -1ns
-			st.TTL = -1
+			v.ttl = -1
 		}
 	}
-	if v, err := fence.Result(); err == nil {
-		if st.Fence, err = strconv.ParseInt(v, 10, 64); err != nil {
-			return nil, fmt.Errorf("status of %s: fence counter %q is not a number", key, v)
+	if f, err := fence.Result(); err == nil {
+		if v.fence, err = strconv.ParseInt(f, 10, 64); err != nil {
+			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", f)}
 		}
 	}
-	return st, nil
+	return v
 }
