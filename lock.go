@@ -138,48 +138,31 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 	if c.nodes != nil {
 		return c.acquireQuorum(ctx, l, opts)
 	}
+	fenced := opts != nil && opts.Fence
 	var ok bool
+	var err error
 	if opts != nil && opts.MinReplicas > 0 {
-		var err error
-		if ok, l.fence, err = acquireReplicated(ctx, c.rdb, l, opts); err != nil {
-			return nil, err
-		}
-	} else if opts != nil && opts.Fence {
-		fence, err := c.rdb.Eval(ctx, acquireFencedScript, []string{l.key, fenceKey(l.key)}, token, ttl.Milliseconds()).Int64()
-		switch {
-		case err == nil:
-			ok, l.fence = true, fence
-		case !errors.Is(err, redis.Nil):
-			return nil, fmt.Errorf("acquire %s: %w", l.key, err)
-		}
+		ok, err = acquireReplicated(ctx, c.rdb, l, opts)
 	} else {
-		var err error
-		ok, err = c.rdb.SetNX(ctx, l.key, token, ttl).Result()
-		if err != nil {
-			return nil, fmt.Errorf("acquire %s: %w", l.key, err)
-		}
+		ok, err = l.set(ctx, c.rdb, fenced)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if ok {
 		return l, nil
 	}
-	return c.held(ctx, l, opts != nil && opts.Fence)
+	return c.held(ctx, l, fenced)
 }
 
 // held builds the *HeldError for a failed SET NX. If the key holds our own
 // token, an earlier attempt of this acquisition did land (a retried command
 // or a wait loop) and the lock is ours after all.
 func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) {
-	var get *redis.StringCmd
-	var pttl *redis.DurationCmd
-	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, l.key)
-		pttl = p.PTTL(ctx, l.key)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("inspect %s: %w", l.key, err)
+	holder, ttl, err := inspect(ctx, c.rdb, l.key)
+	if err != nil {
+		return nil, err
 	}
-	holder := get.Val()
 	if holder == l.token {
 		if fenced {
 			// While we hold the lock nobody else can draw a number, so the
@@ -190,14 +173,61 @@ func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) 
 		}
 		return l, nil
 	}
-	e := &HeldError{Key: l.key, Holder: "unknown"}
-	if holder != "" {
-		e.Holder = Holder(holder)
+	return nil, heldError(l.key, holder, ttl)
+}
+
+// setter is what sends an acquiring command: a client, or one of its
+// connections when WAIT must follow on the same one.
+type setter interface {
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+}
+
+// set sends l's acquiring command through rdb: one SET NX PX, or with
+// fencing the script that also draws the fencing number into l.fence. It
+// reports false when someone else holds the key.
+func (l *Lock) set(ctx context.Context, rdb setter, fenced bool) (bool, error) {
+	var ok bool
+	var err error
+	if fenced {
+		l.fence, err = rdb.Eval(ctx, acquireFencedScript, []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds()).Int64()
+		ok = err == nil
+		if errors.Is(err, redis.Nil) { // the script's false: held
+			err = nil
+		}
+	} else {
+		ok, err = rdb.SetNX(ctx, l.key, l.token, l.ttl).Result()
 	}
-	if d := pttl.Val(); d > 0 {
-		e.TTL = d
+	if err != nil {
+		return false, fmt.Errorf("acquire %s: %w", l.key, err)
 	}
-	return nil, e
+	return ok, nil
+}
+
+// inspect reads who holds key and for how long, in one round trip: the
+// holder's token ("" when the key is gone) and its remaining time (0 when
+// unknown or without expiry).
+func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", 0, fmt.Errorf("inspect %s: %w", key, err)
+	}
+	return get.Val(), max(pttl.Val(), 0), nil
+}
+
+// heldError describes the lock on key held by the owner of token.
+func heldError(key, token string, ttl time.Duration) *HeldError {
+	e := &HeldError{Key: key, Holder: "unknown", TTL: ttl}
+	if token != "" {
+		e.Holder = Holder(token)
+	}
+	return e
 }
 
 // Acquire takes the lock called name for ttl, waiting while someone else

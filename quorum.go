@@ -63,22 +63,28 @@ type nodeResult struct {
 	err error
 }
 
-// fanOut runs f on every node at once and waits for all of them.
-func (c *Client) fanOut(ctx context.Context, f func(context.Context, redis.UniversalClient) (int64, error)) []nodeResult {
-	res := make([]nodeResult, len(c.nodes))
+// eachNode runs f on every node at once and returns their answers in node
+// order.
+func eachNode[T any](nodes []redis.UniversalClient, f func(redis.UniversalClient) T) []T {
+	res := make([]T, len(nodes))
 	var wg sync.WaitGroup
-	for i, rdb := range c.nodes {
-		wg.Go(func() {
-			n, err := f(ctx, rdb)
-			if isReadOnly(err) {
-				// A demoted master no longer holds our key for anyone.
-				n, err = 0, nil
-			}
-			res[i] = nodeResult{n, err}
-		})
+	for i, rdb := range nodes {
+		wg.Go(func() { res[i] = f(rdb) })
 	}
 	wg.Wait()
 	return res
+}
+
+// fanOut runs a script-like f on every node at once. A READONLY reply
+// counts as 0: a demoted master no longer holds our key for anyone.
+func (c *Client) fanOut(ctx context.Context, f func(context.Context, redis.UniversalClient) (int64, error)) []nodeResult {
+	return eachNode(c.nodes, func(rdb redis.UniversalClient) nodeResult {
+		n, err := f(ctx, rdb)
+		if isReadOnly(err) {
+			return nodeResult{}
+		}
+		return nodeResult{n, err}
+	})
 }
 
 // tally counts the nodes that answered positively, those that answered 0
@@ -152,7 +158,7 @@ func claimOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *Lock
 	if opts == nil || opts.MinReplicas <= 0 {
 		return rdb.Eval(ctx, claimScript, []string{l.key}, l.token, l.ttl.Milliseconds()).Int64()
 	}
-	ok, _, err := acquireReplicated(ctx, rdb, l, opts)
+	ok, err := acquireReplicated(ctx, rdb, l, opts)
 	if ok {
 		return 1, nil
 	}
@@ -162,27 +168,13 @@ func claimOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *Lock
 // heldQuorum describes the holder of a lock that a majority of nodes
 // refused, from the first node that refused it.
 func (c *Client) heldQuorum(ctx context.Context, l *Lock, res []nodeResult) error {
-	e := &HeldError{Key: l.key, Holder: "unknown"}
 	for i, r := range res {
-		if r.err != nil || r.n > 0 {
-			continue
+		if r.err == nil && r.n == 0 {
+			token, ttl, _ := inspect(ctx, c.nodes[i], l.key)
+			return heldError(l.key, token, ttl)
 		}
-		var get *redis.StringCmd
-		var pttl *redis.DurationCmd
-		_, _ = c.nodes[i].Pipelined(ctx, func(p redis.Pipeliner) error {
-			get = p.Get(ctx, l.key)
-			pttl = p.PTTL(ctx, l.key)
-			return nil
-		})
-		if h := get.Val(); h != "" {
-			e.Holder = Holder(h)
-		}
-		if d := pttl.Val(); d > 0 {
-			e.TTL = d
-		}
-		break
 	}
-	return e
+	return heldError(l.key, "", 0)
 }
 
 // quorumError is ErrLockNotHeld when the key is gone from (or someone
@@ -256,18 +248,13 @@ func (l *Lock) ttlQuorum(ctx context.Context) (time.Duration, error) {
 // statusQuorum is Status on a quorum: the lock is held when one token is on
 // a majority of the nodes that answered, and a majority must answer.
 func (c *Client) statusQuorum(ctx context.Context, key string) (*Status, error) {
-	views := make([]nodeStatus, len(c.nodes))
-	var wg sync.WaitGroup
-	for i, rdb := range c.nodes {
-		wg.Go(func() { views[i] = readStatus(ctx, rdb, key) })
-	}
-	wg.Wait()
+	views := eachNode(c.nodes, func(rdb redis.UniversalClient) nodeStatus { return readStatus(ctx, rdb, key) })
 	var errs []error
 	ttls := map[string][]time.Duration{} // per token, on the nodes holding it
-	for _, v := range views {
+	for i, v := range views {
 		switch {
 		case v.err != nil:
-			errs = append(errs, v.err)
+			errs = append(errs, fmt.Errorf("node %d: %w", i+1, v.err))
 		case v.token != "":
 			ttls[v.token] = append(ttls[v.token], v.ttl)
 		}

@@ -36,35 +36,24 @@ func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated
 
 // acquireReplicated takes l on rdb and then sends WAIT on the same
 // connection, since WAIT counts acknowledgements of that connection's own
-// writes. It returns whether the key was set (false: someone holds it) and
-// the fencing number.
+// writes. It returns whether the key was set (false: someone holds it);
+// the fencing number, if any, is in l.fence.
 //
 // WAIT makes the key survive a failover to one of the acknowledging
 // replicas. It does not make Redis strongly consistent: Sentinel or Cluster
 // may still promote a replica that had not acknowledged, and a lock that
 // was only on the old master is then lost. It narrows the window, nothing
 // more.
-func acquireReplicated(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *LockOptions) (bool, int64, error) {
+func acquireReplicated(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *LockOptions) (bool, error) {
 	conn, err := stickyConn(ctx, rdb, l.key)
 	if err != nil {
-		return false, 0, fmt.Errorf("acquire %s: %w", l.key, err)
+		return false, fmt.Errorf("acquire %s: %w", l.key, err)
 	}
 	defer conn.Close()
-	var ok bool
-	var fence int64
-	if opts.Fence {
-		fence, err = conn.Eval(ctx, acquireFencedScript, []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds()).Int64()
-		ok = err == nil
-		if errors.Is(err, redis.Nil) {
-			err = nil
-		}
-	} else {
-		ok, err = conn.SetNX(ctx, l.key, l.token, l.ttl).Result()
-	}
-	if err != nil || !ok {
-		// A failed or lost reply may still hide a key that landed: held
-		// looks for our token before calling the lock busy.
-		return ok, fence, wrapAcquire(l.key, err)
+	// A failed or lost reply may still hide a key that landed: held looks
+	// for our token before calling the lock busy.
+	if ok, err := l.set(ctx, conn, opts.Fence); err != nil || !ok {
+		return ok, err
 	}
 	timeout := opts.ReplicaTimeout
 	if timeout <= 0 {
@@ -72,22 +61,15 @@ func acquireReplicated(ctx context.Context, rdb redis.UniversalClient, l *Lock, 
 	}
 	acks, err := conn.Wait(ctx, opts.MinReplicas, timeout).Result()
 	if err == nil && acks >= int64(opts.MinReplicas) {
-		return true, fence, nil
+		return true, nil
 	}
 	// Give the key up rather than run on a lock that a failover may lose.
 	// The release is best effort: the key expires anyway.
 	_ = conn.Eval(context.WithoutCancel(ctx), releaseScript, []string{l.key}, l.token, 0).Err()
 	if err != nil {
-		return false, 0, fmt.Errorf("wait for replicas of %s: %w", l.key, err)
+		return false, fmt.Errorf("wait for replicas of %s: %w", l.key, err)
 	}
-	return false, 0, &ReplicaError{Key: l.key, Want: opts.MinReplicas, Got: int(acks)}
-}
-
-func wrapAcquire(key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("acquire %s: %w", key, err)
+	return false, &ReplicaError{Key: l.key, Want: opts.MinReplicas, Got: int(acks)}
 }
 
 // stickyConn returns one connection to the master that owns key: a plain or
