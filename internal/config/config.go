@@ -34,7 +34,6 @@ type Config struct {
 
 	RenewConfig // renewal, loss, min-hold, fencing, --status: renew.go
 
-	RedisURL     string        // the first Redis URL (all of them: RedisURLs)
 	RedisTimeout time.Duration // connect and command timeout
 	Prefix       string        // put before Name to make the key
 	TTL          time.Duration // the lock's time to live

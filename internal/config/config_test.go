@@ -22,7 +22,7 @@ func env(kv ...string) func(string) string {
 
 func TestParse(t *testing.T) {
 	defaults := config.Config{
-		RedisURL:     config.DefaultRedisURL,
+		Production:   config.Production{RedisURLs: []string{config.DefaultRedisURL}},
 		RedisTimeout: config.DefaultRedisTimeout,
 		Prefix:       "lock:",
 		TTL:          config.DefaultTTL,
@@ -48,7 +48,7 @@ func TestParse(t *testing.T) {
 		{"-h after the name is the command's", []string{"job", "cmd", "-h"}, env(), defaults, "job", []string{"cmd", "-h"}},
 		{"long flags", []string{"--ttl=2m", "--redis", "redis://h:1/2", "--redis-timeout", "500ms", "--prefix", "jobs/", "--wait=1m", "job", "cmd"}, env(),
 			with(func(c *config.Config) {
-				c.TTL, c.RedisURL, c.RedisTimeout, c.Prefix, c.Wait = 2*time.Minute, "redis://h:1/2", 500*time.Millisecond, "jobs/", time.Minute
+				c.TTL, c.RedisURLs, c.RedisTimeout, c.Prefix, c.Wait = 2*time.Minute, []string{"redis://h:1/2"}, 500*time.Millisecond, "jobs/", time.Minute
 			}), "job", []string{"cmd"}},
 		{"short flags", []string{"-w", "5s", "-E", "0", "-q", "-n", "job", "cmd"}, env(),
 			with(func(c *config.Config) { c.Wait, c.ConflictExit, c.Quiet = 5*time.Second, 0, true }), "job", []string{"cmd"}},
@@ -57,8 +57,8 @@ func TestParse(t *testing.T) {
 		{"-- before the name", []string{"--ttl", "5s", "--", "-job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = 5 * time.Second }), "-job", []string{"cmd"}},
 		{"-- after the name", []string{"job", "--", "cmd", "--", "x"}, env(), defaults, "job", []string{"cmd", "--", "x"}},
 		{"-- on both sides", []string{"--", "job", "--", "-cmd"}, env(), defaults, "job", []string{"-cmd"}},
-		{"env redis", []string{"job", "cmd"}, env("WITH_LOCK_REDIS", "redis://env:1/0"), with(func(c *config.Config) { c.RedisURL = "redis://env:1/0" }), "job", []string{"cmd"}},
-		{"flag beats env", []string{"--redis", "redis://flag:1/0", "job", "cmd"}, env("WITH_LOCK_REDIS", "redis://env:1/0"), with(func(c *config.Config) { c.RedisURL = "redis://flag:1/0" }), "job", []string{"cmd"}},
+		{"env redis", []string{"job", "cmd"}, env("WITH_LOCK_REDIS", "redis://env:1/0"), with(func(c *config.Config) { c.RedisURLs = []string{"redis://env:1/0"} }), "job", []string{"cmd"}},
+		{"flag beats env", []string{"--redis", "redis://flag:1/0", "job", "cmd"}, env("WITH_LOCK_REDIS", "redis://env:1/0"), with(func(c *config.Config) { c.RedisURLs = []string{"redis://flag:1/0"} }), "job", []string{"cmd"}},
 		{"flag equal to the default still beats env", []string{"--redis", config.DefaultRedisURL, "job", "cmd"}, env("WITH_LOCK_REDIS", "redis://env:1/0"), defaults, "job", []string{"cmd"}},
 		{"empty env is unset", []string{"job", "cmd"}, env("WITH_LOCK_REDIS", ""), defaults, "job", []string{"cmd"}},
 		{"unicode name", []string{"ночной-отчёт", "cmd"}, env(), defaults, "ночной-отчёт", []string{"cmd"}},
@@ -74,7 +74,7 @@ func TestParse(t *testing.T) {
 			}
 			rest := *got
 			rest.Name, rest.Command = "", nil
-			rest.Production = config.Production{} // production_test.go covers it
+			rest.Production = config.Production{RedisURLs: rest.RedisURLs} // production_test.go covers the rest
 			if !reflect.DeepEqual(rest, tc.want) {
 				t.Errorf("Parse(%q) =\n %+v\nwant\n %+v", tc.args, rest, tc.want)
 			}

@@ -23,7 +23,7 @@ const (
 // acknowledgement.
 type Production struct {
 	// RedisURLs are all --redis URLs (or WITH_LOCK_REDIS's, separated by
-	// spaces); Config.RedisURL is the first. Several of them without
+	// spaces), never empty after Parse. Several of them without
 	// --cluster are the independent masters of a quorum.
 	RedisURLs []string
 
@@ -78,7 +78,6 @@ func (c *Config) resolveProduction(getenv func(string) string) {
 	if len(p.RedisURLs) == 0 {
 		p.RedisURLs = []string{DefaultRedisURL}
 	}
-	c.RedisURL = p.RedisURLs[0]
 	if fromArgv && hasPassword(p.RedisURLs...) {
 		p.Warnings = append(p.Warnings, "a password in --redis is visible to other users (ps, /proc); use --password-file or "+EnvPassword)
 	}

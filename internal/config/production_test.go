@@ -58,8 +58,8 @@ func TestRedisURLsAndWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"redis://a:1", "redis://b:2", "redis://c:3"}; !slices.Equal(c.RedisURLs, want) || c.RedisURL != want[0] {
-		t.Fatalf("RedisURLs %q, RedisURL %q", c.RedisURLs, c.RedisURL)
+	if want := []string{"redis://a:1", "redis://b:2", "redis://c:3"}; !slices.Equal(c.RedisURLs, want) {
+		t.Fatalf("RedisURLs %q, want %q", c.RedisURLs, want)
 	}
 	if len(c.Warnings) != 0 {
 		t.Fatalf("warnings for the environment: %q", c.Warnings)

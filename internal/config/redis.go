@@ -13,9 +13,9 @@ import (
 // the CLI exits 78 on it.
 var ErrConfig = errors.New("bad configuration")
 
-// RedisOptions returns the client options for c.RedisURL, the first URL. Its errors wrap
-// ErrConfig and never show the URL, which may hold a password.
-func (c *Config) RedisOptions() (*redis.Options, error) { return c.redisOptions(c.RedisURL) }
+// RedisOptions returns the client options for the first Redis URL. Its
+// errors wrap ErrConfig and never show the URL, which may hold a password.
+func (c *Config) RedisOptions() (*redis.Options, error) { return c.redisOptions(c.RedisURLs[0]) }
 
 // redisOptions returns the client options for one URL, with TLS and the
 // password applied (see secure).
