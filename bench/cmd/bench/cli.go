@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // cliWay is one way to run `true` under a lock from the shell.
@@ -20,7 +22,7 @@ type cliWay struct {
 
 // cliWays builds the with-lock CLI and the Go floor into dir and returns
 // the four ways to compare, all on the private Redis.
-func cliWays(root, dir string, srv *server) ([]cliWay, error) {
+func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 	wl := filepath.Join(dir, "with-lock")
 	floor := filepath.Join(dir, "floor")
 	for _, b := range []struct{ dir, out, pkg string }{
@@ -40,11 +42,11 @@ func cliWays(root, dir string, srv *server) ([]cliWay, error) {
 	}
 	return []cliWay{
 		{"with-lock x true", "the with-lock binary, built as make build does", []string{wl, "x", "true"},
-			[]string{"WITH_LOCK_REDIS=redis://" + srv.addr + "/0"}},
+			[]string{"WITH_LOCK_REDIS=redis://" + srv.Addr() + "/0"}},
 		{"Go floor", "bench/cmd/floor: SET NX EX, fork/exec, EVAL over a raw socket, same build flags", []string{floor, "x", "true"},
-			[]string{"FLOOR_REDIS=" + srv.addr}},
+			[]string{"FLOOR_REDIS=" + srv.Addr()}},
 		{"bash + redis-cli", "bench/seed-with-lock.sh, the seed's way", []string{"bash", seed, "x", "true"},
-			[]string{"REDIS_PORT=" + strconv.Itoa(srv.port)}},
+			[]string{"REDIS_PORT=" + strconv.Itoa(srv.Port)}},
 		{"flock -n", "flock -n FILE true (util-linux), a local lock for scale", []string{"flock", "-n", filepath.Join(dir, "flock.lock"), "true"}, nil},
 	}, nil
 }

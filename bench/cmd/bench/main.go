@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // modes of the contended measurement.
@@ -53,21 +54,23 @@ func main() {
 
 func run(c config) error {
 	env := machine()
-	srv, err := startRedis()
+	// The tests' harness: a private redis-server on a free loopback port
+	// (never 6379), without persistence.
+	srv, stopRedis, err := redistest.StartMain()
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	adm := redis.NewClient(&redis.Options{Addr: srv.addr, DisableIdentity: true})
+	defer stopRedis()
+	adm := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
 	defer adm.Close()
 	env.redis = redisVersion(adm)
-	fmt.Printf("with-lock benchmark: redis-server %s on %s, %s\n", env.redis, srv.addr, env.cpu)
+	fmt.Printf("with-lock benchmark: redis-server %s on %s, %s\n", env.redis, srv.Addr(), env.cpu)
 
 	res := &results{env: env, cfg: c}
 	all := libs()
 	lockers := make(map[string]locker)
 	for _, lb := range all {
-		l, err := lb.open(srv.addr)
+		l, err := lb.open(srv.Addr())
 		if err != nil {
 			return err
 		}
@@ -115,7 +118,7 @@ func run(c config) error {
 	}
 
 	fmt.Printf("contended: %d rounds of %s per library and mode, hold %s\n", c.cRounds, c.runFor, holdFor)
-	floorRDB := newGoRedis(srv.addr)
+	floorRDB := newGoRedis(srv.Addr())
 	defer floorRDB.Close()
 	for round := range c.cRounds {
 		r, err := runRoundTrip(floorRDB, c.runFor)
