@@ -1,15 +1,12 @@
 package main_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -121,22 +118,20 @@ func TestLeastPrivilegeACL(t *testing.T) {
 	})
 
 	t.Run("7 acquire is one SET NX EX and release one EVAL, on the wire", func(t *testing.T) {
-		lines := monitor(t, srv)
+		mon := srv.Monitor()
 		if res := run(t, "acl-7", "true"); res.Code != 0 {
 			t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
 		}
-		var got []string
-		clitest.Eventually(t, 20*time.Second, "MONITOR shows the release", func() bool {
-			got = nil
-			for _, l := range lines() {
-				// Commands run by scripts show as "[0 lua]": not on the wire.
-				if strings.Contains(l, `"lock:acl-7"`) && !strings.Contains(l, " lua] ") {
-					got = append(got, l)
-				}
+		var got []string // what the client sent on the key, not what scripts ran
+		for _, c := range mon.Commands() {
+			if c.Client != "lua" && slices.Contains(c.Args, "lock:acl-7") {
+				got = append(got, strings.ToLower(c.String()))
 			}
-			return len(got) > 0 && strings.Contains(got[len(got)-1], `"eval"`)
-		})
-		first, last := strings.ToLower(got[0]), got[len(got)-1]
+		}
+		if len(got) == 0 {
+			t.Fatal("MONITOR saw no command on lock:acl-7")
+		}
+		first, last := got[0], got[len(got)-1]
 		if !strings.Contains(first, `"set" "lock:acl-7"`) || !strings.Contains(first, `"nx"`) ||
 			!strings.Contains(first, `"ex" "30"`) {
 			t.Fatalf("first command on the key: %s", first)
@@ -204,50 +199,4 @@ func TestLeastPrivilegeACL(t *testing.T) {
 			admin.Del(ctx, "lock:acl-weak")
 		}
 	})
-}
-
-// monitor runs redis-cli MONITOR against srv until the test ends and
-// returns a function giving the lines seen so far.
-func monitor(t *testing.T, srv *redistest.Server) func() []string {
-	t.Helper()
-	cmd := exec.Command("redis-cli", "-p", strconv.Itoa(srv.Port), "monitor")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var lines []string
-	ready := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			mu.Lock()
-			if lines == nil {
-				close(ready) // the "OK" reply: MONITOR is on
-			}
-			lines = append(lines, sc.Text())
-			mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		_ = cmd.Wait()
-	})
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatal("redis-cli monitor did not start")
-	}
-	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), lines...)
-	}
 }

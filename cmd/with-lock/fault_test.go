@@ -259,7 +259,7 @@ func TestFault7LongJob(t *testing.T) {
 		}
 		st := rnKey(rdb, "lock:fault7")
 		if errors.Is(st.err, redis.Nil) {
-			if !rnExists(finished) {
+			if !exists(finished) {
 				t.Fatalf("key gone while the job ran (sample %d)", samples)
 			}
 			done = true // released at the end

@@ -95,11 +95,6 @@ func rnHasLine(stderr string, parts ...string) bool {
 	return false
 }
 
-func rnExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 func rnTouch(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, nil, 0o644); err != nil {

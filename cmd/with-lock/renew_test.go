@@ -24,7 +24,7 @@ func TestOnLostIgnore(t *testing.T) {
 	// The command waits until the test took the lock over, then exits 3.
 	p := clitest.Start(t, rnEnv(srv), "--ttl", "900ms", "--on-lost", "ignore", "ignore",
 		"sh", "-c", `touch "$0.started"; while [ ! -e "$0" ]; do sleep 0.05; done; sleep 0.6; exit 3`, marker)
-	clitest.Eventually(t, 10*time.Second, "command started", func() bool { return rnExists(marker + ".started") })
+	clitest.Eventually(t, 10*time.Second, "command started", func() bool { return exists(marker + ".started") })
 	if err := rdb.Set(context.Background(), "lock:ignore", newOwner, time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
