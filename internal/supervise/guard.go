@@ -11,26 +11,29 @@ import (
 // The parent-death signal reaches only the command itself, not the
 // processes it started (a shell's jobs, say): when with-lock is killed with
 // SIGKILL they would go on running without the lock. A guard closes that
-// gap: a tiny process, in its own process group, that holds the read end of
-// a pipe whose write end only with-lock holds. When with-lock dies, for
-// whatever reason, the kernel closes the write end; the guard reads EOF and
-// kills the command's whole process group. When the command ends normally
-// with-lock tells the guard so, and it exits without killing.
+// gap: a tiny process that leads the process group the command then joins,
+// and holds the read end of a pipe whose write end only with-lock holds.
+// When with-lock dies, for whatever reason, the kernel closes the write
+// end; the guard reads EOF and kills its whole process group, the command's
+// tree with it. When the command ends normally with-lock tells the guard
+// so, and it exits without killing.
+//
+// The guard exists before the command and the command is born into its
+// group, so there is no moment in which the command runs unguarded, and the
+// guard needs to be told nothing: "kill 0" is its own group, whose id
+// cannot be reused by strangers while it leads it.
 //
 // The guard is the fixed script below run by /bin/sh: it has to start on
 // every run, and a shell starts in a fraction of the time a second Go
 // runtime needs. It is not the user's command, which is never run through
-// a shell, and nothing from the user reaches it: it reads only the process
-// group id that with-lock writes to the pipe.
+// a shell, and nothing from the user reaches it.
 
-// guardScript ignores the signals meant for with-lock's group (a
-// terminal's, a supervisor's), reads the group to watch, then a second
-// line: "done" from with-lock means stand down; EOF means with-lock died.
+// guardScript ignores the signals with-lock forwards to the command's group
+// (they are the command's to handle), then waits for one line: "done" from
+// with-lock means stand down; EOF means with-lock died.
 const guardScript = `trap '' INT TERM HUP QUIT PIPE
-read -r pgid || exit 0
-case $pgid in ''|*[!0-9]*|0|1) exit 1;; esac
 read -r word
-[ "$word" = done ] || kill -s KILL -- "-$pgid"`
+[ "$word" = done ] || kill -s KILL 0`
 
 const (
 	guardShell = "/bin/sh"
@@ -39,21 +42,17 @@ const (
 )
 
 // StartGuarded is Start with a guard that kills the child's process group
-// with SIGKILL if this process dies before the child has exited. The guard
-// is started first and told the group right after the fork, so there is
-// no time in which the command runs unguarded and could start children.
-// If the guard cannot be started the child runs anyway: see GuardErr.
+// with SIGKILL if this process dies before the child has exited. If the
+// guard cannot be started the child runs anyway, in a group of its own:
+// see GuardErr.
 func StartGuarded(path string, argv, env []string) (*Child, error) {
 	g, gerr := startGuard()
 	c, err := start(path, argv, env, g)
 	if err != nil {
 		if g != nil {
-			g.standDown() // before it knows a group: it exits without killing
+			g.standDown()
 		}
 		return nil, err
-	}
-	if gerr == nil {
-		gerr = g.arm(c.pgid)
 	}
 	c.guardErr = gerr
 	return c, nil
@@ -65,12 +64,9 @@ func (c *Child) GuardErr() error { return c.guardErr }
 
 // guard is a started guard process and the write end of its pipe.
 type guard struct {
-	cmd *exec.Cmd
-
-	mu     sync.Mutex // orders arm and standDown, which race when the child exits at once
-	w      *os.File
-	armed  bool // the group was written
-	closed bool // w was closed
+	cmd  *exec.Cmd
+	once sync.Once // standDown
+	w    *os.File
 }
 
 func startGuard() (*guard, error) {
@@ -84,8 +80,7 @@ func startGuard() (*guard, error) {
 		Args:  []string{guardArgv0, "-c", guardScript},
 		Env:   []string{"PATH=/usr/bin:/bin"},
 		Stdin: r,
-		// Its own group, so signals meant for with-lock's group (a
-		// terminal's, a supervisor's) leave it alone.
+		// A new group, led by the guard; the command joins it.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}}
 	if err := g.cmd.Start(); err != nil {
@@ -98,37 +93,16 @@ func startGuard() (*guard, error) {
 	return g, nil
 }
 
-// arm tells the guard the child's process group. If the child has already
-// exited and the guard stood down, there is nothing left to guard.
-func (g *guard) arm(pgid int) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return nil
-	}
-	if _, err := fmt.Fprintf(g.w, "%d\n", pgid); err != nil {
-		g.w.Close()
-		g.closed = true
-		return fmt.Errorf("guard the command: %w", err)
-	}
-	g.armed = true
-	return nil
-}
+// pgid is the process group the guard leads.
+func (g *guard) pgid() int { return g.cmd.Process.Pid }
 
 // standDown tells the guard the child has exited, so it leaves without
 // killing. It is called as soon as the child is reaped, before Done is
 // closed: with-lock may exit right after Done, and a guard that then saw
-// EOF would kill what the command left running in its group; and once that
-// group is gone its id may be reused by strangers.
+// EOF would kill what the command left running in its group.
 func (g *guard) standDown() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return
-	}
-	if g.armed {
+	g.once.Do(func() {
 		fmt.Fprintln(g.w, guardDone)
-	}
-	g.w.Close()
-	g.closed = true
+		g.w.Close()
+	})
 }

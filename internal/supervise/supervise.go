@@ -62,7 +62,7 @@ func startError(argv0 string, err error) *StartError {
 // Child is a running command.
 type Child struct {
 	cmd        *exec.Cmd
-	pgid       int
+	pgid       int // its process group: its own, or its guard's
 	foreground int // the terminal fd whose foreground we took, or -1
 	done       chan struct{}
 	state      *os.ProcessState
@@ -94,6 +94,9 @@ func start(path string, argv, env []string, g *guard) (*Child, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
+	if g != nil {
+		cmd.SysProcAttr.Pgid = g.pgid() // born into the guard's group
+	}
 	if fd := int(os.Stdin.Fd()); ownsTerminal(fd) {
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = fd
@@ -110,7 +113,10 @@ func start(path string, argv, env []string, g *guard) (*Child, error) {
 			started <- err
 			return
 		}
-		c.pgid = cmd.Process.Pid
+		c.pgid = cmd.SysProcAttr.Pgid
+		if c.pgid == 0 {
+			c.pgid = cmd.Process.Pid // it leads a group of its own
+		}
 		started <- nil
 		_ = cmd.Wait() // its error only repeats ProcessState, read below
 		if g != nil {
@@ -143,9 +149,6 @@ func (c *Child) restoreTerminal() {
 	signal.Ignore(syscall.SIGTTOU)
 	_ = unix.IoctlSetPointerInt(c.foreground, unix.TIOCSPGRP, unix.Getpgrp())
 }
-
-// Pid returns the child's process id, which is also its process group id.
-func (c *Child) Pid() int { return c.pgid }
 
 // Done is closed once the child has exited and been reaped.
 func (c *Child) Done() <-chan struct{} { return c.done }
