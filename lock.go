@@ -23,6 +23,12 @@ var (
 	// was demoted in a failover). Release and Extend return it and leave the
 	// key untouched.
 	ErrLockNotHeld = errors.New("lock is no longer held")
+
+	// ErrWrongType means a key the lock needs (the lock's own key, or its
+	// fencing counter) exists but holds something this package did not
+	// write: another program uses the same key. Waiting does not help; pick
+	// another name or prefix, or remove the foreign key.
+	ErrWrongType = errors.New("key holds a value that is not a lock")
 )
 
 // HeldError tells who holds a lock that could not be obtained.
