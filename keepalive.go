@@ -163,7 +163,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 	lossAt := l.acquired.Add(l.ttl - k.margin)
 	deadline := time.NewTimer(time.Until(lossAt))
 	defer deadline.Stop()
-	next := time.NewTimer(time.Until(l.acquired.Add(k.interval)))
+	next := time.NewTimer(time.Until(k.nextRenewal(l.acquired)))
 	defer next.Stop()
 	busy := false
 	var lastErr error
@@ -206,7 +206,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 				lastErr = nil
 				lossAt = r.sent.Add(l.ttl - k.margin)
 				deadline.Reset(time.Until(lossAt))
-				next.Reset(time.Until(r.sent.Add(k.interval)))
+				next.Reset(time.Until(k.nextRenewal(r.sent)))
 			case errors.Is(r.err, ErrLockNotHeld):
 				k.lose(ErrLockNotHeld)
 				return
@@ -220,6 +220,22 @@ func (k *KeepAlive) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// nextRenewal is when to renew after a success sent at sent: an interval
+// later, or earlier when a quorum lock can then put its key on a node that
+// another owner's key has just left. Renewing is what repairs (Extend does
+// so only while the majority holds), so the lock gains that node before it
+// can lose another.
+func (k *KeepAlive) nextRenewal(sent time.Time) time.Time {
+	at := sent.Add(k.interval)
+	if k.lock.c.nodes == nil {
+		return at
+	}
+	if repair, ok := k.lock.repairDue(); ok && repair.Before(at) {
+		return repair
+	}
+	return at
 }
 
 // retry is the pause before trying again after a failed or slow renewal.

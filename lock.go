@@ -267,6 +267,7 @@ type Lock struct {
 	minHold  time.Duration
 	fence    int64
 	acquired time.Time // when the acquiring command was sent (monotonic)
+	repair   repairClock
 }
 
 // Name returns the lock's name as given to TryAcquire or Acquire.

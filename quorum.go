@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,6 +39,10 @@ const (
 //     confirms. Extend also puts the key back on nodes that lost it while
 //     the lock kept its majority, so further restarts are survived.
 //   - TTL is the time until fewer than a majority of the keys remain.
+//   - A node where another owner's key stood when the lock was taken or
+//     extended is repaired the moment that key expires: KeepAlive renews
+//     early then, so the lock gains the node while it still has its
+//     majority (Lock.Extend called by hand repairs only when it runs).
 //
 // Fencing numbers (LockOptions.Fence) are refused with
 // errors.ErrUnsupported: counters on independent nodes do not make one
@@ -88,7 +93,8 @@ func (c *Client) fanOut(ctx context.Context, f func(context.Context, redis.Unive
 }
 
 // tally counts the nodes that answered positively, those that answered 0
-// (the key is not ours there), and collects the errors of the others.
+// or less (the key is not ours there), and collects the errors of the
+// others.
 func tally(res []nodeResult) (yes, no int, errs []error) {
 	for i, r := range res {
 		switch {
@@ -135,6 +141,13 @@ func (c *Client) acquireQuorum(ctx context.Context, l *Lock, opts *LockOptions) 
 	left := validity(l.ttl, time.Since(l.acquired))
 	yes, no, errs := tally(res)
 	if yes >= c.quorum && left > 0 {
+		var free time.Duration
+		for _, r := range res {
+			if r.err == nil {
+				free = earliest(free, l.freeAfter(r.n))
+			}
+		}
+		l.repair.at.Store(int64(free))
 		return l, nil
 	}
 	// Release everywhere, not only where we know it landed: a node whose
@@ -169,7 +182,7 @@ func claimOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *Lock
 // refused, from the first node that refused it.
 func (c *Client) heldQuorum(ctx context.Context, l *Lock, res []nodeResult) error {
 	for i, r := range res {
-		if r.err == nil && r.n == 0 {
+		if r.err == nil && r.n <= 0 {
 			token, ttl, _ := inspect(ctx, c.nodes[i], l.key)
 			return heldError(l.key, token, ttl)
 		}
@@ -216,12 +229,49 @@ func (l *Lock) extendQuorum(ctx context.Context, ttl time.Duration) error {
 	// a node where someone else's key sits; never when the majority is gone
 	// (extend.lua does not recreate keys, and neither does this).
 	repairTTL := ttl - time.Since(start) // no longer than the extended keys
+	var free time.Duration
 	for i, r := range res {
 		if r.err == nil && r.n == 0 && repairTTL >= time.Millisecond {
-			_ = l.c.nodes[i].Eval(ctx, claimScript, []string{l.key}, l.token, repairTTL.Milliseconds()).Err()
+			n, err := l.c.nodes[i].Eval(ctx, claimScript, []string{l.key}, l.token, repairTTL.Milliseconds()).Int64()
+			if err == nil {
+				free = earliest(free, l.freeAfter(n))
+			}
 		}
 	}
+	l.repair.at.Store(int64(free))
 	return nil
+}
+
+// repairClock is when a quorum lock can next repair a node that lacks its
+// key: the earliest expiry of another owner's key found on such a node, as
+// a time since the lock was acquired (monotonic), or 0 when none is known.
+// A node that did not answer has no known time: the next regular renewal
+// tries it again.
+type repairClock struct{ at atomic.Int64 }
+
+// repairDue returns when a node of l can next be repaired, and false when
+// no such time is known (always for a lock on one deployment).
+func (l *Lock) repairDue() (time.Time, bool) {
+	at := time.Duration(l.repair.at.Load())
+	return l.acquired.Add(at), at > 0
+}
+
+// freeAfter is, from a claim.lua answer just received, when that node's key
+// can be claimed, as a time since l was acquired; 0 when it is ours or
+// another owner's without an expiry.
+func (l *Lock) freeAfter(n int64) time.Duration {
+	if n >= 0 {
+		return 0
+	}
+	return time.Since(l.acquired) + time.Duration(-n)*time.Millisecond
+}
+
+// earliest is the earlier of two times, 0 meaning none.
+func earliest(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func (l *Lock) ttlQuorum(ctx context.Context) (time.Duration, error) {

@@ -263,3 +263,91 @@ func TestQuorum(t *testing.T) {
 		}
 	})
 }
+
+// A node that was busy with another owner's short claim when the lock was
+// taken gets our key the moment that claim expires, not at the next
+// renewal: after that the lock survives the loss of either other node.
+func TestQuorumKeepAliveRepairsABusyNodeOnceItIsFree(t *testing.T) {
+	ctx := context.Background()
+	servers, admins, c := quorumNodes(t)
+	const ttl = 1500 * time.Millisecond
+	const interval = ttl / 3 // KeepAlive's default
+	const foreign = 150 * time.Millisecond
+	key := c.Key("repair-busy")
+	admins[2].Set(ctx, key, "other:1:abc", foreign)
+	freeAt := time.Now().Add(foreign)
+	l, err := c.TryAcquire(ctx, "repair-busy", ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := onNodes(admins, key); count(got, l.Token()) != 2 || got[2] != "other:1:abc" {
+		t.Fatalf("key on nodes = %q, want ours on nodes 1 and 2, the other owner's on node 3", got)
+	}
+	ka := l.KeepAlive(ctx, nil)
+	defer ka.Stop()
+
+	regular := l.AcquiredAt().Add(interval) // the first regular renewal
+	for onNodes(admins[2:], key)[0] != l.Token() {
+		if time.Now().After(regular) {
+			t.Fatalf("node 3 lacks our key at the first regular renewal, %s after the other owner's key expired",
+				time.Since(freeAt).Round(time.Millisecond))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Logf("node 3 repaired %s after the other owner's key expired (regular renewal due %s later)",
+		time.Since(freeAt).Round(time.Millisecond), time.Until(regular).Round(time.Millisecond))
+	if d := admins[2].PTTL(ctx, key).Val(); d <= 0 || d > ttl {
+		t.Errorf("repaired key's PTTL = %s, want within (0, %s]", d, ttl)
+	}
+
+	servers[1].Kill()
+	killedAt := time.Now()
+	// A TTL and a renewal past the kill: only renewals on the two
+	// surviving nodes can have kept the lock.
+	for time.Since(killedAt) < ttl+interval {
+		select {
+		case <-ka.Lost():
+			t.Fatalf("lost %s after node 2 was killed: %v", time.Since(killedAt).Round(time.Millisecond), ka.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// Not node 2: an admin client retries a dead server for seconds.
+	if got := onNodes([]*redis.Client{admins[0], admins[2]}, key); count(got, l.Token()) != 2 {
+		t.Fatal("nodes 1 and 3 do not both hold our key")
+	}
+	ka.Stop()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Once the majority is gone, a node that becomes free is never given our
+// key: the lock is presumed lost at its local deadline instead.
+func TestQuorumKeepAliveNeverRepairsWithoutMajority(t *testing.T) {
+	ctx := context.Background()
+	servers, admins, c := quorumNodes(t)
+	const ttl = 1200 * time.Millisecond
+	const foreign = 150 * time.Millisecond
+	key := c.Key("repair-minority")
+	admins[2].Set(ctx, key, "other:1:abc", foreign)
+	l, err := c.TryAcquire(ctx, "repair-minority", ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[1].Kill() // ours on node 1 only: a minority, before node 3 is free
+	killedAt := time.Now()
+	ka := l.KeepAlive(ctx, nil)
+	defer ka.Stop()
+	lostAt := waitLost(t, ka, 3*ttl)
+	t.Logf("majority lost: loss reported %s after the kill (TTL %s, margin %s): %v",
+		lostAt.Sub(killedAt).Round(time.Millisecond), ttl, withlock.DefaultMargin(ttl), ka.Err())
+	if !errors.Is(ka.Err(), withlock.ErrNoQuorum) {
+		t.Errorf("Err() = %v, want a presumed loss carrying ErrNoQuorum", ka.Err())
+	}
+	if lostAt.Sub(l.AcquiredAt()) >= ttl {
+		t.Errorf("loss reported %s after acquisition, not before the TTL (%s)", lostAt.Sub(l.AcquiredAt()), ttl)
+	}
+	if v := onNodes(admins[2:], key)[0]; v == l.Token() {
+		t.Fatal("node 3 was given our key while we held only a minority")
+	}
+}
