@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +13,10 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// TestQuorumCLI runs with-lock against three independent masters.
-func TestQuorumCLI(t *testing.T) {
-	ctx := context.Background()
+// quorumMasters starts three independent masters and returns them, an
+// admin client on each, the with-lock flags that name them, and a function
+// that reads a key on master i ("" when missing).
+func quorumMasters(t *testing.T) ([]*redistest.Server, []*redis.Client, []string, func(i int, key string) string) {
 	var servers []*redistest.Server
 	var admins []*redis.Client
 	args := []string{"--redis-timeout", "2s"}
@@ -24,9 +27,15 @@ func TestQuorumCLI(t *testing.T) {
 		args = append(args, "--redis", s.URL())
 	}
 	get := func(i int, key string) string {
-		v, _ := admins[i].Get(ctx, key).Result()
+		v, _ := admins[i].Get(context.Background(), key).Result()
 		return v
 	}
+	return servers, admins, args, get
+}
+
+// TestQuorumCLI runs with-lock against three independent masters.
+func TestQuorumCLI(t *testing.T) {
+	servers, _, args, get := quorumMasters(t)
 
 	t.Run("all up: the key is on all three during the run and gone after", func(t *testing.T) {
 		j := startProdJob(t, nil, append(args, "q-all")...)
@@ -137,4 +146,76 @@ func TestQuorumCLI(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q; want 64", res.Code, res.Stderr)
 		}
 	})
+}
+
+// A master that still held another owner's short claim when with-lock took
+// the lock on the other two gets the key as soon as that claim expires, so
+// the run survives the loss of one of the first two half a second later,
+// before the first regular renewal (TTL/3).
+func TestQuorumCLIRepairsAMasterFreedAfterAcquire(t *testing.T) {
+	ctx := context.Background()
+	servers, admins, args, get := quorumMasters(t)
+	clitest.Binary(t) // built before the short claim starts to run out
+	const foreign = 300 * time.Millisecond
+	if err := admins[2].Set(ctx, "lock:q2", "other:1:abc", foreign).Err(); err != nil {
+		t.Fatal(err)
+	}
+	freeAt := time.Now().Add(foreign)
+	marker := filepath.Join(t.TempDir(), "done")
+	p := clitest.Start(t, nil, append(args, "--ttl", "2s", "q2", "sh", "-c", `sleep 3 && touch "$1"`, "sh", marker)...)
+	var token string
+	clitest.Eventually(t, 5*time.Second, "with-lock took the lock on master 1", func() bool {
+		token = get(0, "lock:q2")
+		return token != ""
+	})
+	if get(2, "lock:q2") != "other:1:abc" {
+		t.Fatalf("the other owner's key on master 3 expired before with-lock took the lock (%s after start): too slow a start to test the repair",
+			time.Since(p.Started).Round(time.Millisecond))
+	}
+	// The fault comes 500ms after the start, before the first renewal that
+	// a 2s TTL schedules (about 667ms after the acquisition).
+	killAt := p.Started.Add(500 * time.Millisecond)
+	repaired := time.Duration(-1)
+	for time.Now().Before(killAt) {
+		if repaired < 0 && get(2, "lock:q2") == token {
+			repaired = time.Since(freeAt)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	servers[1].Kill()
+	if repaired < 0 {
+		t.Errorf("master 3 lacked the key when master 2 was killed, %s after the other owner's key expired", time.Since(freeAt).Round(time.Millisecond))
+	} else {
+		t.Logf("master 3 got the key %s after the other owner's key expired; master 2 killed %s after with-lock started",
+			repaired.Round(time.Millisecond), time.Since(p.Started).Round(time.Millisecond))
+	}
+	res := p.Wait(15 * time.Second)
+	if _, err := os.Stat(marker); res.Code != 0 || err != nil {
+		t.Fatalf("exit %d (command completed: %v), stderr %q; want 0 and the command completed", res.Code, err == nil, res.Stderr)
+	}
+	if v := get(0, "lock:q2") + get(2, "lock:q2"); v != "" {
+		t.Fatalf("keys left behind: %q", v)
+	}
+}
+
+// With two of three masters dead mid-run the lock is presumed lost at its
+// local deadline (TTL minus margin after the last renewal), before any key
+// could expire: exit 125 with the reason.
+func TestQuorumCLIMajorityDeadMidRun(t *testing.T) {
+	servers, _, args, _ := quorumMasters(t)
+	const ttl = time.Second
+	j := startProdJob(t, nil, append(args, "--ttl", ttl.String(), "q-majority-dead")...)
+	j.WaitStarted()
+	servers[1].Kill()
+	servers[2].Kill()
+	killedAt := time.Now()
+	code, stderr := j.Wait()
+	took := time.Since(killedAt)
+	t.Logf("two masters killed: with-lock exited %d after %s (TTL %s, renewal every %s)", code, took.Round(time.Millisecond), ttl, ttl/3)
+	if code != 125 || !rnHasLine(stderr, "lock:q-majority-dead", "presumed lost", "no majority", "SIGTERM") {
+		t.Fatalf("exit %d, stderr %q; want 125 and a line saying the majority is gone", code, stderr)
+	}
+	if took > ttl {
+		t.Errorf("the loss took %s to act on, more than the TTL (%s)", took, ttl)
+	}
 }
