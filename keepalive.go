@@ -86,7 +86,10 @@ type KeepAlive struct {
 
 // KeepAlive starts renewing the lock every interval with one token-checked
 // PEXPIRE to its TTL, so the key never lives longer than the TTL past the
-// last renewal and a crashed owner's lock is freed within the TTL.
+// last renewal and a crashed owner's lock is freed within the TTL. On a
+// quorum lock (NewQuorum) it also renews the moment another owner's key
+// leaves a node that the lock lacks, which puts the key there while the
+// lock still has its majority.
 //
 // It keeps a local deadline on the monotonic clock: the time the last
 // successful acquiring or renewing command was sent, plus the TTL, minus
