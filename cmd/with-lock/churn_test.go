@@ -45,10 +45,10 @@ func rnChurn(t *testing.T, srv *redistest.Server, workers, trials int, args ...s
 	return codes
 }
 
-// 8. Mutual exclusion under churn: many processes, many trials, critical
+// Mutual exclusion under churn: many processes, many trials, critical
 // sections longer than the TTL so only renewal keeps them exclusive: no
 // overlap.
-func TestFault8NoOverlapUnderChurn(t *testing.T) {
+func TestNoOverlapUnderChurn(t *testing.T) {
 	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	dir := t.TempDir()
@@ -72,7 +72,7 @@ func TestFault8NoOverlapUnderChurn(t *testing.T) {
 
 // The probe can fail: without renewal the same sections overlap, because
 // the TTL runs out under them.
-func TestFault8ProbeSeesOverlapWithoutRenewal(t *testing.T) {
+func TestProbeSeesOverlapWithoutRenewal(t *testing.T) {
 	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	dir := t.TempDir()

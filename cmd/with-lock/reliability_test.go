@@ -15,16 +15,18 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// The fault tests of issue 3, numbered as there. Each logs its figure and
-// asserts it. TTLs are short so the suite stays fast; the bounds are wide
-// so a loaded machine does not fail them.
+// Faults one at a time, each pinned with its timing: what with-lock does
+// when the lock is lost under a running command. Each test logs its figure
+// and asserts it. TTLs are short so the suite stays fast; the bounds are
+// wide so a loaded machine does not fail them. The trial table across all
+// faults, with a fenced resource, is in reliability_table_test.go.
 
 const newOwner = "otherhost:4242:0123456789abcdef0123456789abcdef"
 
-// 1. Another client takes the key over mid-run: the loss is seen within
+// Another client takes the key over mid-run: the loss is seen within
 // one renewal interval, the command's whole tree dies, with-lock exits 125,
 // and the new owner's key is left alone.
-func TestFault1TakeoverMidRun(t *testing.T) {
+func TestTakeoverStopsCommandWithinOneInterval(t *testing.T) {
 	const ttl = 1500 * time.Millisecond
 	const interval = ttl / 3
 	tests := []struct {
@@ -44,7 +46,7 @@ func TestFault1TakeoverMidRun(t *testing.T) {
 	rdb := srv.Client()
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			name := "fault1-" + strconv.Itoa(i)
+			name := "takeover-" + strconv.Itoa(i)
 			p, pids := rnStartTree(t, srv, name, "--ttl", ttl.String())
 			time.Sleep(interval / 2) // between two renewals
 			faultAt := time.Now()
@@ -71,18 +73,18 @@ func TestFault1TakeoverMidRun(t *testing.T) {
 	}
 }
 
-// 2. with-lock is paused (SIGSTOP) past its TTL while another process takes
+// with-lock is paused (SIGSTOP) past its TTL while another process takes
 // the lock; on SIGCONT it stops the command at once and exits 125.
-func TestFault2WithLockPausedPastTTL(t *testing.T) {
+func TestPausedHolderStopsCommandOnResume(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const ttl = time.Second
-	p, pids := rnStartTree(t, srv, "fault2", "--ttl", ttl.String())
+	p, pids := rnStartTree(t, srv, "paused-holder", "--ttl", ttl.String())
 	p.Signal(syscall.SIGSTOP)
 	stoppedAt := time.Now()
 	ctx := context.Background()
 	clitest.Eventually(t, ttl+5*time.Second, "another owner takes the lock of a paused with-lock", func() bool {
-		return rdb.SetNX(ctx, "lock:fault2", newOwner, time.Minute).Val()
+		return rdb.SetNX(ctx, "lock:paused-holder", newOwner, time.Minute).Val()
 	})
 	t.Logf("lock taken by another owner %s after pausing with-lock", time.Since(stoppedAt).Round(time.Millisecond))
 	contAt := time.Now()
@@ -94,24 +96,24 @@ func TestFault2WithLockPausedPastTTL(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("tree dead %s after SIGCONT, want promptly (under 1s)", took)
 	}
-	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:fault2", "lost", "SIGTERM") {
+	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:paused-holder", "lost", "SIGTERM") {
 		t.Errorf("exit %d, stderr %q; want 125 and why", res.Code, res.Stderr)
 	}
-	rnUntouched(t, rdb, "lock:fault2", newOwner)
+	rnUntouched(t, rdb, "lock:paused-holder", newOwner)
 }
 
-// 3. redis-server is killed -9 mid-run and restarted without persistence;
+// redis-server is killed -9 mid-run and restarted without persistence;
 // someone else takes the now free lock: with-lock sees the loss and stops
 // the command.
-func TestFault3RedisRestartedEmpty(t *testing.T) {
+func TestRedisRestartedEmptyStopsCommandWithinOneInterval(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = 1500 * time.Millisecond
 	const interval = ttl / 3
-	p, pids := rnStartTree(t, srv, "fault3", "--ttl", ttl.String())
+	p, pids := rnStartTree(t, srv, "restarted-empty", "--ttl", ttl.String())
 	srv.Restart() // SIGKILL, then a fresh empty server on the same port
 	upAt := time.Now()
 	rdb := srv.Client()
-	if !rdb.SetNX(context.Background(), "lock:fault3", newOwner, time.Minute).Val() {
+	if !rdb.SetNX(context.Background(), "lock:restarted-empty", newOwner, time.Minute).Val() {
 		t.Fatal("the lock survived a restart without persistence")
 	}
 	deadAt := clitest.WaitDead(t, 10*time.Second, pids...)
@@ -122,20 +124,20 @@ func TestFault3RedisRestartedEmpty(t *testing.T) {
 	if took > interval+700*time.Millisecond {
 		t.Errorf("tree dead %s after the restart, want within one renewal interval (%s) plus 700ms", took, interval)
 	}
-	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:fault3", "lost") {
+	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:restarted-empty", "lost") {
 		t.Errorf("exit %d, stderr %q; want 125 and why", res.Code, res.Stderr)
 	}
-	rnUntouched(t, rdb, "lock:fault3", newOwner)
+	rnUntouched(t, rdb, "lock:restarted-empty", newOwner)
 }
 
-// 4. redis-server is paused for 2×TTL: renewals hang, so with-lock must
+// redis-server is paused for 2×TTL: renewals hang, so with-lock must
 // stop the command by its local deadline — before the key could expire on
 // the server and anyone else could take it. A renewal stuck for the whole
 // --redis-timeout (longer than the TTL) must not delay that.
-func TestFault4RedisPaused(t *testing.T) {
+func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = 2 * time.Second
-	p, pids := rnStartTree(t, srv, "fault4", "--ttl", ttl.String(), "--redis-timeout", "5s")
+	p, pids := rnStartTree(t, srv, "stalled-redis", "--ttl", ttl.String(), "--redis-timeout", "5s")
 	srv.Signal(syscall.SIGSTOP)
 	pausedAt := time.Now()
 	resumed := false
@@ -163,23 +165,23 @@ func TestFault4RedisPaused(t *testing.T) {
 	resume()
 	res := p.Wait(10 * time.Second)
 	t.Logf("with-lock exited %d, %s after Redis resumed", res.Code, time.Since(pausedAt.Add(2*ttl)).Round(time.Millisecond))
-	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:fault4", "presumed lost", "no answer from Redis", "SIGTERM") {
+	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:stalled-redis", "presumed lost", "no answer from Redis", "SIGTERM") {
 		t.Errorf("exit %d, stderr %q; want 125 and a presumed loss", res.Code, res.Stderr)
 	}
-	if !srv.Client().SetNX(context.Background(), "lock:fault4", newOwner, time.Minute).Val() {
+	if !srv.Client().SetNX(context.Background(), "lock:stalled-redis", newOwner, time.Minute).Val() {
 		t.Error("lock not free after Redis resumed past the TTL")
 	}
 }
 
-// 5. Short CLIENT PAUSEs, each shorter than TTL/3, keep delaying renewals:
+// Short CLIENT PAUSEs, each shorter than TTL/3, keep delaying renewals:
 // no false loss.
-func TestFault5ShortClientPause(t *testing.T) {
+func TestShortClientPausesCauseNoFalseLoss(t *testing.T) {
 	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	const ttl = 1500 * time.Millisecond
 	const pause = ttl/3 - 100*time.Millisecond
 	const run = 3 * time.Second
-	p, _ := rnStartTree(t, srv, "fault5", "--ttl", ttl.String())
+	p, _ := rnStartTree(t, srv, "client-pauses", "--ttl", ttl.String())
 	admin := srv.Client()
 	ctx := context.Background()
 	pauses := 0
@@ -189,7 +191,7 @@ func TestFault5ShortClientPause(t *testing.T) {
 		}
 		time.Sleep(pause + 50*time.Millisecond)
 	}
-	st := rnKey(admin, "lock:fault5")
+	st := rnKey(admin, "lock:client-pauses")
 	if st.err != nil || withlock.Holder(st.val) == "unknown" || st.pttl <= 0 || st.pttl > ttl {
 		t.Errorf("after %s of pauses the key is %+v, want still held by with-lock with TTL ≤ %s", run, st, ttl)
 	}
@@ -199,26 +201,26 @@ func TestFault5ShortClientPause(t *testing.T) {
 	if res.Code != 128+int(syscall.SIGTERM) || res.Stderr != "" {
 		t.Errorf("exit %d, stderr %q; want 143 (our SIGTERM) and no loss", res.Code, res.Stderr)
 	}
-	if n := admin.Exists(ctx, "lock:fault5").Val(); n != 0 {
+	if n := admin.Exists(ctx, "lock:client-pauses").Val(); n != 0 {
 		t.Error("lock not released")
 	}
 }
 
-// 6. with-lock is killed with SIGKILL: its command — the whole tree — is
+// with-lock is killed with SIGKILL: its command — the whole tree — is
 // dead within 100ms, and the lock is free again within the TTL.
-func TestFault6WithLockKilled(t *testing.T) {
+func TestKilledHolderTakesCommandTreeAndFreesLockWithinTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const ttl = time.Second
-	p, pids := rnStartTree(t, srv, "fault6", "--ttl", ttl.String())
+	p, pids := rnStartTree(t, srv, "killed-holder", "--ttl", ttl.String())
 	killedAt := time.Now()
 	p.Signal(syscall.SIGKILL)
 	deadAt := clitest.WaitDead(t, 5*time.Second, pids...)
-	st := rnKey(rdb, "lock:fault6")
+	st := rnKey(rdb, "lock:killed-holder")
 	var freeAt time.Time
 	clitest.Eventually(t, ttl+5*time.Second, "lock freed after with-lock was killed", func() bool {
 		freeAt = time.Now()
-		return rdb.Exists(context.Background(), "lock:fault6").Val() == 0
+		return rdb.Exists(context.Background(), "lock:killed-holder").Val() == 0
 	})
 	took, free := deadAt.Sub(killedAt), freeAt.Sub(killedAt)
 	t.Logf("with-lock killed -9: command tree dead after %s; key had PTTL %s then, free after %s (TTL %s)",
@@ -234,20 +236,20 @@ func TestFault6WithLockKilled(t *testing.T) {
 	}
 }
 
-// 7. A job three times as long as its TTL keeps its lock throughout, the
+// A job three times as long as its TTL keeps its lock throughout, the
 // key's TTL never above --ttl, and the lock is released at the end.
-func TestFault7LongJob(t *testing.T) {
+func TestLongJobKeepsLockPastItsTTL(t *testing.T) {
 	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const ttl, run = 2 * time.Second, 6 * time.Second
 	finished := filepath.Join(t.TempDir(), "finished")
-	p := clitest.Start(t, rnEnv(srv), "--ttl", ttl.String(), "fault7",
+	p := clitest.Start(t, rnEnv(srv), "--ttl", ttl.String(), "long-job",
 		"sh", "-c", `sleep "$1" && touch "$0"`, finished, strconv.Itoa(int(run/time.Second)))
 	clitest.Eventually(t, 10*time.Second, "lock taken", func() bool {
-		return rdb.Exists(context.Background(), "lock:fault7").Val() == 1
+		return rdb.Exists(context.Background(), "lock:long-job").Val() == 1
 	})
-	first := rnKey(rdb, "lock:fault7")
+	first := rnKey(rdb, "lock:long-job")
 	samples := 0
 	minTTL, maxTTL := time.Hour, time.Duration(0)
 	for done := false; !done; time.Sleep(20 * time.Millisecond) {
@@ -257,7 +259,7 @@ func TestFault7LongJob(t *testing.T) {
 			continue
 		default:
 		}
-		st := rnKey(rdb, "lock:fault7")
+		st := rnKey(rdb, "lock:long-job")
 		if errors.Is(st.err, redis.Nil) {
 			if !exists(finished) {
 				t.Fatalf("key gone while the job ran (sample %d)", samples)
@@ -280,7 +282,7 @@ func TestFault7LongJob(t *testing.T) {
 	if samples < 50 {
 		t.Errorf("only %d samples of the key during the run", samples)
 	}
-	if n := rdb.Exists(context.Background(), "lock:fault7").Val(); n != 0 {
+	if n := rdb.Exists(context.Background(), "lock:long-job").Val(); n != 0 {
 		t.Error("lock not released at the end")
 	}
 }
