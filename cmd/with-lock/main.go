@@ -140,15 +140,17 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 	}
 }
 
-// env is the command's environment: ours plus what names its lock.
+// env is the command's environment: ours, without secrets and without
+// another lock's WITH_LOCK_* (see config.CommandEnviron), plus what names
+// its own lock.
 func (r *runner) env(lock *withlock.Lock) []string {
 	env := append(config.CommandEnviron(os.Environ()),
-		"WITH_LOCK_NAME="+lock.Name(),
-		"WITH_LOCK_KEY="+lock.Key(),
-		"WITH_LOCK_TOKEN="+lock.Token(),
+		config.EnvLockName+"="+lock.Name(),
+		config.EnvLockKey+"="+lock.Key(),
+		config.EnvLockToken+"="+lock.Token(),
 	)
 	if f := lock.Fence(); f > 0 {
-		env = append(env, "WITH_LOCK_FENCE="+strconv.FormatInt(f, 10))
+		env = append(env, config.EnvLockFence+"="+strconv.FormatInt(f, 10))
 	}
 	return env
 }

@@ -72,24 +72,3 @@ func (c *Config) readSecret(flag, path string) (string, error) {
 	c.secrets[path] = s
 	return s, nil
 }
-
-// CommandEnviron returns env (as from os.Environ) without the variables
-// that carry Redis secrets: the command must not inherit a password it was
-// never meant to see. WITH_LOCK_REDIS goes only when its URLs hold a
-// password.
-func CommandEnviron(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, value, _ := strings.Cut(kv, "=")
-		switch name {
-		case EnvPassword, EnvRedisCLIAuth, EnvSentinelPassword:
-			continue
-		case EnvRedis:
-			if hasPassword(strings.Fields(value)...) {
-				continue
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
-}
