@@ -49,11 +49,15 @@ func (c *Config) readSecret(flag, path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrConfig, flag, err)
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%w: %s %s is accessible by group or others (mode %04o); chmod 600 it", ErrConfig, flag, path, perm)
-	}
-	if !st.Mode().IsRegular() {
+	// The kind of file first: a directory's mode says nothing about a
+	// password, and chmod would not make it one.
+	switch mode := st.Mode(); {
+	case mode.IsDir():
+		return "", fmt.Errorf("%w: %s %s is a directory, not a file holding the password", ErrConfig, flag, path)
+	case !mode.IsRegular():
 		return "", fmt.Errorf("%w: %s %s is not a regular file", ErrConfig, flag, path)
+	case mode.Perm()&0o077 != 0:
+		return "", fmt.Errorf("%w: %s %s is accessible by group or others (mode %04o); chmod 600 it", ErrConfig, flag, path, mode.Perm())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxSecret+1))
 	if err != nil {
