@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -47,7 +48,7 @@ func run(args []string) int {
 		config.Usage(os.Stdout)
 		return 0
 	case err != nil:
-		warn("%v\nTry 'with-lock --help' for more information.", err)
+		warn("%v (see with-lock --help)", err) // one line, as every error
 		return exitUsage
 	case cfg.Version:
 		fmt.Println("with-lock", version)
@@ -178,6 +179,10 @@ func startFailed(err error) int {
 	return exitInternal
 }
 
+// warn prints one line on stderr in with-lock's name. A line break that
+// comes from the input (a flag named "--a\nb") is shown escaped, so that
+// every message stays one line, as cron mails and log scanners expect.
 func warn(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "with-lock: "+format+"\n", args...)
+	msg := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(fmt.Sprintf(format, args...))
+	fmt.Fprintf(os.Stderr, "with-lock: %s\n", msg)
 }
