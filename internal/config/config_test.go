@@ -174,6 +174,10 @@ func TestRedisOptionsErrors(t *testing.T) {
 		"redis://:" + secret + "@host:6379/0?dial_timeout=soon",
 		"http://:" + secret + "@host:6379/0",
 		"redis://:" + secret + "@host:6379/0/extra",
+		"redis://:" + secret + "@host:99999/0",
+		"redis://:" + secret + "@host:0/0",
+		"redis://:99999",
+		"rediss://:" + secret + "@host:65536/0",
 	} {
 		c, err := config.Parse([]string{"--redis", url, "job", "cmd"}, env())
 		if err != nil {
