@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
@@ -39,10 +38,9 @@ func redisExit(err error) int {
 // isNoSuchDatabase reports whether Redis refused the SELECT of the URL's
 // database: the server has fewer databases (its databases setting). go-redis
 // has no predicate for this reply, so it is matched by its text, which
-// Redis has not changed since 2.x.
+// Redis has kept since 2.x. HasErrorPrefix drops the leading "ERR ".
 func isNoSuchDatabase(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "ERR DB index is out of range")
+	return redis.HasErrorPrefix(err, "DB index is out of range")
 }
 
 // hint says what to do about a failure to acquire, after its cause. Only a
