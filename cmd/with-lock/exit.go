@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
@@ -23,31 +22,53 @@ const (
 
 // redisExit maps an error from talking to Redis to an exit code.
 func redisExit(err error) int {
-	if errors.Is(err, config.ErrConfig) || config.IsTLSConfigError(err) {
+	switch {
+	case errors.Is(err, config.ErrConfig), config.IsTLSConfigError(err),
+		errors.Is(err, withlock.ErrWrongType), isNoSuchDatabase(err):
+		// Retrying will not help: the configuration or the data is wrong.
 		return exitConfig
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		for _, prefix := range []string{"NOAUTH", "WRONGPASS", "NOPERM"} {
-			if strings.HasPrefix(rerr.Error(), prefix) {
-				return exitNoPerm
-			}
-		}
+	case redis.IsAuthError(err), redis.IsPermissionError(err):
+		return exitNoPerm
 	}
 	// Refused, reset, timed out, LOADING, READONLY, a failover in
 	// progress: Redis cannot serve us now, and cron will try again.
 	return exitUnavailable
 }
 
-// hint says what to do about a failure to acquire, after its cause.
+// isNoSuchDatabase reports whether Redis refused the SELECT of the URL's
+// database: the server has fewer databases (its databases setting). go-redis
+// has no predicate for this reply, so it is matched by its text, which
+// Redis has kept since 2.x. HasErrorPrefix drops the leading "ERR ".
+func isNoSuchDatabase(err error) bool {
+	return redis.HasErrorPrefix(err, "DB index is out of range")
+}
+
+// hint says what to do about a failure to acquire, after its cause. Only a
+// failure to reach Redis asks whether it is up: when Redis answered, the
+// hint is about what it said.
 func hint(code int, err error) string {
+	var rerr redis.Error
 	switch {
 	case errors.Is(err, withlock.ErrNotReplicated):
 		return "" // Redis answered: its replicas did not
-	case code == exitUnavailable:
-		return " (is Redis up and reachable at the --redis / WITH_LOCK_REDIS address?)"
+	case isNoSuchDatabase(err):
+		return " (the Redis URL names a database that server does not have: see its databases setting)"
 	case code == exitNoPerm:
 		return " (check the user and password: URL, --password-file, WITH_LOCK_PASSWORD)"
+	case code != exitUnavailable:
+		return ""
+	case redis.IsLoadingError(err):
+		return " (Redis is loading its data set; try again when it is done)"
+	case redis.IsReadOnlyError(err):
+		return " (that server is a read-only replica: point --redis / WITH_LOCK_REDIS at the master)"
+	case redis.IsMasterDownError(err), redis.IsClusterDownError(err), redis.IsTryAgainError(err):
+		return " (Redis is failing over or resharding; try again)"
+	case redis.IsOOMError(err):
+		return " (Redis is out of memory: see its maxmemory setting)"
+	case redis.IsMaxClientsError(err):
+		return " (Redis has too many clients: see its maxclients setting)"
+	case errors.As(err, &rerr):
+		return "" // Redis answered; its reply says what went wrong
 	}
-	return ""
+	return " (is Redis up and reachable at the --redis / WITH_LOCK_REDIS address?)"
 }

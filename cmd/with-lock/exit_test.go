@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -23,47 +24,81 @@ func (e *env) notRun(marker string) {
 	}
 }
 
-func TestUsageErrors(t *testing.T) {
+// TestBadInputsExitCodeAndOneLine: every bad input ends with-lock with
+// its defined exit code and exactly one line on stderr that names the
+// cause, without running the command, leaving a key or showing a password.
+func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 	e := setup(t)
-	touch := []string{"touch", e.path("ran")}
+	const secret = "hunter2-pw"
+	url := e.srv.URL()
+	plainTLS := "rediss://" + e.srv.Addr() + "/0"
+	db := func(n int) string { return "redis://" + e.srv.Addr() + "/" + strconv.Itoa(n) }
+	nobody := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	// jobAt runs the job with flags that name its Redis; job on the test's.
+	jobAt := func(flags ...string) []string { return append(flags, "x", "touch", e.path("ran")) }
+	job := func(flags ...string) []string { return jobAt(append([]string{"--redis", url}, flags...)...) }
+	sentinel := []string{"--sentinel", nobody, "--sentinel-master", "m"}
 	tests := []struct {
 		name string
+		env  []string
 		args []string
-		want string
+		code int
+		want string // a part of the one line
 	}{
-		{"no arguments", nil, "missing lock name"},
-		{"name only", []string{"x"}, "missing command"},
-		{"name and --", []string{"x", "--"}, "missing command"},
-		{"empty name", append([]string{""}, touch...), "lock name is empty"},
-		{"control character", append([]string{"a\nb"}, touch...), "control characters"},
-		{"bad --ttl", append([]string{"--ttl", "soon", "x"}, touch...), "soon"},
-		{"zero --ttl", append([]string{"--ttl", "0s", "x"}, touch...), "below 1ms"},
-		{"unknown flag", append([]string{"--bogus", "x"}, touch...), "bogus"},
-		{"-E 256", append([]string{"-E", "256", "x"}, touch...), "outside 0-255"},
-		{"-E -1", append([]string{"-E", "-1", "x"}, touch...), "outside 0-255"},
+		{"no arguments", nil, nil, 64, "missing lock name"},
+		{"name only", nil, []string{"--redis", url, "x"}, 64, "missing command"},
+		{"name and --", nil, []string{"--redis", url, "x", "--"}, 64, "missing command"},
+		{"empty name", nil, append([]string{"--redis", url, ""}, job()[3:]...), 64, "lock name is empty"},
+		{"control character", nil, append([]string{"--redis", url, "a\nb"}, job()[3:]...), 64, "control characters"},
+		{"bad --ttl", nil, job("--ttl", "soon"), 64, "soon"},
+		{"zero --ttl", nil, job("--ttl", "0s"), 64, "below the minimum of 200ms"},
+		{"--ttl 1ms", nil, job("--ttl", "1ms"), 64, "--ttl 1ms is below the minimum of 200ms"},
+		{"--ttl 199ms", nil, job("--ttl", "199ms"), 64, "below the minimum of 200ms"},
+		{"unknown flag", nil, job("--bogus"), 64, "unknown flag: --bogus (see with-lock --help)"},
+		{"unknown flag with a line break", nil, job("--bo\ngus"), 64, `unknown flag: --bo\ngus`},
+		{"-E 256", nil, job("-E", "256"), 64, "outside 0-255"},
+		{"-E -1", nil, job("-E", "-1"), 64, "outside 0-255"},
+		{"--json without --status", nil, job("--json"), 64, "--json goes with --status"},
+
+		{"unknown URL scheme", nil, jobAt("--redis", "foo://x"), 78, "--redis URL"},
+		{"unparsable URL", nil, jobAt("--redis", "redis://[bad"), 78, "--redis URL"},
+		{"unparsable URL with a password", nil, jobAt("--redis", "redis://:"+secret+"@[bad"), 78, "--redis URL"},
+		{"non-numeric port", nil, jobAt("--redis", "redis://u:"+secret+"@host:port/0"), 78, "--redis URL: invalid port"},
+		{"port 99999", nil, jobAt("--redis", "redis://:99999"), 78, `--redis URL: port "99999" is not a TCP port`},
+		{"port 0", nil, jobAt("--redis", "redis://127.0.0.1:0/0"), 78, `--redis URL: port "0" is not a TCP port`},
+		{"port 99999 in WITH_LOCK_REDIS", []string{"WITH_LOCK_REDIS=redis://:" + secret + "@127.0.0.1:99999/0"}, jobAt(), 78, `WITH_LOCK_REDIS URL: port "99999"`},
+		{"bad URL in WITH_LOCK_REDIS", []string{"WITH_LOCK_REDIS=foo://:" + secret + "@x"}, jobAt(), 78, "WITH_LOCK_REDIS URL"},
+		{"sentinel port 99999", nil, job("--sentinel", "127.0.0.1:99999", "--sentinel-master", "m"), 78, `--sentinel: port "99999"`},
+		{"database the server does not have", nil, jobAt("--redis", db(999)), 78, "database that server does not have: see its databases setting"},
+		{"--password-file is a directory", nil, job("--password-file", e.dir), 78, "--password-file " + e.dir + " is a directory"},
+		{"--sentinel-password-file is a directory", nil, job(append(sentinel, "--sentinel-password-file", e.dir)...), 78, "--sentinel-password-file " + e.dir + " is a directory"},
+		{"rediss:// to plain Redis", nil, jobAt("--redis", plainTLS), 78, "speaks plain Redis, not TLS: use redis://"},
+
+		{"nothing listening", nil, jobAt("--redis", "redis://"+nobody+"/0", "--redis-timeout", "1s"), 69, "is Redis up and reachable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := clitest.Run(t, nil, append([]string{"--redis", e.srv.URL()}, tc.args...)...)
-			if r.Code != 64 {
-				t.Errorf("exit %d, want 64", r.Code)
+			r := clitest.Run(t, tc.env, tc.args...)
+			if r.Code != tc.code {
+				t.Errorf("exit %d, want %d; stderr %q", r.Code, tc.code, r.Stderr)
 			}
-			// The error, then where to read more.
-			lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
-			if len(lines) != 2 || !strings.HasPrefix(lines[0], "with-lock: ") || !strings.Contains(lines[0], tc.want) ||
-				lines[1] != "Try 'with-lock --help' for more information." {
-				t.Errorf("stderr %q: want one error line mentioning %q and the --help hint", r.Stderr, tc.want)
+			oneLine(t, r, tc.want)
+			if tc.code == exitUsage && !strings.HasSuffix(r.Stderr, " (see with-lock --help)\n") {
+				t.Errorf("stderr %q: want the --help hint on the same line", r.Stderr)
 			}
-			if r.Stdout != "" {
-				t.Errorf("stdout %q, want nothing", r.Stdout)
+			if strings.Contains(r.Stderr, secret) {
+				t.Errorf("stderr %q shows the password", r.Stderr)
 			}
 			e.notRun("ran")
 		})
 	}
 	if n := e.rdb.DBSize(context.Background()).Val(); n != 0 {
-		t.Errorf("usage errors left %d keys in Redis", n)
+		t.Errorf("bad inputs left %d keys in Redis", n)
 	}
 }
+
+// exitUsage is with-lock's exit code for a bad command line.
+const exitUsage = 64
 
 func TestHelpAndVersion(t *testing.T) {
 	for _, flag := range []string{"-h", "--help"} {
@@ -171,36 +206,6 @@ func TestRedisRefusesCredentials(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestBadConfiguration(t *testing.T) {
-	e := &env{t: t, dir: t.TempDir()}
-	const secret = "hunter2-pw"
-	for _, tc := range []struct {
-		flag, env string
-	}{
-		{flag: "foo://x"},
-		{flag: "redis://[bad"},
-		{flag: "redis://:" + secret + "@[bad"},
-		{flag: "redis://u:" + secret + "@host:port/0"},
-		{env: "foo://:" + secret + "@x"},
-	} {
-		var args, environ []string
-		if tc.flag != "" {
-			args = []string{"--redis", tc.flag}
-		} else {
-			environ = []string{"WITH_LOCK_REDIS=" + tc.env}
-		}
-		r := clitest.Run(t, environ, append(args, "x", "touch", e.path("ran"))...)
-		if r.Code != 78 {
-			t.Errorf("URL %q: exit %d, want 78", tc.flag+tc.env, r.Code)
-		}
-		oneLine(t, r, "URL")
-		if strings.Contains(r.Stderr, secret) {
-			t.Errorf("stderr %q shows the password", r.Stderr)
-		}
-		e.notRun("ran")
 	}
 }
 
@@ -329,4 +334,48 @@ func TestPrefixAndDoubleDash(t *testing.T) {
 	if r := e.run("--", "-dash", "true"); r.Code != 0 {
 		t.Errorf("a name after -- that starts with a dash: exit %d, %s", r.Code, r.Stderr)
 	}
+}
+
+// TestWrongTypeLockKeyIsConfigError: a lock key that another program uses
+// for something else (here a list) is a configuration error, 78, named
+// in one line: waiting or retrying will not free it, and Redis did answer.
+func TestWrongTypeLockKeyIsConfigError(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.rdb.LPush(ctx, "lock:x", "someone else's")
+	r := e.run("x", "touch", e.path("ran"))
+	if r.Code != 78 {
+		t.Errorf("exit %d, want 78; stderr %q", r.Code, r.Stderr)
+	}
+	oneLine(t, r, "lock:x")
+	if strings.Contains(r.Stderr, "is Redis up") {
+		t.Errorf("stderr %q asks whether Redis is up; it answered", r.Stderr)
+	}
+	e.notRun("ran")
+	if n := e.rdb.LLen(ctx, "lock:x").Val(); n != 1 {
+		t.Errorf("the foreign list holds %d items, want it untouched", n)
+	}
+}
+
+// TestFenceCounterNotANumberIsConfigError: under --fence, a fencing
+// counter that holds something other than a number is a configuration
+// error, 78, named in one line; the command does not run.
+func TestFenceCounterNotANumberIsConfigError(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	counter := withlock.New(e.rdb, nil).FenceKey("x")
+	e.rdb.Set(ctx, counter, "not a number", 0)
+	r := e.run("--fence", "x", "touch", e.path("ran"))
+	if r.Code != 78 {
+		t.Errorf("exit %d, want 78; stderr %q", r.Code, r.Stderr)
+	}
+	oneLine(t, r, counter)
+	if strings.Contains(r.Stderr, "is Redis up") {
+		t.Errorf("stderr %q asks whether Redis is up; it answered", r.Stderr)
+	}
+	e.notRun("ran")
+	if v := e.get(counter); v != "not a number" {
+		t.Errorf("the counter holds %q, want it untouched", v)
+	}
+	e.gone(t, "lock:x")
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -47,7 +48,7 @@ func run(args []string) int {
 		config.Usage(os.Stdout)
 		return 0
 	case err != nil:
-		warn("%v\nTry 'with-lock --help' for more information.", err)
+		warn("%v (see with-lock --help)", err) // one line, as every error
 		return exitUsage
 	case cfg.Version:
 		fmt.Println("with-lock", version)
@@ -140,15 +141,17 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 	}
 }
 
-// env is the command's environment: ours plus what names its lock.
+// env is the command's environment: ours, without secrets and without
+// another lock's WITH_LOCK_* (see config.CommandEnviron), plus what names
+// its own lock.
 func (r *runner) env(lock *withlock.Lock) []string {
 	env := append(config.CommandEnviron(os.Environ()),
-		"WITH_LOCK_NAME="+lock.Name(),
-		"WITH_LOCK_KEY="+lock.Key(),
-		"WITH_LOCK_TOKEN="+lock.Token(),
+		config.EnvLockName+"="+lock.Name(),
+		config.EnvLockKey+"="+lock.Key(),
+		config.EnvLockToken+"="+lock.Token(),
 	)
 	if f := lock.Fence(); f > 0 {
-		env = append(env, "WITH_LOCK_FENCE="+strconv.FormatInt(f, 10))
+		env = append(env, config.EnvLockFence+"="+strconv.FormatInt(f, 10))
 	}
 	return env
 }
@@ -176,6 +179,10 @@ func startFailed(err error) int {
 	return exitInternal
 }
 
+// warn prints one line on stderr in with-lock's name. A line break that
+// comes from the input (a flag named "--a\nb") is shown escaped, so that
+// every message stays one line, as cron mails and log scanners expect.
 func warn(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "with-lock: "+format+"\n", args...)
+	msg := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(fmt.Sprintf(format, args...))
+	fmt.Fprintf(os.Stderr, "with-lock: %s\n", msg)
 }

@@ -221,3 +221,55 @@ func TestContentionWaiting(t *testing.T) {
 		t.Errorf("the job ran %d times, want %d", strings.Count(string(b), "run"), copies)
 	}
 }
+
+// TestCommandSeesOnlyItsOwnLockVariables: the WITH_LOCK_* variables the
+// command sees describe its own lock. Those inherited from the caller, or
+// from an outer with-lock, are dropped first: a command whose lock has no
+// --fence must not see another lock's fencing number.
+func TestCommandSeesOnlyItsOwnLockVariables(t *testing.T) {
+	e := setup(t)
+	const show = `env | grep '^WITH_LOCK_' | sort`
+	inner := []string{"--redis", e.srv.URL(), "inner", "sh", "-c", show}
+	// vars parses the command's WITH_LOCK_* lines, one per name.
+	vars := func(t *testing.T, out string) map[string]string {
+		t.Helper()
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			if _, dup := m[k]; dup {
+				t.Errorf("the command sees %s twice: %q", k, out)
+			}
+			m[k] = v
+		}
+		return m
+	}
+	check := func(t *testing.T, got map[string]string, notToken string) {
+		t.Helper()
+		if got["WITH_LOCK_NAME"] != "inner" || got["WITH_LOCK_KEY"] != "lock:inner" ||
+			!tokenRE.MatchString(got["WITH_LOCK_TOKEN"]) || got["WITH_LOCK_TOKEN"] == notToken {
+			t.Errorf("the command sees %q; want inner's name, key and token", got)
+		}
+		if f, ok := got["WITH_LOCK_FENCE"]; ok {
+			t.Errorf("the command sees WITH_LOCK_FENCE=%s; its lock has no fence", f)
+		}
+	}
+
+	t.Run("inherited from the caller", func(t *testing.T) {
+		const token = "otherhost:1:0123456789abcdef0123456789abcdef"
+		r := clitest.Run(t, []string{"WITH_LOCK_NAME=outer", "WITH_LOCK_KEY=lock:outer", "WITH_LOCK_TOKEN=" + token, "WITH_LOCK_FENCE=999"}, inner...)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		check(t, vars(t, r.Stdout), token)
+	})
+	t.Run("from an outer with-lock --fence", func(t *testing.T) {
+		outer := `echo "outer $WITH_LOCK_TOKEN $WITH_LOCK_FENCE"; exec "$@"`
+		r := e.run(append([]string{"--fence", "outer", "sh", "-c", outer, "sh", clitest.Binary(t)}, inner...)...)
+		first, rest, _ := strings.Cut(r.Stdout, "\n")
+		fields := strings.Fields(first)
+		if r.Code != 0 || len(fields) != 3 || fields[0] != "outer" || fields[2] == "" {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want the outer lock's token and fence, then the inner's variables", r.Code, r.Stdout, r.Stderr)
+		}
+		check(t, vars(t, rest), fields[1])
+	})
+}

@@ -42,8 +42,9 @@ func (r *runner) status() int {
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
-		warn("%v", err)
-		return redisExit(err)
+		code := redisExit(err)
+		warn("%v%s", err, hint(code, err))
+		return code
 	}
 	if r.cfg.JSON {
 		out := statusJSON{Key: st.Key, Held: st.Held, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence}

@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
@@ -57,6 +60,49 @@ func TestTLS(t *testing.T) {
 			}
 			if (tc.stderr == "") != (res.Stderr == "") || !strings.Contains(res.Stderr, tc.stderr) {
 				t.Fatalf("stderr %q, want it to say %q", res.Stderr, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestTLSToPlainRedisIsConfigError: a rediss:// URL pointed at a port that
+// speaks plain Redis is a configuration error (78) said at once, through a
+// plain, Sentinel or Cluster client, not a hang until --redis-timeout
+// reported as Redis being down. With maxclients reached, Redis answers
+// before the handshake can start, in plain text.
+func TestTLSToPlainRedisIsConfigError(t *testing.T) {
+	plain := redistest.Start(t)
+	locked := redistest.Start(t, "requirepass", "s3cret-pw")
+	full := redistest.Start(t, "maxclients", "1")
+	if err := full.Client().Ping(context.Background()).Err(); err != nil { // takes the one client slot
+		t.Fatal(err)
+	}
+	tlsURL := func(s *redistest.Server) string { return "rediss://" + s.Addr() + "/0" }
+	const timeout = 5 * time.Second
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"plain Redis", []string{"--redis", tlsURL(plain)}},
+		{"plain Redis wanting a password", []string{"--redis", tlsURL(locked)}},
+		{"plain Redis answering first", []string{"--redis", tlsURL(full)}},
+		{"Cluster seed", []string{"--cluster", "--redis", tlsURL(plain)}},
+		{"sentinel", []string{"--redis", tlsURL(plain), "--sentinel", plain.Addr(), "--sentinel-master", "m"}},
+		{"--status", []string{"--redis", tlsURL(plain), "--status"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, ran := prodMarker(t)
+			args := append(tc.args, "--redis-timeout", timeout.String(), "tls-job")
+			if !slices.Contains(tc.args, "--status") {
+				args = append(args, cmd...)
+			}
+			r := clitest.Run(t, nil, args...)
+			if r.Code != 78 || ran() {
+				t.Fatalf("exit %d (ran %v), stderr %q; want 78", r.Code, ran(), r.Stderr)
+			}
+			oneLine(t, r, "speaks plain Redis, not TLS: use redis://")
+			if r.Duration > timeout/3 {
+				t.Errorf("took %v with --redis-timeout %v: want it said at once", r.Duration, timeout)
 			}
 		})
 	}

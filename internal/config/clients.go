@@ -17,6 +17,11 @@ func (c *Config) RedisClients() ([]redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, addr := range c.Sentinels {
+			if err := checkPort("--sentinel", addr); err != nil {
+				return nil, err
+			}
+		}
 		u.Addrs, u.MasterName, u.SentinelUsername = c.Sentinels, c.SentinelMaster, c.SentinelUser
 		if u.SentinelPassword, err = c.sentinelPassword(); err != nil {
 			return nil, err
@@ -67,13 +72,15 @@ func (c *Config) universalOptions() (*redis.UniversalOptions, error) {
 		// with no ServerName, each connection verifies its own host.
 		o.TLSConfig = o.TLSConfig.Clone()
 		o.TLSConfig.ServerName = ""
+		o.Dialer = tlsDialer(o.TLSConfig, c.RedisTimeout)
 	}
 	return &redis.UniversalOptions{
 		Addrs:           []string{o.Addr},
 		Username:        o.Username,
 		Password:        o.Password,
 		DB:              o.DB,
-		TLSConfig:       o.TLSConfig,
+		TLSConfig:       o.TLSConfig, // informational: Dialer does the TLS
+		Dialer:          o.Dialer,
 		DialTimeout:     o.DialTimeout,
 		ReadTimeout:     o.ReadTimeout,
 		WriteTimeout:    o.WriteTimeout,

@@ -19,6 +19,12 @@ const (
 	DefaultTTL          = 30 * time.Second
 	DefaultRedisTimeout = 3 * time.Second
 	DefaultConflictExit = 75 // EX_TEMPFAIL
+
+	// MinTTL is the shortest --ttl with-lock accepts. Renewal extends the
+	// lock every third of its TTL, and a round trip to Redis and the
+	// scheduler's delays must fit well inside that third; below this a
+	// healthy run loses its lock at once and is stopped with 125.
+	MinTTL = 200 * time.Millisecond
 )
 
 // ErrUsage marks a bad command line; the CLI exits 64 on it.
@@ -101,8 +107,8 @@ func (c *Config) validate() error {
 	if !c.Status && c.Command[0] == "" {
 		return errors.New("command is empty")
 	}
-	if c.TTL < time.Millisecond {
-		return fmt.Errorf("--ttl %s is below 1ms", c.TTL)
+	if c.TTL < MinTTL {
+		return fmt.Errorf("--ttl %s is below the minimum of %s", c.TTL, MinTTL)
 	}
 	if c.RedisTimeout <= 0 {
 		return fmt.Errorf("--redis-timeout %s must be positive", c.RedisTimeout)
@@ -123,7 +129,7 @@ func newFlagSet(c *Config) *pflag.FlagSet {
 	fs.StringArrayVar(&c.RedisURLs, "redis", nil, "Redis `URL` (env WITH_LOCK_REDIS; default "+DefaultRedisURL+");\nrepeat for a quorum of independent masters, or the seeds of --cluster")
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", DefaultRedisTimeout, "give up on connecting to or hearing from Redis after `DUR`")
 	fs.StringVar(&c.Prefix, "prefix", "lock:", "the key is `STR`<name>")
-	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "the lock expires `DUR` after it was last set or renewed")
+	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "the lock expires `DUR` (at least "+MinTTL.String()+") after it was last set or renewed")
 	addRenewFlags(fs, &c.RenewConfig)
 	fs.DurationVarP(&c.Wait, "wait", "w", 0, "wait up to `DUR` for a busy lock instead of failing")
 	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit with `N` (0-255) when the lock is busy")

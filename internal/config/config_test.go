@@ -54,6 +54,7 @@ func TestParse(t *testing.T) {
 			with(func(c *config.Config) { c.Wait, c.ConflictExit, c.Quiet = 5*time.Second, 0, true }), "job", []string{"cmd"}},
 		{"-E 255", []string{"-E", "255", "job", "cmd"}, env(), with(func(c *config.Config) { c.ConflictExit = 255 }), "job", []string{"cmd"}},
 		{"sub-second ttl", []string{"--ttl", "1500ms", "job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = 1500 * time.Millisecond }), "job", []string{"cmd"}},
+		{"the shortest ttl", []string{"--ttl", "200ms", "job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = config.MinTTL }), "job", []string{"cmd"}},
 		{"-- before the name", []string{"--ttl", "5s", "--", "-job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = 5 * time.Second }), "-job", []string{"cmd"}},
 		{"-- after the name", []string{"job", "--", "cmd", "--", "x"}, env(), defaults, "job", []string{"cmd", "--", "x"}},
 		{"-- on both sides", []string{"--", "job", "--", "-cmd"}, env(), defaults, "job", []string{"-cmd"}},
@@ -110,9 +111,11 @@ func TestParseUsageErrors(t *testing.T) {
 		{[]string{"a\x7fb", "cmd"}, "control characters"},
 		{[]string{"job", ""}, "command is empty"},
 		{[]string{"--ttl", "soon", "job", "cmd"}, "soon"},
-		{[]string{"--ttl", "0", "job", "cmd"}, "below 1ms"},
-		{[]string{"--ttl", "500us", "job", "cmd"}, "below 1ms"},
-		{[]string{"--ttl", "-5s", "job", "cmd"}, "below 1ms"},
+		{[]string{"--ttl", "0", "job", "cmd"}, "below the minimum of 200ms"},
+		{[]string{"--ttl", "500us", "job", "cmd"}, "below the minimum of 200ms"},
+		{[]string{"--ttl", "1ms", "job", "cmd"}, "--ttl 1ms is below the minimum of 200ms"},
+		{[]string{"--ttl", "199ms", "job", "cmd"}, "below the minimum of 200ms"},
+		{[]string{"--ttl", "-5s", "job", "cmd"}, "below the minimum of 200ms"},
 		{[]string{"--redis-timeout", "0s", "job", "cmd"}, "must be positive"},
 		{[]string{"-w", "-1s", "job", "cmd"}, "negative"},
 		{[]string{"-E", "256", "job", "cmd"}, "outside 0-255"},
@@ -171,6 +174,10 @@ func TestRedisOptionsErrors(t *testing.T) {
 		"redis://:" + secret + "@host:6379/0?dial_timeout=soon",
 		"http://:" + secret + "@host:6379/0",
 		"redis://:" + secret + "@host:6379/0/extra",
+		"redis://:" + secret + "@host:99999/0",
+		"redis://:" + secret + "@host:0/0",
+		"redis://:99999",
+		"rediss://:" + secret + "@host:65536/0",
 	} {
 		c, err := config.Parse([]string{"--redis", url, "job", "cmd"}, env())
 		if err != nil {

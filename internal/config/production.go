@@ -46,6 +46,8 @@ type Production struct {
 	// Warnings are printed once by the CLI before it connects.
 	Warnings []string
 
+	redisSource string // "--redis" or WITH_LOCK_REDIS, for messages
+
 	envPassword         string // WITH_LOCK_PASSWORD or else REDISCLI_AUTH
 	envSentinelPassword string
 	secrets             map[string]string // password files already read
@@ -74,6 +76,10 @@ func (c *Config) resolveProduction(getenv func(string) string) {
 	fromArgv := len(p.RedisURLs) > 0
 	if !fromArgv {
 		p.RedisURLs = strings.Fields(getenv(EnvRedis))
+	}
+	p.redisSource = "--redis"
+	if !fromArgv && len(p.RedisURLs) > 0 {
+		p.redisSource = EnvRedis
 	}
 	if len(p.RedisURLs) == 0 {
 		p.RedisURLs = []string{DefaultRedisURL}

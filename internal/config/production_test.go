@@ -138,8 +138,11 @@ func TestCommandEnviron(t *testing.T) {
 	in := []string{
 		"PATH=/bin", "WITH_LOCK_PASSWORD=a", "REDISCLI_AUTH=b", "WITH_LOCK_SENTINEL_PASSWORD=c",
 		"HOME=/root", "WITH_LOCK_REDIS=redis://:secret@h/0", "REDISCLI_AUTH_X=kept",
+		// An outer lock's variables: with-lock sets the command's own.
+		"WITH_LOCK_NAME=outer", "WITH_LOCK_KEY=lock:outer", "WITH_LOCK_TOKEN=h:1:x", "WITH_LOCK_FENCE=999",
+		"WITH_LOCK_FENCED=kept",
 	}
-	want := []string{"PATH=/bin", "HOME=/root", "REDISCLI_AUTH_X=kept"}
+	want := []string{"PATH=/bin", "HOME=/root", "REDISCLI_AUTH_X=kept", "WITH_LOCK_FENCED=kept"}
 	if got := config.CommandEnviron(in); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}

@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -26,7 +28,12 @@ func (c *Config) redisOptions(rawURL string) (*redis.Options, error) {
 		if errors.As(err, &uerr) {
 			err = uerr.Err // url.Error repeats the whole URL, password included
 		}
-		return nil, fmt.Errorf("%w: Redis URL (--redis or WITH_LOCK_REDIS): %w (expected redis://[user:password@]host:port/db)", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %s URL: %w (expected redis://[user:password@]host:port/db)", ErrConfig, c.redisSource, err)
+	}
+	if opt.Network != "unix" {
+		if err := checkPort(c.redisSource+" URL", opt.Addr); err != nil {
+			return nil, err
+		}
 	}
 	opt.DialTimeout = c.RedisTimeout
 	opt.ReadTimeout = c.RedisTimeout
@@ -44,4 +51,19 @@ func (c *Config) redisOptions(rawURL string) (*redis.Options, error) {
 		return nil, err
 	}
 	return opt, nil
+}
+
+// checkPort refuses an address whose port no server can listen on (0,
+// 99999), before anything is dialled: dialling would report it as Redis
+// being unreachable. what names where the address came from; addr holds
+// no password.
+func checkPort(what, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrConfig, what, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%w: %s: port %q is not a TCP port (1-65535)", ErrConfig, what, port)
+	}
+	return nil
 }

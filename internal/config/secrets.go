@@ -49,11 +49,15 @@ func (c *Config) readSecret(flag, path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrConfig, flag, err)
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("%w: %s %s is accessible by group or others (mode %04o); chmod 600 it", ErrConfig, flag, path, perm)
-	}
-	if !st.Mode().IsRegular() {
+	// The kind of file first: a directory's mode says nothing about a
+	// password, and chmod would not make it one.
+	switch mode := st.Mode(); {
+	case mode.IsDir():
+		return "", fmt.Errorf("%w: %s %s is a directory, not a file holding the password", ErrConfig, flag, path)
+	case !mode.IsRegular():
 		return "", fmt.Errorf("%w: %s %s is not a regular file", ErrConfig, flag, path)
+	case mode.Perm()&0o077 != 0:
+		return "", fmt.Errorf("%w: %s %s is accessible by group or others (mode %04o); chmod 600 it", ErrConfig, flag, path, mode.Perm())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxSecret+1))
 	if err != nil {
@@ -71,25 +75,4 @@ func (c *Config) readSecret(flag, path string) (string, error) {
 	}
 	c.secrets[path] = s
 	return s, nil
-}
-
-// CommandEnviron returns env (as from os.Environ) without the variables
-// that carry Redis secrets: the command must not inherit a password it was
-// never meant to see. WITH_LOCK_REDIS goes only when its URLs hold a
-// password.
-func CommandEnviron(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, value, _ := strings.Cut(kv, "=")
-		switch name {
-		case EnvPassword, EnvRedisCLIAuth, EnvSentinelPassword:
-			continue
-		case EnvRedis:
-			if hasPassword(strings.Fields(value)...) {
-				continue
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
 }
