@@ -281,7 +281,11 @@ func (l *Lock) Token() string { return l.token }
 
 // Fence returns the lock's fencing number, strictly greater than that of
 // every earlier fenced acquisition of the same name, or 0 when the lock was
-// taken without LockOptions.Fence.
+// taken without LockOptions.Fence. The numbers are Redis's clock in
+// microseconds, or the last number plus one when that is larger, so they
+// keep increasing when Redis loses the counter (a restart without
+// persistence, a failover to a replica that lagged) unless the clock of the
+// server drawing next is behind by more than the time between the draws.
 func (l *Lock) Fence() int64 { return l.fence }
 
 // AcquiredAt returns when the acquiring command was sent. The key cannot
