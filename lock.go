@@ -167,6 +167,9 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) {
 	holder, ttl, err := inspect(ctx, c.rdb, l.key)
 	if err != nil {
+		if mayHaveLanded(err) { // a retried SET may have landed before
+			l.abandon(ctx)
+		}
 		return nil, err
 	}
 	if holder == l.token {
@@ -174,6 +177,7 @@ func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) 
 			// While we hold the lock nobody else can draw a number, so the
 			// counter is still the one our landed script drew.
 			if l.fence, err = c.rdb.Get(ctx, fenceKey(l.key)).Int64(); err != nil {
+				l.abandon(ctx)
 				return nil, fmt.Errorf("read fence of %s: %w", l.key, err)
 			}
 		}
@@ -191,7 +195,10 @@ type setter interface {
 
 // set sends l's acquiring command through rdb: one SET NX PX, or with
 // fencing the script that also draws the fencing number into l.fence. It
-// reports false when someone else holds the key.
+// reports false when someone else holds the key. Every acquisition on one
+// deployment sends its command here, so this is where a command whose
+// outcome is unknown is cleaned up (abandon, in token.go) before its error
+// is returned.
 func (l *Lock) set(ctx context.Context, rdb setter, fenced bool) (bool, error) {
 	var ok bool
 	var err error
@@ -204,10 +211,13 @@ func (l *Lock) set(ctx context.Context, rdb setter, fenced bool) (bool, error) {
 	} else {
 		ok, err = rdb.SetNX(ctx, l.key, l.token, l.ttl).Result()
 	}
-	if err != nil {
-		return false, fmt.Errorf("acquire %s: %w", l.key, err)
+	switch {
+	case err == nil:
+		return ok, nil
+	case mayHaveLanded(err):
+		l.abandon(ctx)
 	}
-	return ok, nil
+	return false, fmt.Errorf("acquire %s: %w", l.key, err)
 }
 
 // inspect reads who holds key and for how long, in one round trip: the
