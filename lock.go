@@ -166,6 +166,9 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 // or a wait loop) and the lock is ours after all.
 func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) {
 	holder, ttl, err := inspect(ctx, c.rdb, l.key)
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return nil, wrongType(ctx, c.rdb, l.key, "key", err)
+	}
 	if err != nil {
 		if mayHaveLanded(err) { // a retried SET may have landed before
 			l.abandon(ctx)
@@ -214,6 +217,10 @@ func (l *Lock) set(ctx context.Context, rdb setter, fenced bool) (bool, error) {
 	switch {
 	case err == nil:
 		return ok, nil
+	case fenced && redis.HasErrorPrefix(err, "WRONGTYPE"):
+		// Only the counter can fail the script: a lock key of another
+		// type makes its SET NX answer "held", and held finds out.
+		return false, wrongType(ctx, l.c.rdb, fenceKey(l.key), "fence counter", err)
 	case mayHaveLanded(err):
 		l.abandon(ctx)
 	}
