@@ -11,6 +11,7 @@ import (
 // same Client tells that waiter.
 type handoffResult struct {
 	ok       bool      // the SET NX for the waiter's token succeeded
+	unsure   bool      // it failed, but may have landed or land later
 	acquired time.Time // when it was sent
 }
 
@@ -70,9 +71,9 @@ func (s *waitState) handoff(ctx context.Context, c *Client, l *Lock) (bool, erro
 		r.skip-- // nothing was published, or we cannot tell: skip nothing
 	}
 	w.handing = false
-	// A SET that failed on the wire may still have landed: the waiter's
-	// own try, with the same token, will recognise it.
-	w.handed = &handoffResult{ok: serr == nil && ok, acquired: acquired}
+	// A SET that failed on the wire may still land: the waiter cleans it
+	// up (takeHandoff) before trying on its own.
+	w.handed = &handoffResult{ok: serr == nil && ok, unsure: serr != nil && mayHaveLanded(serr), acquired: acquired}
 	w.poke()
 	s.mu.Unlock()
 
@@ -88,6 +89,9 @@ func (s *waitState) handoff(ctx context.Context, c *Client, l *Lock) (bool, erro
 // takeHandoff picks up the outcome of a handoff to w, waiting for one in
 // flight, and returns the lock it got, or nil (then w should try on its
 // own, as a handoff that failed may have seen another holder take over).
+// A handoff whose SET may have landed unseen is cleaned up here, like a
+// failed try (abandon): w may give up instead of trying again, and then
+// nobody would release that key.
 func (s *waitState) takeHandoff(c *Client, r *room, w *waiter) *Lock {
 	for {
 		s.mu.Lock()
@@ -105,6 +109,9 @@ func (s *waitState) takeHandoff(c *Client, r *room, w *waiter) *Lock {
 			}
 			s.leave(c, r, w, l)
 			return l
+		case h != nil && h.unsure:
+			(&Lock{c: c, key: r.key, token: w.token}).abandon(context.Background())
+			return nil
 		case h != nil || !handing:
 			return nil
 		}

@@ -166,7 +166,13 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 // or a wait loop) and the lock is ours after all.
 func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) {
 	holder, ttl, err := inspect(ctx, c.rdb, l.key)
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return nil, wrongType(ctx, c.rdb, l.key, "key", err)
+	}
 	if err != nil {
+		if mayHaveLanded(err) { // a retried SET may have landed before
+			l.abandon(ctx)
+		}
 		return nil, err
 	}
 	if holder == l.token {
@@ -174,6 +180,7 @@ func (c *Client) held(ctx context.Context, l *Lock, fenced bool) (*Lock, error) 
 			// While we hold the lock nobody else can draw a number, so the
 			// counter is still the one our landed script drew.
 			if l.fence, err = c.rdb.Get(ctx, fenceKey(l.key)).Int64(); err != nil {
+				l.abandon(ctx)
 				return nil, fmt.Errorf("read fence of %s: %w", l.key, err)
 			}
 		}
@@ -191,7 +198,10 @@ type setter interface {
 
 // set sends l's acquiring command through rdb: one SET NX PX, or with
 // fencing the script that also draws the fencing number into l.fence. It
-// reports false when someone else holds the key.
+// reports false when someone else holds the key. Every acquisition on one
+// deployment sends its command here, so this is where a command whose
+// outcome is unknown is cleaned up (abandon, in token.go) before its error
+// is returned.
 func (l *Lock) set(ctx context.Context, rdb setter, fenced bool) (bool, error) {
 	var ok bool
 	var err error
@@ -204,10 +214,17 @@ func (l *Lock) set(ctx context.Context, rdb setter, fenced bool) (bool, error) {
 	} else {
 		ok, err = rdb.SetNX(ctx, l.key, l.token, l.ttl).Result()
 	}
-	if err != nil {
-		return false, fmt.Errorf("acquire %s: %w", l.key, err)
+	switch {
+	case err == nil:
+		return ok, nil
+	case fenced && redis.HasErrorPrefix(err, "WRONGTYPE"):
+		// Only the counter can fail the script: a lock key of another
+		// type makes its SET NX answer "held", and held finds out.
+		return false, wrongType(ctx, l.c.rdb, fenceKey(l.key), "fence counter", err)
+	case mayHaveLanded(err):
+		l.abandon(ctx)
 	}
-	return ok, nil
+	return false, fmt.Errorf("acquire %s: %w", l.key, err)
 }
 
 // inspect reads who holds key and for how long, in one round trip: the
@@ -282,7 +299,11 @@ func (l *Lock) Token() string { return l.token }
 
 // Fence returns the lock's fencing number, strictly greater than that of
 // every earlier fenced acquisition of the same name, or 0 when the lock was
-// taken without LockOptions.Fence.
+// taken without LockOptions.Fence. The numbers are Redis's clock in
+// microseconds, or the last number plus one when that is larger, so they
+// keep increasing when Redis loses the counter (a restart without
+// persistence, a failover to a replica that lagged) unless the clock of the
+// server drawing next is behind by more than the time between the draws.
 func (l *Lock) Fence() int64 { return l.fence }
 
 // AcquiredAt returns when the acquiring command was sent. The key cannot

@@ -49,7 +49,7 @@ func TestFenceStrictlyIncreasingAcrossAcquisitions(t *testing.T) {
 	if got, _ := rdb.Get(ctx, locker.FenceKey("fence")).Int64(); got != last {
 		t.Errorf("unfenced acquisition moved the counter to %d", got)
 	}
-	t.Logf("5 fenced acquisitions drew 1..%d; the counter key is %s", last, locker.FenceKey("fence"))
+	t.Logf("5 fenced acquisitions drew up to %d; the counter key is %s", last, locker.FenceKey("fence"))
 }
 
 func TestMinHoldOnRelease(t *testing.T) {

@@ -50,8 +50,8 @@ func acquireReplicated(ctx context.Context, rdb redis.UniversalClient, l *Lock, 
 		return false, fmt.Errorf("acquire %s: %w", l.key, err)
 	}
 	defer conn.Close()
-	// A failed or lost reply may still hide a key that landed: held looks
-	// for our token before calling the lock busy.
+	// A lost reply may still hide a key that landed: set cleans it up, and
+	// held looks for our token before calling the lock busy.
 	if ok, err := l.set(ctx, conn, opts.Fence); err != nil || !ok {
 		return ok, err
 	}
@@ -63,9 +63,9 @@ func acquireReplicated(ctx context.Context, rdb redis.UniversalClient, l *Lock, 
 	if err == nil && acks >= int64(opts.MinReplicas) {
 		return true, nil
 	}
-	// Give the key up rather than run on a lock that a failover may lose.
-	// The release is best effort: the key expires anyway.
-	_ = conn.Eval(context.WithoutCancel(ctx), releaseScript, []string{l.key}, l.token, 0).Err()
+	// Give the key up rather than run on a lock that a failover may lose,
+	// through the pool: a WAIT that timed out leaves conn unusable.
+	l.abandon(ctx)
 	if err != nil {
 		return false, fmt.Errorf("wait for replicas of %s: %w", l.key, err)
 	}

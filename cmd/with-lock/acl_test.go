@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -19,10 +20,11 @@ import (
 // LeastPrivilegeACL is the ACL documented in the README for with-lock's
 // Redis user: the commands it sends (directly or from its Lua scripts),
 // its keys and its release channels, nothing else. SUBSCRIBE/UNSUBSCRIBE
-// serve waiting, INCR fencing, WAIT --min-replicas; HELLO, AUTH and PING
-// are what go-redis sends on connecting.
+// serve waiting, TIME fencing (the number is the server's clock), TYPE the
+// message about a key another program uses, WAIT --min-replicas; HELLO,
+// AUTH and PING are what go-redis sends on connecting.
 const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* -@all " +
-	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +incr +wait +hello +auth +ping"
+	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping"
 
 // TestLeastPrivilegeACL runs the seven checks of the original task as a
 // Redis ACL user that has exactly the documented permissions.
@@ -159,15 +161,17 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		if res.Code != 69 || !strings.Contains(res.Stderr, "0 of the 1 replicas") {
 			t.Fatalf("--min-replicas: exit %d, stderr %q; want 69", res.Code, res.Stderr)
 		}
-		// Fencing (INCR of {lock:name}:fence) through the library.
+		// Fencing (TIME, then SET of {lock:name}:fence) through the library.
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "locker", Password: "pw-locker", DisableIdentity: true})
 		t.Cleanup(func() { _ = rdb.Close() })
 		c := withlock.New(rdb, nil)
-		for want := int64(1); want <= 2; want++ {
+		var last int64
+		for range 2 {
 			l, err := c.TryAcquire(ctx, "acl-fence", 10*time.Second, &withlock.LockOptions{Fence: true})
-			if err != nil || l.Fence() != want {
-				t.Fatalf("fenced acquire: %v, fence %v; want %d", err, l, want)
+			if err != nil || l.Fence() <= last {
+				t.Fatalf("fenced acquire: %v, fence %v; want one above %d", err, l, last)
 			}
+			last = l.Fence()
 			if err := l.Extend(ctx, 10*time.Second); err != nil {
 				t.Fatal(err)
 			}
@@ -176,6 +180,15 @@ func TestLeastPrivilegeACL(t *testing.T) {
 			}
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
+			}
+		}
+		// Keys another program uses are described (TYPE), not refused.
+		admin.LPush(ctx, "lock:acl-list", "a")
+		admin.Set(ctx, "{lock:acl-fz}:fence", "abc", 0)
+		for name, want := range map[string]string{"acl-list": "holds a list", "acl-fz": `holds "abc"`} {
+			_, err := c.TryAcquire(ctx, name, 10*time.Second, &withlock.LockOptions{Fence: true})
+			if !errors.Is(err, withlock.ErrWrongType) || !strings.Contains(err.Error(), want) {
+				t.Errorf("fenced acquire of %s: %v; want ErrWrongType saying %q", name, err, want)
 			}
 		}
 	})

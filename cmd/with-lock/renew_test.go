@@ -153,13 +153,14 @@ func TestStatusFlag(t *testing.T) {
 
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	p := clitest.Start(t, env, "--fence", "--ttl", "20s", "st", "sh", "-c",
-		`echo "$WITH_LOCK_TOKEN" > "$0.token"; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 100`, pidfile)
+		`echo "$WITH_LOCK_TOKEN" > "$0.token"; echo "$WITH_LOCK_FENCE" > "$0.fence"; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 100`, pidfile)
 	clitest.ReadPids(t, 10*time.Second, pidfile, 1)
 	host, pid := rnHostPid(t, p.Pid())
+	fence := strings.TrimSpace(rnRead(t, pidfile+".fence")) // the command's own
 
 	res = clitest.Run(t, env, "--status", "st")
 	t.Logf("held: %q", res.Stdout)
-	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "lock:st is held by "+host+":"+pid+", expires in ") || !strings.HasSuffix(res.Stdout, ", fence 1\n") {
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "lock:st is held by "+host+":"+pid+", expires in ") || !strings.HasSuffix(res.Stdout, ", fence "+fence+"\n") {
 		t.Errorf("held: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
 	res = clitest.Run(t, env, "--status", "--json", "st")
@@ -177,7 +178,7 @@ func TestStatusFlag(t *testing.T) {
 		t.Fatalf("JSON %q: %v", res.Stdout, err)
 	}
 	if res.Code != 0 || js.Key != "lock:st" || !js.Held || js.Holder != host+":"+pid || js.Host != host ||
-		strconv.Itoa(js.PID) != pid || js.TTLMs <= 0 || js.TTLMs > 20000 || js.Fence != 1 {
+		strconv.Itoa(js.PID) != pid || js.TTLMs <= 0 || js.TTLMs > 20000 || strconv.FormatInt(js.Fence, 10) != fence {
 		t.Errorf("held, JSON: exit %d, %+v", res.Code, js)
 	}
 	token := strings.TrimSpace(rnRead(t, pidfile+".token"))

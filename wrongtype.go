@@ -1,0 +1,60 @@
+package withlock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// wrongTypeError is a key the lock needs that holds something this package
+// did not write. It matches ErrWrongType.
+type wrongTypeError struct {
+	what  string // "key" (the lock's own) or "fence counter"
+	key   string
+	holds string // `a list`, or a string's value quoted
+	err   error  // Redis's WRONGTYPE reply
+}
+
+func (e *wrongTypeError) Error() string {
+	not := "a lock"
+	if e.what != "key" {
+		not = "a number"
+	}
+	return fmt.Sprintf("%s %s holds %s, not %s: another program uses it; choose another name or prefix",
+		e.what, e.key, e.holds, not)
+}
+
+func (e *wrongTypeError) Is(target error) bool { return target == ErrWrongType }
+func (e *wrongTypeError) Unwrap() error        { return e.err }
+
+// wrongType describes key after Redis answered err, a WRONGTYPE reply, for
+// it: its type, or its value when it is a string, in one round trip taken
+// only on this error path. go-redis has no predicate for WRONGTYPE, hence
+// redis.HasErrorPrefix on the reply's text at the callers.
+func wrongType(ctx context.Context, rdb redis.UniversalClient, key, what string, err error) error {
+	var typ *redis.StatusCmd
+	var get *redis.StringCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		typ = p.Type(ctx, key)
+		get = p.Get(ctx, key)
+		return nil
+	})
+	e := &wrongTypeError{what: what, key: key, holds: "something else", err: err}
+	switch t := typ.Val(); t {
+	case "string":
+		e.holds = quoteShort(get.Val(), 32)
+	case "", "none": // gone meanwhile, or TYPE failed
+	default:
+		e.holds = "a " + t
+	}
+	return e
+}
+
+// quoteShort quotes s, cut to n bytes, for an error message.
+func quoteShort(s string, n int) string {
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", s[:n])
+}
