@@ -3,15 +3,17 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man/man1
 GO      ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Empty outside a git checkout: --version then reads the binary's build info.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test bench redis clean
+.PHONY: build install demo test bench redis dist check-dist clean
 
-## build: compile bin/with-lock
+## build: compile bin/with-lock, static (no cgo), with the version from git describe
 build:
-	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/with-lock ./cmd/with-lock
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/with-lock ./cmd/with-lock
 
 ## install: the binary to $(BINDIR) and the man page to $(MANDIR)
 install: build
@@ -40,5 +42,13 @@ test: redis
 bench: redis
 	cd bench && $(GO) run ./cmd/bench
 
+## dist: release files in dist/: binaries, tarballs, .debs (nfpm, pinned in tools/) and SHA256SUMS
+dist:
+	GO=$(GO) packaging/dist.sh
+
+## check-dist: make dist, then inspect the .deb, run its binary and verify SHA256SUMS
+check-dist: dist
+	GO=$(GO) packaging/check-dist.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -22,9 +22,6 @@ import (
 	"github.com/with-lock/with-lock/internal/supervise"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // forwarded are the signals with-lock passes on to the command's process
 // group; it then waits for the command, releases the lock and exits as the
 // command did.
@@ -51,7 +48,7 @@ func run(args []string) int {
 		warn("%v (see with-lock --help)", err) // one line, as every error
 		return exitUsage
 	case cfg.Version:
-		fmt.Println("with-lock", version)
+		fmt.Println("with-lock", buildVersion()) // version.go
 		return 0
 	}
 	r := &runner{cfg: cfg, sigs: make(chan os.Signal, 4)}

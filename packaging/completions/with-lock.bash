@@ -1,0 +1,63 @@
+# bash completion for with-lock(1)                         -*- shell-script -*-
+# Flags stop at <name>: the words after it are a command, completed as one.
+# Keep in step with `with-lock --help` (cmd/with-lock/completion_test.go checks).
+
+_with_lock()
+{
+    local cur prev words cword
+    _init_completion || return
+
+    # Find <name>: the first word that is neither a flag nor a flag's value.
+    local i=1
+    while ((i < cword)); do
+        case ${words[i]} in
+            --)
+                ((i++))
+                break
+                ;;
+            --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
+                --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
+                --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
+                --sentinel-password-file | --min-replicas)
+                ((i++))
+                ;;
+            -*) ;;
+            *) break ;;
+        esac
+        ((i++))
+    done
+    if ((i < cword)); then
+        # words[i] is the name; what follows is the command (after an optional --).
+        ((i++))
+        [[ ${words[i]} == -- ]] && ((i < cword)) && ((i++))
+        _command_offset $i
+        return
+    fi
+
+    case $prev in
+        --on-lost)
+            COMPREPLY=($(compgen -W 'term ignore' -- "$cur"))
+            return
+            ;;
+        --cacert | --cert | --key | --password-file | --sentinel-password-file)
+            _filedir
+            return
+            ;;
+        --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
+            -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
+            --min-replicas)
+            return
+            ;;
+    esac
+
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
+            --on-lost --kill-after --min-hold --fence --status --json -w --wait
+            -E --conflict-exit-code -n --nonblock -q --quiet --cacert --cert --key
+            --insecure --password-file --sentinel --sentinel-master --sentinel-user
+            --sentinel-password-file --cluster --min-replicas --version -h --help' -- "$cur"))
+    fi
+} &&
+    complete -F _with_lock with-lock
+
+# ex: filetype=sh

@@ -1,0 +1,78 @@
+# fish completion for with-lock(1).
+# Flags stop at <name>: the words after it are a command, completed as one.
+# Keep in step with `with-lock --help` (cmd/with-lock/completion_test.go checks).
+
+# Prints where, among the words typed so far, the command starts (after
+# <name> and an optional --); fails while flags or the name are being typed.
+function __with_lock_command_start
+    set -l words (commandline -opc)
+    set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
+        --min-hold -w --wait -E --conflict-exit-code --cacert --cert --key --password-file \
+        --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas
+    set -l i 2
+    while test $i -le (count $words)
+        switch $words[$i]
+            case --
+                set i (math $i + 1)
+                break
+            case $takes_value
+                set i (math $i + 2)
+                continue
+            case '-*'
+                set i (math $i + 1)
+                continue
+        end
+        break
+    end
+    # words[i] is the name, if it has been typed.
+    test $i -le (count $words); or return 1
+    set i (math $i + 1)
+    if test $i -le (count $words); and test "$words[$i]" = --
+        set i (math $i + 1)
+    end
+    echo $i
+end
+
+# Completes the command and its arguments as fish would without with-lock.
+function __with_lock_complete_command
+    set -l start (__with_lock_command_start); or return
+    set -l words (commandline -opc)
+    set -l cmd
+    if test $start -le (count $words)
+        set cmd (string escape -- $words[$start..-1])
+    end
+    complete -C (string join ' ' -- $cmd (commandline -ct))
+end
+
+complete -c with-lock -n '__with_lock_command_start >/dev/null' -f -a '(__with_lock_complete_command)'
+
+complete -c with-lock -f
+set -l flags 'not __with_lock_command_start >/dev/null'
+complete -c with-lock -n $flags -l redis -x -d 'Redis URL (env WITH_LOCK_REDIS), repeatable'
+complete -c with-lock -n $flags -l redis-timeout -x -d 'give up on Redis after DUR'
+complete -c with-lock -n $flags -l prefix -x -d 'the key is STR<name>'
+complete -c with-lock -n $flags -l ttl -x -d 'lock time to live'
+complete -c with-lock -n $flags -l no-renew -d 'do not renew the lock while the command runs'
+complete -c with-lock -n $flags -l on-lost -x -a 'term ignore' -d 'what to do when the lock is lost'
+complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
+complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
+complete -c with-lock -n $flags -l fence -d 'fencing number in WITH_LOCK_FENCE'
+complete -c with-lock -n $flags -l status -d 'print who holds the lock and exit'
+complete -c with-lock -n $flags -l json -d 'with --status, print JSON'
+complete -c with-lock -n $flags -s w -l wait -x -d 'wait up to DUR for a busy lock'
+complete -c with-lock -n $flags -s E -l conflict-exit-code -x -d 'exit code when the lock is busy'
+complete -c with-lock -n $flags -s n -l nonblock -d 'fail at once when the lock is busy'
+complete -c with-lock -n $flags -s q -l quiet -d 'say nothing when the lock is busy'
+complete -c with-lock -n $flags -l cacert -r -F -d 'verify the server against these CAs'
+complete -c with-lock -n $flags -l cert -r -F -d 'TLS client certificate'
+complete -c with-lock -n $flags -l key -r -F -d 'TLS client private key'
+complete -c with-lock -n $flags -l insecure -d 'do not verify the server TLS certificate'
+complete -c with-lock -n $flags -l password-file -r -F -d 'read the Redis password from FILE'
+complete -c with-lock -n $flags -l sentinel -x -d 'Sentinel HOST:PORT, repeatable'
+complete -c with-lock -n $flags -l sentinel-master -x -d 'master name in Sentinel'
+complete -c with-lock -n $flags -l sentinel-user -x -d 'ACL user for the sentinels'
+complete -c with-lock -n $flags -l sentinel-password-file -r -F -d 'read the sentinels password from FILE'
+complete -c with-lock -n $flags -l cluster -d 'the --redis URLs are Redis Cluster seeds'
+complete -c with-lock -n $flags -l min-replicas -x -d 'wait until N replicas have the lock'
+complete -c with-lock -n $flags -l version -d 'print the version and exit'
+complete -c with-lock -n $flags -s h -l help -d 'show the help'
