@@ -1,161 +1,23 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/clitest"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// env is one test's Redis, a client on it and a scratch directory.
-type env struct {
-	t   *testing.T
-	srv *redistest.Server
-	rdb *redis.Client
-	dir string
-}
+// The original contract's checks: the binary, running the command under
+// the lock, the exit code, the key during the run, a busy lock, a lock
+// taken over, and what goes over the wire.
 
-func setup(t *testing.T, redisConfig ...string) *env {
-	t.Helper()
-	srv := redistest.Start(t, redisConfig...)
-	return &env{t: t, srv: srv, rdb: srv.Client(), dir: t.TempDir()}
-}
-
-// run runs with-lock against the test's Redis, named with --redis.
-func (e *env) run(args ...string) clitest.Result {
-	e.t.Helper()
-	return clitest.Run(e.t, nil, append([]string{"--redis", e.srv.URL()}, args...)...)
-}
-
-func (e *env) path(name string) string { return filepath.Join(e.dir, name) }
-
-func (e *env) exists(name string) bool {
-	_, err := os.Stat(e.path(name))
-	return err == nil
-}
-
-func (e *env) get(key string) string {
-	e.t.Helper()
-	v, err := e.rdb.Get(context.Background(), key).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		e.t.Fatalf("GET %s: %v", key, err)
-	}
-	return v
-}
-
-// foreign is a lock value another process would have written.
-const (
-	foreign       = "otherhost:4242:0123456789abcdef0123456789abcdef"
-	foreignSecret = "0123456789abcdef0123456789abcdef"
-)
-
-// oneLine checks that with-lock said exactly one line on stderr, in its
-// own name, and nothing on stdout.
-func oneLine(t *testing.T, r clitest.Result, want string) {
-	t.Helper()
-	if !strings.HasPrefix(r.Stderr, "with-lock: ") || strings.Count(r.Stderr, "\n") != 1 || !strings.HasSuffix(r.Stderr, "\n") {
-		t.Errorf("stderr %q: want exactly one line starting with \"with-lock: \"", r.Stderr)
-	}
-	if !strings.Contains(r.Stderr, want) {
-		t.Errorf("stderr %q does not mention %q", r.Stderr, want)
-	}
-	if r.Stdout != "" {
-		t.Errorf("stdout %q: want nothing", r.Stdout)
-	}
-}
-
-var tokenRE = regexp.MustCompile(`^(.+):(\d+):([0-9a-f]{32})$`)
-
-// held is a with-lock run whose command has started and waits for its
-// stdin to close. The command wrote what it saw of WITH_LOCK_*.
-type held struct {
-	cmd              *exec.Cmd
-	stdin            io.WriteCloser
-	stdout, stderr   bytes.Buffer
-	done             chan error
-	name, key, token string
-}
-
-// startHeld runs `with-lock --redis URL flags... name <command>` where the
-// command writes its WITH_LOCK_NAME, _KEY and _TOKEN to a file, waits for
-// its stdin to reach EOF and exits with exitCode. It returns once the
-// command runs.
-func (e *env) startHeld(flags []string, name string, exitCode int) *held {
-	e.t.Helper()
-	info := e.path("info-" + strconv.FormatInt(time.Now().UnixNano(), 36))
-	script := `printf '%s\n%s\n%s\n' "$WITH_LOCK_NAME" "$WITH_LOCK_KEY" "$WITH_LOCK_TOKEN" > "$1.tmp" && mv "$1.tmp" "$1"; read line; exit "$2"`
-	args := append([]string{"--redis", e.srv.URL()}, flags...)
-	args = append(args, name, "sh", "-c", script, "sh", info, strconv.Itoa(exitCode))
-	h := &held{cmd: clitest.Command(e.t, nil, args...), done: make(chan error, 1)}
-	h.cmd.Stdout, h.cmd.Stderr = &h.stdout, &h.stderr
-	var err error
-	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := h.cmd.Start(); err != nil {
-		e.t.Fatalf("start with-lock: %v", err)
-	}
-	e.t.Cleanup(func() { _ = h.cmd.Process.Kill() })
-	go func() { h.done <- h.cmd.Wait() }()
-	clitest.Eventually(e.t, 20*time.Second, "the command under with-lock never started", func() bool {
-		select {
-		case err := <-h.done:
-			h.done <- err
-			e.t.Fatalf("with-lock exited (%v) before the command started; stderr: %s", err, &h.stderr)
-		default:
-		}
-		_, err := os.Stat(info)
-		return err == nil
-	})
-	b, err := os.ReadFile(info)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) != 3 {
-		e.t.Fatalf("command saw WITH_LOCK_* = %q", lines)
-	}
-	h.name, h.key, h.token = lines[0], lines[1], lines[2]
-	return h
-}
-
-// finish lets the command end and returns how with-lock exited.
-func (h *held) finish(t *testing.T) clitest.Result {
-	t.Helper()
-	_ = h.stdin.Close()
-	var err error
-	select {
-	case err = <-h.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("with-lock did not exit 30s after its command was told to")
-	}
-	r := clitest.Result{Stdout: h.stdout.String(), Stderr: h.stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		r.Code = exit.ExitCode()
-	default:
-		t.Fatalf("wait for with-lock: %v", err)
-	}
-	return r
-}
-
-// Seed 000, check 1: the binary builds and is executable.
+// The binary builds and is executable.
 func TestBinaryIsExecutable(t *testing.T) {
 	fi, err := os.Stat(clitest.Binary(t))
 	if err != nil {
@@ -166,8 +28,8 @@ func TestBinaryIsExecutable(t *testing.T) {
 	}
 }
 
-// Seed 000, check 2: the command runs, and afterwards the lock is gone.
-func TestRunsCommandAndReleases(t *testing.T) {
+// The command runs, and afterwards the lock is gone.
+func TestRunsCommandThenReleasesLock(t *testing.T) {
 	e := setup(t)
 	r := e.run("x", "touch", e.path("ran"))
 	if r.Code != 0 || r.Stderr != "" || r.Stdout != "" {
@@ -181,7 +43,7 @@ func TestRunsCommandAndReleases(t *testing.T) {
 	}
 }
 
-// Seed 000, check 3: the command's exit code passes through.
+// The command's exit code passes through.
 func TestExitCodePassesThrough(t *testing.T) {
 	e := setup(t)
 	for _, code := range []int{0, 1, 3, 42, 75, 255} {
@@ -192,15 +54,16 @@ func TestExitCodePassesThrough(t *testing.T) {
 	}
 }
 
-// Seed 000, check 4: during the run the key exists with a TTL of at most
-// 30s, holding a token unique to the run; the command sees it.
-func TestKeyDuringRun(t *testing.T) {
+// During the run the key exists with a TTL of at most 30s, holding a token
+// unique to the run and naming with-lock's host and pid; the command sees
+// it.
+func TestKeyHoldsUniqueTokenWithTTLDuringRun(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	host, _ := os.Hostname()
 	var tokens []string
 	for range 2 {
-		h := e.startHeld(nil, "x", 0)
+		h := e.startJob(0, "x")
 		if h.name != "x" || h.key != "lock:x" {
 			t.Errorf("WITH_LOCK_NAME, WITH_LOCK_KEY = %q, %q; want x, lock:x", h.name, h.key)
 		}
@@ -211,11 +74,11 @@ func TestKeyDuringRun(t *testing.T) {
 			t.Errorf("PTTL of lock:x during the run = %v, want in (0, 30s]", ttl)
 		}
 		m := tokenRE.FindStringSubmatch(h.token)
-		if m == nil || m[1] != host || m[2] != strconv.Itoa(h.cmd.Process.Pid) {
-			t.Errorf("token %q: want %s:%d:<32 hex>, naming with-lock's host and pid", h.token, host, h.cmd.Process.Pid)
+		if m == nil || m[1] != host || m[2] != strconv.Itoa(h.Pid()) {
+			t.Errorf("token %q: want %s:%d:<32 hex>, naming with-lock's host and pid", h.token, host, h.Pid())
 		}
 		tokens = append(tokens, h.token)
-		if r := h.finish(t); r.Code != 0 || r.Stderr != "" {
+		if r := h.finish(); r.Code != 0 || r.Stderr != "" {
 			t.Errorf("with-lock exited %d, stderr %q", r.Code, r.Stderr)
 		}
 	}
@@ -224,9 +87,9 @@ func TestKeyDuringRun(t *testing.T) {
 	}
 }
 
-// Seed 000, check 5: a busy lock makes with-lock exit 75 at once, without
-// running the command, and leaves the lock alone.
-func TestBusyRefusedFast(t *testing.T) {
+// A busy lock makes with-lock exit 75 at once, without running the
+// command, and leaves the lock alone.
+func TestBusyLockRefusedAtOnceWith75(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	e.rdb.Set(ctx, "lock:x", foreign, 30*time.Second)
@@ -251,13 +114,13 @@ func TestBusyRefusedFast(t *testing.T) {
 	}
 }
 
-// Seed 000, check 6: a lock taken over while the command ran survives our
+// A lock taken over while the command ran survives our
 // release; with-lock says so and still exits with the command's code.
 func TestTakenOverLockSurvivesRelease(t *testing.T) {
 	e := setup(t)
-	h := e.startHeld(nil, "x", 3)
+	h := e.startJob(3, "x")
 	e.rdb.Set(context.Background(), "lock:x", foreign, 30*time.Second)
-	r := h.finish(t)
+	r := h.finish()
 	if r.Code != 3 {
 		t.Errorf("exit %d, want the command's 3", r.Code)
 	}
@@ -270,12 +133,10 @@ func TestTakenOverLockSurvivesRelease(t *testing.T) {
 	}
 }
 
-func randomPart(token string) string { return token[strings.LastIndexByte(token, ':')+1:] }
-
-// Seed 000, check 7: on the wire, acquire is one SET NX EX and release is
+// On the wire, acquire is one SET NX EX and release is
 // one EVAL of the compare-and-delete script; nothing else reaches Redis
 // from with-lock but the connection's HELLO.
-func TestWire(t *testing.T) {
+func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 	script, err := os.ReadFile("../../release.lua")
 	if err != nil {
 		t.Fatal(err)
@@ -327,8 +188,8 @@ func TestWire(t *testing.T) {
 	}
 }
 
-// TestNeverThroughAShell: arguments reach the command as they are.
-func TestNeverThroughAShell(t *testing.T) {
+// Arguments reach the command as they are, never through a shell.
+func TestArgumentsReachCommandVerbatim(t *testing.T) {
 	e := setup(t)
 	marker := e.path("marker")
 	args := []string{"$(touch " + marker + ")", "`touch " + marker + "`", ";", "|", "&&", "*", "$HOME", "a b", "'q'", ""}

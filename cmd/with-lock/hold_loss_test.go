@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -19,9 +18,7 @@ import (
 // when the lock is lost under a running command. Each test logs its figure
 // and asserts it. TTLs are short so the suite stays fast; the bounds are
 // wide so a loaded machine does not fail them. The trial table across all
-// faults, with a fenced resource, is in reliability_table_test.go.
-
-const newOwner = "otherhost:4242:0123456789abcdef0123456789abcdef"
+// faults, with a fenced resource, is in reliability_test.go.
 
 // Another client takes the key over mid-run: the loss is seen within
 // one renewal interval, the command's whole tree dies, with-lock exits 125,
@@ -36,8 +33,8 @@ func TestTakeoverStopsCommandWithinOneInterval(t *testing.T) {
 		reason string // in with-lock's message
 	}{
 		{"SET by another owner", func(rdb *redis.Client, key string) error {
-			return rdb.Set(context.Background(), key, newOwner, time.Minute).Err()
-		}, newOwner, "taken over by otherhost:4242"},
+			return rdb.Set(context.Background(), key, foreign, time.Minute).Err()
+		}, foreign, "taken over by otherhost:4242"},
 		{"PEXPIRE to 1ms", func(rdb *redis.Client, key string) error {
 			return rdb.PExpire(context.Background(), key, time.Millisecond).Err()
 		}, "", "expired"},
@@ -47,7 +44,7 @@ func TestTakeoverStopsCommandWithinOneInterval(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "takeover-" + strconv.Itoa(i)
-			p, pids := rnStartTree(t, srv, name, "--ttl", ttl.String())
+			p, pids := startTree(t, srv, name, "--ttl", ttl.String())
 			time.Sleep(interval / 2) // between two renewals
 			faultAt := time.Now()
 			if err := tt.fault(rdb, "lock:"+name); err != nil {
@@ -61,11 +58,11 @@ func TestTakeoverStopsCommandWithinOneInterval(t *testing.T) {
 			if took > interval+700*time.Millisecond {
 				t.Errorf("tree dead %s after the takeover, want within one renewal interval (%s) plus 700ms", took, interval)
 			}
-			if res.Code != 125 || !rnHasLine(res.Stderr, "lock:"+name, tt.reason, "SIGTERM") {
+			if res.Code != 125 || !hasLine(res.Stderr, "lock:"+name, tt.reason, "SIGTERM") {
 				t.Errorf("exit %d, stderr %q; want 125 and a line saying %q", res.Code, res.Stderr, tt.reason)
 			}
 			if tt.owner != "" {
-				rnUntouched(t, rdb, "lock:"+name, tt.owner)
+				untouched(t, rdb, "lock:"+name, tt.owner)
 			} else if n := rdb.Exists(context.Background(), "lock:"+name).Val(); n != 0 {
 				t.Error("with-lock recreated the expired key")
 			}
@@ -79,12 +76,12 @@ func TestPausedHolderStopsCommandOnResume(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const ttl = time.Second
-	p, pids := rnStartTree(t, srv, "paused-holder", "--ttl", ttl.String())
+	p, pids := startTree(t, srv, "paused-holder", "--ttl", ttl.String())
 	p.Signal(syscall.SIGSTOP)
 	stoppedAt := time.Now()
 	ctx := context.Background()
 	clitest.Eventually(t, ttl+5*time.Second, "another owner takes the lock of a paused with-lock", func() bool {
-		return rdb.SetNX(ctx, "lock:paused-holder", newOwner, time.Minute).Val()
+		return rdb.SetNX(ctx, "lock:paused-holder", foreign, time.Minute).Val()
 	})
 	t.Logf("lock taken by another owner %s after pausing with-lock", time.Since(stoppedAt).Round(time.Millisecond))
 	contAt := time.Now()
@@ -96,10 +93,10 @@ func TestPausedHolderStopsCommandOnResume(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("tree dead %s after SIGCONT, want promptly (under 1s)", took)
 	}
-	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:paused-holder", "lost", "SIGTERM") {
+	if res.Code != 125 || !hasLine(res.Stderr, "lock:paused-holder", "lost", "SIGTERM") {
 		t.Errorf("exit %d, stderr %q; want 125 and why", res.Code, res.Stderr)
 	}
-	rnUntouched(t, rdb, "lock:paused-holder", newOwner)
+	untouched(t, rdb, "lock:paused-holder", foreign)
 }
 
 // redis-server is killed -9 mid-run and restarted without persistence;
@@ -109,11 +106,11 @@ func TestRedisRestartedEmptyStopsCommandWithinOneInterval(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = 1500 * time.Millisecond
 	const interval = ttl / 3
-	p, pids := rnStartTree(t, srv, "restarted-empty", "--ttl", ttl.String())
+	p, pids := startTree(t, srv, "restarted-empty", "--ttl", ttl.String())
 	srv.Restart() // SIGKILL, then a fresh empty server on the same port
 	upAt := time.Now()
 	rdb := srv.Client()
-	if !rdb.SetNX(context.Background(), "lock:restarted-empty", newOwner, time.Minute).Val() {
+	if !rdb.SetNX(context.Background(), "lock:restarted-empty", foreign, time.Minute).Val() {
 		t.Fatal("the lock survived a restart without persistence")
 	}
 	deadAt := clitest.WaitDead(t, 10*time.Second, pids...)
@@ -124,10 +121,10 @@ func TestRedisRestartedEmptyStopsCommandWithinOneInterval(t *testing.T) {
 	if took > interval+700*time.Millisecond {
 		t.Errorf("tree dead %s after the restart, want within one renewal interval (%s) plus 700ms", took, interval)
 	}
-	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:restarted-empty", "lost") {
+	if res.Code != 125 || !hasLine(res.Stderr, "lock:restarted-empty", "lost") {
 		t.Errorf("exit %d, stderr %q; want 125 and why", res.Code, res.Stderr)
 	}
-	rnUntouched(t, rdb, "lock:restarted-empty", newOwner)
+	untouched(t, rdb, "lock:restarted-empty", foreign)
 }
 
 // redis-server is paused for 2×TTL: renewals hang, so with-lock must
@@ -137,7 +134,7 @@ func TestRedisRestartedEmptyStopsCommandWithinOneInterval(t *testing.T) {
 func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = 2 * time.Second
-	p, pids := rnStartTree(t, srv, "stalled-redis", "--ttl", ttl.String(), "--redis-timeout", "5s")
+	p, pids := startTree(t, srv, "stalled-redis", "--ttl", ttl.String(), "--redis-timeout", "5s")
 	srv.Signal(syscall.SIGSTOP)
 	pausedAt := time.Now()
 	resumed := false
@@ -152,7 +149,7 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	// The SET was sent after with-lock started, so measuring from its start
 	// over-states the time the key had: a safe bound.
 	sinceStart := deadAt.Sub(p.Started)
-	margin := withlock.DefaultMargin(ttl)
+	margin := deadlineMargin(ttl)
 	t.Logf("command tree dead %s after with-lock started (%s after Redis was paused); TTL %s, local deadline TTL-%s",
 		sinceStart.Round(time.Millisecond), deadAt.Sub(pausedAt).Round(time.Millisecond), ttl, margin)
 	if sinceStart >= ttl {
@@ -165,10 +162,10 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	resume()
 	res := p.Wait(10 * time.Second)
 	t.Logf("with-lock exited %d, %s after Redis resumed", res.Code, time.Since(pausedAt.Add(2*ttl)).Round(time.Millisecond))
-	if res.Code != 125 || !rnHasLine(res.Stderr, "lock:stalled-redis", "presumed lost", "no answer from Redis", "SIGTERM") {
+	if res.Code != 125 || !hasLine(res.Stderr, "lock:stalled-redis", "presumed lost", "no answer from Redis", "SIGTERM") {
 		t.Errorf("exit %d, stderr %q; want 125 and a presumed loss", res.Code, res.Stderr)
 	}
-	if !srv.Client().SetNX(context.Background(), "lock:stalled-redis", newOwner, time.Minute).Val() {
+	if !srv.Client().SetNX(context.Background(), "lock:stalled-redis", foreign, time.Minute).Val() {
 		t.Error("lock not free after Redis resumed past the TTL")
 	}
 }
@@ -181,7 +178,7 @@ func TestShortClientPausesCauseNoFalseLoss(t *testing.T) {
 	const ttl = 1500 * time.Millisecond
 	const pause = ttl/3 - 100*time.Millisecond
 	const run = 3 * time.Second
-	p, _ := rnStartTree(t, srv, "client-pauses", "--ttl", ttl.String())
+	p, _ := startTree(t, srv, "client-pauses", "--ttl", ttl.String())
 	admin := srv.Client()
 	ctx := context.Background()
 	pauses := 0
@@ -191,8 +188,8 @@ func TestShortClientPausesCauseNoFalseLoss(t *testing.T) {
 		}
 		time.Sleep(pause + 50*time.Millisecond)
 	}
-	st := rnKey(admin, "lock:client-pauses")
-	if st.err != nil || withlock.Holder(st.val) == "unknown" || st.pttl <= 0 || st.pttl > ttl {
+	st := lookAt(admin, "lock:client-pauses")
+	if st.err != nil || !tokenRE.MatchString(st.val) || st.pttl <= 0 || st.pttl > ttl {
 		t.Errorf("after %s of pauses the key is %+v, want still held by with-lock with TTL ≤ %s", run, st, ttl)
 	}
 	p.Signal(syscall.SIGTERM) // the tree dies of it; with-lock passes on 143
@@ -212,11 +209,11 @@ func TestKilledHolderTakesCommandTreeAndFreesLockWithinTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const ttl = time.Second
-	p, pids := rnStartTree(t, srv, "killed-holder", "--ttl", ttl.String())
+	p, pids := startTree(t, srv, "killed-holder", "--ttl", ttl.String())
 	killedAt := time.Now()
 	p.Signal(syscall.SIGKILL)
 	deadAt := clitest.WaitDead(t, 5*time.Second, pids...)
-	st := rnKey(rdb, "lock:killed-holder")
+	st := lookAt(rdb, "lock:killed-holder")
 	var freeAt time.Time
 	clitest.Eventually(t, ttl+5*time.Second, "lock freed after with-lock was killed", func() bool {
 		freeAt = time.Now()
@@ -244,12 +241,12 @@ func TestLongJobKeepsLockPastItsTTL(t *testing.T) {
 	rdb := srv.Client()
 	const ttl, run = 2 * time.Second, 6 * time.Second
 	finished := filepath.Join(t.TempDir(), "finished")
-	p := clitest.Start(t, rnEnv(srv), "--ttl", ttl.String(), "long-job",
+	p := clitest.Start(t, redisEnv(srv), "--ttl", ttl.String(), "long-job",
 		"sh", "-c", `sleep "$1" && touch "$0"`, finished, strconv.Itoa(int(run/time.Second)))
 	clitest.Eventually(t, 10*time.Second, "lock taken", func() bool {
 		return rdb.Exists(context.Background(), "lock:long-job").Val() == 1
 	})
-	first := rnKey(rdb, "lock:long-job")
+	first := lookAt(rdb, "lock:long-job")
 	samples := 0
 	minTTL, maxTTL := time.Hour, time.Duration(0)
 	for done := false; !done; time.Sleep(20 * time.Millisecond) {
@@ -259,7 +256,7 @@ func TestLongJobKeepsLockPastItsTTL(t *testing.T) {
 			continue
 		default:
 		}
-		st := rnKey(rdb, "lock:long-job")
+		st := lookAt(rdb, "lock:long-job")
 		if errors.Is(st.err, redis.Nil) {
 			if !exists(finished) {
 				t.Fatalf("key gone while the job ran (sample %d)", samples)

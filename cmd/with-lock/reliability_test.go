@@ -90,7 +90,7 @@ func (tr *rlTrial) afterRenewal() {
 	tr.t.Helper()
 	rdb := tr.servers[0].Client()
 	clitest.Eventually(tr.t, 2*rlTTL, "a renewal of the lock", func() bool {
-		st := rnKey(rdb, "lock:"+tr.name)
+		st := lookAt(rdb, "lock:"+tr.name)
 		return st.err == nil && st.pttl > rlTTL-80*time.Millisecond
 	})
 }
@@ -100,7 +100,7 @@ func (tr *rlTrial) afterRenewal() {
 func (tr *rlTrial) expiry(i int) time.Time {
 	tr.t.Helper()
 	before := time.Now()
-	st := rnKey(tr.servers[i].Client(), "lock:"+tr.name)
+	st := lookAt(tr.servers[i].Client(), "lock:"+tr.name)
 	if st.err != nil || st.pttl <= 0 {
 		tr.t.Fatalf("lock key %+v, want it held with a TTL", st)
 	}
