@@ -60,10 +60,10 @@ type Result struct {
 	Duration time.Duration
 }
 
-// Command returns an *exec.Cmd for the binary with args and the environment
+// command returns an *exec.Cmd for the binary with args and the environment
 // plus env ("K=V"). WITH_LOCK_REDIS is removed from the inherited
 // environment so tests say which Redis they mean.
-func Command(t testing.TB, env []string, args ...string) *exec.Cmd {
+func command(t testing.TB, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
 	for _, kv := range os.Environ() {

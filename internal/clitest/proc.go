@@ -50,7 +50,7 @@ func Start(t testing.TB, env []string, args ...string) *Proc {
 // Start runs the binary as s says, in the background.
 func (s Spec) Start(t testing.TB) *Proc {
 	t.Helper()
-	p := &Proc{t: t, Cmd: Command(t, s.Env, s.Args...), done: make(chan struct{})}
+	p := &Proc{t: t, Cmd: command(t, s.Env, s.Args...), done: make(chan struct{})}
 	p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Stdin, &p.stdout, &p.stderr
 	if s.Terminal != nil {
 		p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Terminal.tty, s.Terminal.tty, s.Terminal.tty
