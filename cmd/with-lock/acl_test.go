@@ -26,8 +26,8 @@ import (
 const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* -@all " +
 	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping"
 
-// TestLeastPrivilegeACL runs the seven checks of the original task as a
-// Redis ACL user that has exactly the documented permissions.
+// The original contract's checks (contract_test.go) pass for a Redis ACL
+// user that has exactly the documented permissions.
 func TestLeastPrivilegeACL(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
@@ -49,15 +49,15 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		return clitest.Run(t, env, append([]string{"--redis", url}, args...)...)
 	}
 
-	t.Run("1 the binary exists and is executable", func(t *testing.T) {
+	t.Run("the binary exists and is executable", func(t *testing.T) {
 		st, err := os.Stat(clitest.Binary(t))
 		if err != nil || st.Mode().Perm()&0o111 == 0 {
 			t.Fatalf("stat %s: %v, mode %v", clitest.Binary(t), err, st.Mode())
 		}
 	})
 
-	t.Run("2 the command runs and the lock is gone after", func(t *testing.T) {
-		cmd, ran := prodMarker(t)
+	t.Run("the command runs and the lock is gone after", func(t *testing.T) {
+		cmd, ran := marker(t)
 		res := run(t, append([]string{"acl-2"}, cmd...)...)
 		if res.Code != 0 || !ran() || res.Stderr != "" {
 			t.Fatalf("exit %d (ran %v), stderr %q", res.Code, ran(), res.Stderr)
@@ -67,17 +67,17 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		}
 	})
 
-	t.Run("3 the command's exit code passes through", func(t *testing.T) {
+	t.Run("the command's exit code passes through", func(t *testing.T) {
 		if res := run(t, "acl-3", "sh", "-c", "exit 7"); res.Code != 7 {
 			t.Fatalf("exit %d, stderr %q; want 7", res.Code, res.Stderr)
 		}
 	})
 
-	t.Run("4 during the run the key exists with TTL up to 30s and a unique token", func(t *testing.T) {
+	t.Run("during the run the key exists with TTL up to 30s and a unique token", func(t *testing.T) {
 		var tokens []string
 		for range 2 {
-			j := startProdJob(t, env, "--redis", url, "acl-4")
-			token := j.WaitStarted()
+			j := startJob(t, env, 3, "--redis", url, "acl-4")
+			token := j.token
 			if v := admin.Get(ctx, "lock:acl-4").Val(); v != token || token == "" {
 				t.Fatalf("key holds %q, the command's token is %q", v, token)
 			}
@@ -85,8 +85,8 @@ func TestLeastPrivilegeACL(t *testing.T) {
 				t.Fatalf("TTL %v, want in (0, 30s]", ttl)
 			}
 			tokens = append(tokens, token)
-			if code, stderr := j.Finish(); code != 3 {
-				t.Fatalf("exit %d, stderr %q", code, stderr)
+			if r := j.finish(); r.Code != 3 {
+				t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
 			}
 		}
 		if tokens[0] == tokens[1] {
@@ -94,9 +94,9 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		}
 	})
 
-	t.Run("5 a busy lock is refused at once without running the command", func(t *testing.T) {
+	t.Run("a busy lock is refused at once without running the command", func(t *testing.T) {
 		admin.Set(ctx, "lock:acl-5", "elsewhere:1:abc", time.Minute)
-		cmd, ran := prodMarker(t)
+		cmd, ran := marker(t)
 		res := run(t, append([]string{"acl-5"}, cmd...)...)
 		if res.Code != 75 || ran() || !strings.Contains(res.Stderr, "elsewhere:1") {
 			t.Fatalf("exit %d (ran %v), stderr %q; want 75 naming the holder", res.Code, ran(), res.Stderr)
@@ -106,20 +106,19 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		}
 	})
 
-	t.Run("6 a lock taken over during the run survives our release", func(t *testing.T) {
-		j := startProdJob(t, env, "--redis", url, "acl-6")
-		j.WaitStarted()
+	t.Run("a lock taken over during the run survives our release", func(t *testing.T) {
+		j := startJob(t, env, 3, "--redis", url, "acl-6")
 		admin.Set(ctx, "lock:acl-6", "thief:2:def", time.Minute)
-		code, stderr := j.Finish()
-		if code != 3 || !strings.Contains(stderr, "no longer ours") {
-			t.Fatalf("exit %d, stderr %q", code, stderr)
+		r := j.finish()
+		if r.Code != 3 || !strings.Contains(r.Stderr, "no longer ours") {
+			t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
 		}
 		if v := admin.Get(ctx, "lock:acl-6").Val(); v != "thief:2:def" {
 			t.Fatalf("the new owner's key became %q", v)
 		}
 	})
 
-	t.Run("7 acquire is one SET NX EX and release one EVAL, on the wire", func(t *testing.T) {
+	t.Run("acquire is one SET NX EX and release one EVAL, on the wire", func(t *testing.T) {
 		mon := srv.Monitor()
 		if res := run(t, "acl-7", "true"); res.Code != 0 {
 			t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
@@ -162,9 +161,7 @@ func TestLeastPrivilegeACL(t *testing.T) {
 			t.Fatalf("--min-replicas: exit %d, stderr %q; want 69", res.Code, res.Stderr)
 		}
 		// Fencing (TIME, then SET of {lock:name}:fence) through the library.
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "locker", Password: "pw-locker", DisableIdentity: true})
-		t.Cleanup(func() { _ = rdb.Close() })
-		c := withlock.New(rdb, nil)
+		c := withlock.New(srv.ClientWith(&redis.Options{Username: "locker", Password: "pw-locker"}), nil)
 		var last int64
 		for range 2 {
 			l, err := c.TryAcquire(ctx, "acl-fence", 10*time.Second, &withlock.LockOptions{Fence: true})

@@ -36,13 +36,12 @@ func TestCluster(t *testing.T) {
 				continue
 			}
 			seen[node] = true
-			j := startProdJob(t, nil, append(args, name)...)
-			token := j.WaitStarted()
-			if v := node.Client().Get(ctx, "lock:"+name).Val(); v != token {
+			j := startJob(t, nil, 3, append(args, name)...)
+			if v := node.Client().Get(ctx, "lock:"+name).Val(); v != j.token {
 				t.Fatalf("%s: its master %s holds %q, want the token", name, node.Addr(), v)
 			}
-			if code, stderr := j.Finish(); code != 3 || stderr != "" {
-				t.Fatalf("%s: exit %d, stderr %q", name, code, stderr)
+			if r := j.finish(); r.Code != 3 || r.Stderr != "" {
+				t.Fatalf("%s: exit %d, stderr %q", name, r.Code, r.Stderr)
 			}
 			if node.Client().Exists(ctx, "lock:"+name).Val() != 0 {
 				t.Fatalf("%s was not released", name)
@@ -59,9 +58,9 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Release(ctx)
-		cmd, ran := prodMarker(t)
+		cmd, ran := marker(t)
 		res := clitest.Run(t, nil, append(append(args, "c-busy"), cmd...)...)
-		if res.Code != 75 || ran() || !strings.Contains(res.Stderr, withlock.Holder(l.Token())) {
+		if res.Code != 75 || ran() || !strings.Contains(res.Stderr, holderOf(l.Token())) {
 			t.Fatalf("exit %d (ran %v), stderr %q; want 75 naming the holder", res.Code, ran(), res.Stderr)
 		}
 	})
@@ -71,19 +70,12 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd, ran := prodMarker(t)
-		j := clitest.Command(t, nil, append(append(args, "-w", "30s", "c-wait"), cmd...)...)
-		if err := j.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- j.Wait() }()
+		cmd, ran := marker(t)
+		p := clitest.Start(t, nil, append(append(args, "-w", "30s", "c-wait"), cmd...)...)
 		deadline := time.Now().Add(300 * time.Millisecond)
 		for time.Now().Before(deadline) {
-			select {
-			case err := <-exited:
-				t.Fatalf("with-lock -w exited while the lock was held: %v", err)
-			default:
+			if p.Exited() {
+				t.Fatalf("with-lock -w exited while the lock was held: %+v", p.Wait(0))
 			}
 			if ran() {
 				t.Fatal("the command ran while the lock was held")
@@ -93,20 +85,12 @@ func TestCluster(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case err := <-exited:
-			if err != nil || !ran() {
-				t.Fatalf("with-lock -w: %v (ran %v)", err, ran())
-			}
-		case <-time.After(clitest.RunTimeout):
-			t.Fatal("with-lock -w did not finish after the release")
+		if r := p.Wait(clitest.RunTimeout); r.Code != 0 || !ran() {
+			t.Fatalf("with-lock -w: exit %d (ran %v), stderr %q", r.Code, ran(), r.Stderr)
 		}
 	})
 
 	t.Run("library: fence in the lock's slot, renew and min-hold", func(t *testing.T) {
-		if a, b := cl.NodeFor(c.Key("c-fence")), cl.NodeFor(c.FenceKey("c-fence")); a != b {
-			t.Fatalf("the lock is on %s, its fence key on %s", a.Addr(), b.Addr())
-		}
 		var last int64
 		for range 3 {
 			l, err := c.TryAcquire(ctx, "c-fence", 10*time.Second, &withlock.LockOptions{Fence: true})
@@ -122,6 +106,14 @@ func TestCluster(t *testing.T) {
 			}
 			if ttl, err := l.TTL(ctx); err != nil || ttl <= 10*time.Second {
 				t.Fatalf("TTL after Extend: %v, %v", ttl, err)
+			}
+			// The fence counter is in the lock's slot: both keys on its node.
+			node := cl.NodeFor(l.Key())
+			for _, n := range cl.Nodes {
+				keys := n.Client().Keys(ctx, "*c-fence*").Val()
+				if want := map[bool]int{true: 2}[n == node]; len(keys) != want {
+					t.Fatalf("%s holds %q; want the lock and its fence counter together on %s", n.Addr(), keys, node.Addr())
+				}
 			}
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
@@ -140,7 +132,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("--min-replicas on the key's master: none there, 69", func(t *testing.T) {
-		cmd, ran := prodMarker(t)
+		cmd, ran := marker(t)
 		res := clitest.Run(t, nil, append(append(args, "--min-replicas", "1", "c-replicas"), cmd...)...)
 		if res.Code != 69 || ran() || !strings.Contains(res.Stderr, "0 of the 1 replicas") {
 			t.Fatalf("exit %d (ran %v), stderr %q; want 69", res.Code, ran(), res.Stderr)
@@ -161,7 +153,7 @@ func TestCluster(t *testing.T) {
 		if res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=wrong"}, "--cluster", "--redis", "redis://locker@"+cl.Nodes[0].Addr()+"/0", "c-acl", "true"); res.Code != 77 {
 			t.Fatalf("wrong password: exit %d, stderr %q; want 77", res.Code, res.Stderr)
 		}
-		cmd, ran := prodMarker(t)
+		cmd, ran := marker(t)
 		res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=pw"}, "--cluster", "--redis",
 			"redis://locker@"+cl.Nodes[0].Addr()+"/0", "c-acl", "sh", "-c", strings.Join(cmd, " "))
 		if res.Code != 0 || !ran() || res.Stderr != "" {

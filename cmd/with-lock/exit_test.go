@@ -11,18 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
-
-// notRun checks that the command, which would create marker, did not run.
-func (e *env) notRun(marker string) {
-	e.t.Helper()
-	if e.exists(marker) {
-		e.t.Errorf("the command ran")
-	}
-}
 
 // TestBadInputsExitCodeAndOneLine: every bad input ends with-lock with
 // its defined exit code and exactly one line on stderr that names the
@@ -170,8 +161,7 @@ func TestRedisRefusesCredentials(t *testing.T) {
 	const password, wrong, userPassword = "s3cret-pw-xyz", "wrong-pw-123", "limited-pw-456"
 	e := setup(t, "requirepass", password)
 	ctx := context.Background()
-	admin := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), Password: password, DisableIdentity: true})
-	defer admin.Close()
+	admin := e.srv.ClientWith(&redis.Options{Password: password})
 	// A user who may do anything but SET.
 	if err := admin.Do(ctx, "ACL", "SETUSER", "limited", "on", ">"+userPassword, "~*", "&*", "+@all", "-set").Err(); err != nil {
 		t.Fatal(err)
@@ -307,14 +297,14 @@ func TestConflictExitAndQuiet(t *testing.T) {
 func TestPrefixAndDoubleDash(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	h := e.startHeld([]string{"--prefix", "jobs/"}, "x", 0)
+	h := e.startJob(0, "--prefix", "jobs/", "x")
 	if h.key != "jobs/x" || e.get("jobs/x") != h.token {
 		t.Errorf("with --prefix jobs/: WITH_LOCK_KEY %q, jobs/x holds %q; want jobs/x with our token", h.key, e.get("jobs/x"))
 	}
 	if n := e.rdb.Exists(ctx, "lock:x").Val(); n != 0 {
 		t.Error("lock:x exists with --prefix jobs/")
 	}
-	if r := h.finish(t); r.Code != 0 {
+	if r := h.finish(); r.Code != 0 {
 		t.Errorf("exit %d: %s", r.Code, r.Stderr)
 	}
 	e.rdb.Set(ctx, "jobs/busy", foreign, time.Minute)
@@ -363,7 +353,7 @@ func TestWrongTypeLockKeyIsConfigError(t *testing.T) {
 func TestFenceCounterNotANumberIsConfigError(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	counter := withlock.New(e.rdb, nil).FenceKey("x")
+	counter := fenceKey("x")
 	e.rdb.Set(ctx, counter, "not a number", 0)
 	r := e.run("--fence", "x", "touch", e.path("ran"))
 	if r.Code != 78 {

@@ -22,21 +22,13 @@ import (
 // so overlaps can be counted.
 //
 // The command is this test binary run again as a worker: TestMain turns it
-// into one when frWorkerEnv names the socket.
+// (harness_test.go) into one when frWorkerEnv names the socket.
 
 // frWorkerEnv names the resource's socket in the worker's environment.
 const frWorkerEnv = "RELIABILITY_RESOURCE"
 
 // frWriteEvery is how often a worker writes.
 const frWriteEvery = 10 * time.Millisecond
-
-func TestMain(m *testing.M) {
-	if sock := os.Getenv(frWorkerEnv); sock != "" {
-		frWorker(sock) // runs until with-lock stops it
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
 
 // frWorker is the command: it says hello with its pid and WITH_LOCK_FENCE
 // (0 without --fence), then writes with that fence every frWriteEvery,

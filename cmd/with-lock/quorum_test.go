@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -37,45 +36,45 @@ func quorumMasters(t *testing.T) ([]*redistest.Server, []*redis.Client, []string
 // TestQuorumCLI runs with-lock against three independent masters.
 func TestQuorumCLI(t *testing.T) {
 	servers, _, args, get := quorumMasters(t)
+	// onEvery checks that every master holds want ("" for none) at key.
+	onEvery := func(t *testing.T, key, want string) {
+		t.Helper()
+		for i := range servers {
+			if v := get(i, key); v != want {
+				t.Errorf("node %d holds %q at %s, want %q", i+1, v, key, want)
+			}
+		}
+	}
 
 	t.Run("all up: the key is on all three during the run and gone after", func(t *testing.T) {
-		j := startProdJob(t, nil, append(args, "q-all")...)
-		token := j.WaitStarted()
-		for i := range servers {
-			if v := get(i, "lock:q-all"); v != token {
-				t.Errorf("node %d holds %q, want the command's token", i+1, v)
-			}
+		j := startJob(t, nil, 3, append(args, "q-all")...)
+		token := j.token
+		onEvery(t, "lock:q-all", token)
+		if r := j.finish(); r.Code != 3 || r.Stderr != "" {
+			t.Fatalf("exit %d, stderr %q; want 3 and nothing", r.Code, r.Stderr)
 		}
-		if code, stderr := j.Finish(); code != 3 || stderr != "" {
-			t.Fatalf("exit %d, stderr %q; want 3 and nothing", code, stderr)
-		}
-		for i := range servers {
-			if v := get(i, "lock:q-all"); v != "" {
-				t.Errorf("node %d still holds %q", i+1, v)
-			}
-		}
+		onEvery(t, "lock:q-all", "")
 	})
 
 	t.Run("busy on a majority: 75, command not run", func(t *testing.T) {
-		j := startProdJob(t, nil, append(args, "q-busy")...)
-		j.WaitStarted()
-		cmd, ran := prodMarker(t)
+		j := startJob(t, nil, 3, append(args, "q-busy")...)
+		cmd, ran := marker(t)
 		res := clitest.Run(t, nil, append(append(args, "q-busy"), cmd...)...)
 		if res.Code != 75 || ran() {
 			t.Fatalf("exit %d (ran %v), stderr %q; want 75 without running", res.Code, ran(), res.Stderr)
 		}
-		j.Finish()
+		j.finish()
 	})
 
 	t.Run("a master restarted mid-run: the run completes and releases", func(t *testing.T) {
-		j := startProdJob(t, nil, append(args, "q-restart")...)
-		token := j.WaitStarted()
+		j := startJob(t, nil, 3, append(args, "q-restart")...)
+		token := j.token
 		servers[0].Restart() // loses the key: no persistence
 		if v := get(1, "lock:q-restart"); v != token {
 			t.Fatalf("node 2 holds %q", v)
 		}
-		if code, stderr := j.Finish(); code != 3 || stderr != "" {
-			t.Fatalf("exit %d, stderr %q; want 3 and nothing", code, stderr)
+		if r := j.finish(); r.Code != 3 || r.Stderr != "" {
+			t.Fatalf("exit %d, stderr %q; want 3 and nothing", r.Code, r.Stderr)
 		}
 		if v := get(1, "lock:q-restart") + get(2, "lock:q-restart"); v != "" {
 			t.Fatalf("keys left behind: %q", v)
@@ -84,8 +83,8 @@ func TestQuorumCLI(t *testing.T) {
 
 	t.Run("masters restarted one after another: renewal keeps a majority past the TTL", func(t *testing.T) {
 		const ttl = 1500 * time.Millisecond
-		j := startProdJob(t, nil, append(args, "--ttl", ttl.String(), "q-renew")...)
-		token := j.WaitStarted()
+		j := startJob(t, nil, 3, append(args, "--ttl", ttl.String(), "q-renew")...)
+		token := j.token
 		start := time.Now()
 		for _, i := range []int{0, 1} {
 			servers[i].Restart() // empty: no persistence
@@ -98,25 +97,17 @@ func TestQuorumCLI(t *testing.T) {
 		clitest.Eventually(t, 3*ttl, "the run outlasted two TTLs", func() bool {
 			return time.Since(start) > 2*ttl
 		})
-		for i := range servers {
-			if v := get(i, "lock:q-renew"); v != token {
-				t.Errorf("node %d holds %q after %s, want our token", i+1, v, time.Since(start))
-			}
+		onEvery(t, "lock:q-renew", token)
+		if r := j.finish(); r.Code != 3 || r.Stderr != "" {
+			t.Fatalf("exit %d, stderr %q; want 3 and nothing (the lock was never lost)", r.Code, r.Stderr)
 		}
-		if code, stderr := j.Finish(); code != 3 || stderr != "" {
-			t.Fatalf("exit %d, stderr %q; want 3 and nothing (the lock was never lost)", code, stderr)
-		}
-		for i := range servers {
-			if v := get(i, "lock:q-renew"); v != "" {
-				t.Errorf("node %d still holds %q", i+1, v)
-			}
-		}
+		onEvery(t, "lock:q-renew", "")
 	})
 
 	t.Run("one master down: still runs", func(t *testing.T) {
 		servers[2].Kill()
 		defer servers[2].Restart()
-		cmd, ran := prodMarker(t)
+		cmd, ran := marker(t)
 		res := clitest.Run(t, nil, append(append(args, "q-one-down"), cmd...)...)
 		if res.Code != 0 || !ran() {
 			t.Fatalf("exit %d (ran %v), stderr %q; want 0 and the command run", res.Code, ran(), res.Stderr)
@@ -128,7 +119,7 @@ func TestQuorumCLI(t *testing.T) {
 		servers[2].Kill()
 		defer servers[1].Restart()
 		defer servers[2].Restart()
-		cmd, ran := prodMarker(t)
+		cmd, ran := marker(t)
 		res := clitest.Run(t, nil, append(append(args, "q-two-down"), cmd...)...)
 		if res.Code != 69 || ran() {
 			t.Fatalf("exit %d (ran %v), stderr %q; want 69 without running", res.Code, ran(), res.Stderr)
@@ -207,7 +198,7 @@ func TestQuorumCLIRepairsAMasterFreedAfterAcquire(t *testing.T) {
 func TestQuorumCLIMajorityLostMidRun(t *testing.T) {
 	const ttl = time.Second
 	const interval = ttl / 3
-	margin := withlock.DefaultMargin(ttl)
+	margin := deadlineMargin(ttl)
 	tests := []struct {
 		name   string
 		fault  func(*redistest.Server)
@@ -220,16 +211,16 @@ func TestQuorumCLIMajorityLostMidRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			servers, _, args, _ := quorumMasters(t)
-			j := startProdJob(t, nil, append(args, "--ttl", ttl.String(), "q-majority")...)
-			j.WaitStarted()
+			j := startJob(t, nil, 3, append(args, "--ttl", ttl.String(), "q-majority")...)
 			tt.fault(servers[1])
 			tt.fault(servers[2])
 			faultAt := time.Now()
-			code, stderr := j.Wait()
+			r := j.Wait(clitest.RunTimeout)
+			code, stderr := r.Code, r.Stderr
 			took := time.Since(faultAt)
 			t.Logf("two masters %s: with-lock exited %d after %s (TTL %s, renewal every %s, margin %s)",
 				tt.name, code, took.Round(time.Millisecond), ttl, interval.Round(time.Millisecond), margin)
-			if code != 125 || !rnHasLine(stderr, append(tt.reason, "lock:q-majority", "SIGTERM")...) {
+			if code != 125 || !hasLine(stderr, append(tt.reason, "lock:q-majority", "SIGTERM")...) {
 				t.Fatalf("exit %d, stderr %q; want 125 and a line saying %q", code, stderr, tt.reason)
 			}
 			if took > tt.within {

@@ -155,11 +155,11 @@ var rlRows = []rlRow{
 			}
 			// Back empty, with a key someone else left there: the holder
 			// cannot repair this master until that key expires.
-			key, token := "lock:"+tr.name, rnKey(tr.servers[1].Client(), "lock:"+tr.name).val
+			key, token := "lock:"+tr.name, lookAt(tr.servers[1].Client(), "lock:"+tr.name).val
 			tr.servers[0].Restart()
 			restarted := tr.servers[0].Client()
 			const foreignTTL = 200 * time.Millisecond
-			if err := restarted.Set(tr.t.Context(), key, newOwner, foreignTTL).Err(); err != nil {
+			if err := restarted.Set(tr.t.Context(), key, foreign, foreignTTL).Err(); err != nil {
 				tr.t.Fatal(err)
 			}
 			expired := time.Now().Add(foreignTTL)

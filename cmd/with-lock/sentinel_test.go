@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
@@ -28,7 +27,7 @@ func TestSentinel(t *testing.T) {
 
 	t.Run("--min-replicas with too few replicas: 69, not run, released", func(t *testing.T) {
 		for _, deployment := range [][]string{args, {"--redis", g.Master.URL()}} {
-			cmd, ran := prodMarker(t)
+			cmd, ran := marker(t)
 			res := clitest.Run(t, nil, append(append(deployment, "--min-replicas", "2", "s-few"), cmd...)...)
 			if res.Code != 69 || ran() || !strings.Contains(res.Stderr, "of the 2 replicas") {
 				t.Fatalf("exit %d (ran %v), stderr %q; want 69", res.Code, ran(), res.Stderr)
@@ -40,11 +39,7 @@ func TestSentinel(t *testing.T) {
 	})
 
 	t.Run("library: renew, min-hold and fence through Sentinel", func(t *testing.T) {
-		rdb := redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: redistest.MasterName, SentinelAddrs: g.Addrs(), DisableIdentity: true,
-		})
-		t.Cleanup(func() { _ = rdb.Close() })
-		c := withlock.New(rdb, nil)
+		c := withlock.New(g.Client(nil), nil)
 		opts := &withlock.LockOptions{Fence: true, MinHold: 5 * time.Second, MinReplicas: 1}
 		before := time.Now().UnixMicro()
 		l, err := c.TryAcquire(ctx, "s-lib", 2*time.Second, opts)
@@ -65,7 +60,7 @@ func TestSentinel(t *testing.T) {
 			t.Fatalf("min-hold: the released key has PTTL %v, want (0, 5s]", ttl)
 		}
 		// A first fence is the server's clock in µs, and the counter keeps it.
-		if f := master.Get(ctx, c.FenceKey("s-lib")).Val(); f != strconv.FormatInt(l.Fence(), 10) || l.Fence() < before || l.Fence() > after {
+		if f := master.Get(ctx, fenceKey("s-lib")).Val(); f != strconv.FormatInt(l.Fence(), 10) || l.Fence() < before || l.Fence() > after {
 			t.Fatalf("fence %d, counter %q; want the time in [%d, %d] in both", l.Fence(), f, before, after)
 		}
 	})
@@ -82,7 +77,7 @@ func TestSentinel(t *testing.T) {
 		if res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=wrong"}, append(append(args, "--redis", "redis://locker@/0"), "s-acl", "true")...); res.Code != 77 {
 			t.Fatalf("wrong password: exit %d, stderr %q; want 77", res.Code, res.Stderr)
 		}
-		cmd, ran := prodMarker(t)
+		cmd, ran := marker(t)
 		res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=pw"},
 			append(append(args, "--redis", "redis://locker@/0", "s-acl"), cmd...)...)
 		if res.Code != 0 || !ran() || res.Stderr != "" {
@@ -91,8 +86,8 @@ func TestSentinel(t *testing.T) {
 	})
 
 	t.Run("failover: with --min-replicas 1 the lock survives on the promoted replica", func(t *testing.T) {
-		j := startProdJob(t, nil, append(args, "--min-replicas", "1", "s-failover")...)
-		token := j.WaitStarted()
+		j := startJob(t, nil, 3, append(args, "--min-replicas", "1", "s-failover")...)
+		token := j.token
 		// --min-replicas: the replica had the key before the command started.
 		if v := replica.Get(ctx, "lock:s-failover").Val(); v != token {
 			t.Fatalf("the replica holds %q, want the command's token", v)
@@ -107,19 +102,19 @@ func TestSentinel(t *testing.T) {
 			t.Fatalf("after failover the new master holds %q, want the command's token", v)
 		}
 		// Someone else finds the lock busy on the new master.
-		cmd, ran := prodMarker(t)
+		cmd, ran := marker(t)
 		res := clitest.Run(t, nil, append(append(args, "s-failover"), cmd...)...)
 		if res.Code != 75 || ran() {
 			t.Fatalf("second run: exit %d (ran %v), stderr %q; want 75", res.Code, ran(), res.Stderr)
 		}
-		if code, stderr := j.Finish(); code != 3 || stderr != "" {
-			t.Fatalf("exit %d, stderr %q; want 3 and a quiet release", code, stderr)
+		if r := j.finish(); r.Code != 3 || r.Stderr != "" {
+			t.Fatalf("exit %d, stderr %q; want 3 and a quiet release", r.Code, r.Stderr)
 		}
 		if replica.Exists(ctx, "lock:s-failover").Val() != 0 {
 			t.Fatal("the lock was not released on the new master")
 		}
 		// And the lock keeps working after the failover.
-		cmd, ran = prodMarker(t)
+		cmd, ran = marker(t)
 		res = clitest.Run(t, nil, append(append(args, "s-failover"), cmd...)...)
 		if res.Code != 0 || !ran() || res.Stderr != "" {
 			t.Fatalf("after failover: exit %d (ran %v), stderr %q; want 0", res.Code, ran(), res.Stderr)
@@ -148,7 +143,7 @@ func TestSentinelAuth(t *testing.T) {
 		{"the master's password is not the sentinel's", []string{"WITH_LOCK_PASSWORD=sentinel-pw"}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd, ran := prodMarker(t)
+			cmd, ran := marker(t)
 			res := clitest.Run(t, tc.env, append(append(append(args, tc.args...), "s-auth"), cmd...)...)
 			if (res.Code == 0) != tc.ok || ran() != tc.ok || strings.Contains(res.Stderr, "sentinel-pw") {
 				t.Fatalf("exit %d (ran %v), stderr %q; want success %v", res.Code, ran(), res.Stderr, tc.ok)

@@ -50,7 +50,7 @@ func TestTLS(t *testing.T) {
 		{"--cacert with a plain redis:// URL", []string{"--redis", strings.Replace(srv.URL(), "rediss:", "redis:", 1), "--cacert", ca.CertFile}, 78, "rediss://", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd, ran := prodMarker(t)
+			cmd, ran := marker(t)
 			res := clitest.Run(t, nil, append(append(tc.args, "tls-job"), cmd...)...)
 			if tc.orReset && res.Code == 69 && strings.Contains(res.Stderr, "connection reset") {
 				tc.code, tc.stderr = 69, "connection reset"
@@ -91,7 +91,7 @@ func TestTLSToPlainRedisIsConfigError(t *testing.T) {
 		{"--status", []string{"--redis", tlsURL(plain), "--status"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd, ran := prodMarker(t)
+			cmd, ran := marker(t)
 			args := append(tc.args, "--redis-timeout", timeout.String(), "tls-job")
 			if !slices.Contains(tc.args, "--status") {
 				args = append(args, cmd...)

@@ -3,15 +3,13 @@
 package clitest
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -55,16 +53,17 @@ func moduleRoot() string {
 
 // Result is a finished run.
 type Result struct {
-	Code     int
+	Code     int            // the exit code; -1 if a signal killed with-lock
+	Signal   syscall.Signal // the signal that killed with-lock, if one did
 	Stdout   string
 	Stderr   string
 	Duration time.Duration
 }
 
-// Command returns an *exec.Cmd for the binary with args and the environment
+// command returns an *exec.Cmd for the binary with args and the environment
 // plus env ("K=V"). WITH_LOCK_REDIS is removed from the inherited
 // environment so tests say which Redis they mean.
-func Command(t testing.TB, env []string, args ...string) *exec.Cmd {
+func command(t testing.TB, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
 	for _, kv := range os.Environ() {
@@ -80,35 +79,7 @@ func Command(t testing.TB, env []string, args ...string) *exec.Cmd {
 // exit code and output.
 func Run(t testing.TB, env []string, args ...string) Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
-	defer cancel()
-	cmd := Command(t, env, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Start()
-	if err != nil {
-		t.Fatalf("start with-lock: %v", err)
-	}
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
-	select {
-	case err = <-waitDone:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-waitDone
-		t.Fatalf("with-lock %q did not finish within %s", args, RunTimeout)
-	}
-	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), Duration: time.Since(start)}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		res.Code = exit.ExitCode()
-	default:
-		t.Fatalf("run with-lock: %v", err)
-	}
-	return res
+	return Start(t, env, args...).Wait(RunTimeout)
 }
 
 // Eventually polls cond every few milliseconds until it holds or timeout

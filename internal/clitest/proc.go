@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +14,18 @@ import (
 	"testing"
 	"time"
 )
+
+// Spec is a run of the binary with more than an environment and
+// arguments. Start and Run are its usual shorthands.
+type Spec struct {
+	Env   []string  // added to the environment, "K=V"
+	Args  []string  // with-lock's arguments
+	Stdin io.Reader // nil: /dev/null
+	// Terminal, from OpenPTY, is the run's stdin, stdout and stderr, in a
+	// session of its own with it as controlling terminal, as a login shell
+	// runs a command. What the terminal shows is the Proc's stdout.
+	Terminal *PTY
+}
 
 // Proc is a with-lock run in the background, for tests that act on it while
 // it runs (signals, faults).
@@ -31,14 +44,27 @@ type Proc struct {
 // process is killed when the test ends if it is still running.
 func Start(t testing.TB, env []string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{t: t, Cmd: Command(t, env, args...), done: make(chan struct{})}
-	p.Cmd.Stdout, p.Cmd.Stderr = &p.stdout, &p.stderr
+	return Spec{Env: env, Args: args}.Start(t)
+}
+
+// Start runs the binary as s says, in the background.
+func (s Spec) Start(t testing.TB) *Proc {
+	t.Helper()
+	p := &Proc{t: t, Cmd: command(t, s.Env, s.Args...), done: make(chan struct{})}
+	p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Stdin, &p.stdout, &p.stderr
+	if s.Terminal != nil {
+		p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Terminal.tty, s.Terminal.tty, s.Terminal.tty
+		p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	}
 	// A command's orphaned children may hold the output pipes open; do
 	// not let them keep Wait from returning once with-lock has exited.
 	p.Cmd.WaitDelay = time.Second
 	p.Started = time.Now()
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatalf("start with-lock: %v", err)
+	}
+	if s.Terminal != nil {
+		s.Terminal.handOver(&p.stdout)
 	}
 	go func() {
 		p.err = p.Cmd.Wait()
@@ -66,30 +92,100 @@ func (p *Proc) Signal(sig syscall.Signal) {
 // Stderr is what the process has written to stderr so far.
 func (p *Proc) Stderr() string { return p.stderr.String() }
 
+// Stdout is what the process (or its terminal) has shown so far.
+func (p *Proc) Stdout() string { return p.stdout.String() }
+
 // Done is closed when the process has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the process has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitTimeout bounds WaitFile, WaitStdout and WaitStderr: far more than any
+// step of a test takes, even on a loaded machine.
+const WaitTimeout = 30 * time.Second
+
+// WaitFile waits until path exists, as a command under with-lock creates it
+// once it runs. It fails the test if with-lock exits first.
+func (p *Proc) WaitFile(path string) {
+	p.t.Helper()
+	p.waitUntil("file "+path+" exists", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+}
+
+// WaitStdout waits until stdout shows s; it fails the test if with-lock
+// exits first.
+func (p *Proc) WaitStdout(s string) {
+	p.t.Helper()
+	p.waitUntil("stdout shows "+strconv.Quote(s), func() bool { return strings.Contains(p.Stdout(), s) })
+}
+
+// WaitStderr waits until stderr shows s; it fails the test if with-lock
+// exits first.
+func (p *Proc) WaitStderr(s string) {
+	p.t.Helper()
+	p.waitUntil("stderr shows "+strconv.Quote(s), func() bool { return strings.Contains(p.Stderr(), s) })
+}
+
+func (p *Proc) waitUntil(what string, cond func() bool) {
+	p.t.Helper()
+	Eventually(p.t, WaitTimeout, what, func() bool {
+		if cond() {
+			return true
+		}
+		if p.Exited() && !cond() {
+			p.t.Fatalf("with-lock exited before %s: %+v", what, p.result())
+		}
+		return false
+	})
+}
 
 // Wait waits at most timeout for the process to exit and returns its
 // result; Duration counts from Started.
 func (p *Proc) Wait(timeout time.Duration) Result {
 	p.t.Helper()
+	if p.Exited() {
+		return p.result()
+	}
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
 		_ = p.Cmd.Process.Kill()
 		<-p.done
-		p.t.Fatalf("with-lock %q did not exit within %s; stderr:\n%s", p.Cmd.Args[1:], timeout, p.stderr.String())
+		p.t.Fatalf("with-lock %q did not exit within %s; stdout:\n%s\nstderr:\n%s", p.Cmd.Args[1:], timeout, p.stdout.String(), p.stderr.String())
 	}
+	return p.result()
+}
+
+// result is the finished process's; it fails the test if the process
+// could not be waited for.
+func (p *Proc) result() Result {
+	p.t.Helper()
 	res := Result{Stdout: p.stdout.String(), Stderr: p.stderr.String(), Duration: p.ended.Sub(p.Started)}
 	var exit *exec.ExitError
-	switch {
-	case p.err == nil:
-	case errors.As(p.err, &exit):
-		res.Code = exit.ExitCode()
-	default:
+	if p.err != nil && !errors.As(p.err, &exit) && !errors.Is(p.err, exec.ErrWaitDelay) {
 		p.t.Fatalf("run with-lock: %v", p.err)
 	}
+	res.Code, res.Signal = exitStatus(p.Cmd.ProcessState)
 	return res
+}
+
+// exitStatus is a finished process's exit code, or -1 and the signal that
+// killed it.
+func exitStatus(st *os.ProcessState) (int, syscall.Signal) {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal()
+	}
+	return st.ExitCode(), 0
 }
 
 // syncBuffer is a bytes.Buffer safe to read while a process writes to it.

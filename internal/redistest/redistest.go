@@ -207,8 +207,15 @@ func (s *Server) URL() string {
 }
 
 // Client returns a new go-redis client for the server, closed with the test.
-func (s *Server) Client() *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, TLSConfig: s.tls})
+func (s *Server) Client() *redis.Client { return s.ClientWith(&redis.Options{}) }
+
+// ClientWith is Client with the options in o (a user and password,
+// timeouts, retries, a dialer); the address and TLS are the server's. o is
+// not modified.
+func (s *Server) ClientWith(o *redis.Options) *redis.Client {
+	opt := *o
+	opt.Addr, opt.TLSConfig, opt.DisableIdentity = s.Addr(), s.tls, true
+	rdb := redis.NewClient(&opt)
 	s.t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }

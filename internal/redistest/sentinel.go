@@ -28,6 +28,20 @@ type Sentinels struct {
 	Sentinels []*Server
 }
 
+// Client returns a failover client that finds the master through the
+// sentinels, closed with the test. o, if not nil, adds options (timeouts,
+// retries); the master's name and the sentinels are the group's.
+func (g *Sentinels) Client(o *redis.FailoverOptions) *redis.Client {
+	var opt redis.FailoverOptions
+	if o != nil {
+		opt = *o
+	}
+	opt.MasterName, opt.SentinelAddrs, opt.DisableIdentity = MasterName, g.Addrs(), true
+	rdb := redis.NewFailoverClient(&opt)
+	g.t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // StartSentinels starts a master, one replica of it and three sentinels
 // (quorum 2), and waits until the replica is in sync and every sentinel
 // knows the replica and the two other sentinels, so a failover can be

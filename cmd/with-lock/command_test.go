@@ -1,13 +1,9 @@
 package main_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,19 +13,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestSignalsForwarded: a signal to with-lock reaches the command; with-lock
-// waits for it, releases the lock and exits as the command did.
-func TestSignalsForwarded(t *testing.T) {
+// A signal to with-lock reaches the command; with-lock waits for it,
+// releases the lock and exits as the command did.
+func TestSignalReachesCommandAndExitFollowsIt(t *testing.T) {
 	e := setup(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
 		t.Run(unix.SignalName(sig), func(t *testing.T) {
 			t.Run("default action", func(t *testing.T) {
 				started := e.path("started-" + sig.String())
 				// exec: the signal's default action ends the command itself.
-				cmd, wait := startCLI(t, "--redis", e.srv.URL(), "x", "sh", "-c", `touch "$1"; exec sleep 30`, "sh", started)
-				waitFile(t, started)
-				_ = cmd.Process.Signal(sig)
-				r := wait()
+				p := clitest.Start(t, nil, "--redis", e.srv.URL(), "x", "sh", "-c", `touch "$1"; exec sleep 30`, "sh", started)
+				p.WaitFile(started)
+				p.Signal(sig)
+				r := p.Wait(30 * time.Second)
 				if r.Code != 128+int(sig) || r.Stderr != "" {
 					t.Errorf("exit %d, stderr %q; want %d, as the command died", r.Code, r.Stderr, 128+int(sig))
 				}
@@ -38,10 +34,10 @@ func TestSignalsForwarded(t *testing.T) {
 			t.Run("trapped", func(t *testing.T) {
 				started, got := e.path("started-trap-"+sig.String()), e.path("got-"+sig.String())
 				script := fmt.Sprintf(`trap 'echo caught > "$2"; exit 7' %d; touch "$1"; while :; do sleep 0.05; done`, int(sig))
-				cmd, wait := startCLI(t, "--redis", e.srv.URL(), "x", "sh", "-c", script, "sh", started, got)
-				waitFile(t, started)
-				_ = cmd.Process.Signal(sig)
-				r := wait()
+				p := clitest.Start(t, nil, "--redis", e.srv.URL(), "x", "sh", "-c", script, "sh", started, got)
+				p.WaitFile(started)
+				p.Signal(sig)
+				r := p.Wait(30 * time.Second)
 				if r.Code != 7 {
 					t.Errorf("exit %d, want the command's own 7 after it handled %v; stderr %q", r.Code, sig, r.Stderr)
 				}
@@ -54,13 +50,13 @@ func TestSignalsForwarded(t *testing.T) {
 	}
 }
 
-// TestSignalWhileAcquiring: a signal that arrives before the lock is taken
+// A signal that arrives before the lock is taken
 // ends with-lock without running the command. The "Redis" here accepts the
 // connection and never answers, so with-lock is provably waiting for its
 // first reply when the signal comes. with-lock still waits for that reply
 // or its timeout, since a SET that landed must be released: so the exit
 // is 143 for the signal, where the timeout alone would give 69.
-func TestSignalWhileAcquiring(t *testing.T) {
+func TestSignalWhileAcquiringSkipsCommand(t *testing.T) {
 	t.Parallel() // it waits out the Redis timeout
 	e := &env{t: t, dir: t.TempDir()}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -74,15 +70,15 @@ func TestSignalWhileAcquiring(t *testing.T) {
 			accepted <- c // keep it open and silent
 		}
 	}()
-	cmd, wait := startCLI(t, "--redis", "redis://"+l.Addr().String()+"/0", "--redis-timeout", "4s", "x", "touch", e.path("ran"))
+	p := clitest.Start(t, nil, "--redis", "redis://"+l.Addr().String()+"/0", "--redis-timeout", "4s", "x", "touch", e.path("ran"))
 	select {
 	case c := <-accepted:
 		defer c.Close()
 	case <-time.After(20 * time.Second):
 		t.Fatal("with-lock never connected")
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	r := wait()
+	p.Signal(syscall.SIGTERM)
+	r := p.Wait(30 * time.Second)
 	if r.Code != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit %d, want 143", r.Code)
 	}
@@ -90,64 +86,18 @@ func TestSignalWhileAcquiring(t *testing.T) {
 	e.notRun("ran")
 }
 
-// startCLI starts with-lock and returns a function that waits for it.
-func startCLI(t *testing.T, args ...string) (*exec.Cmd, func() clitest.Result) {
-	t.Helper()
-	cmd := clitest.Command(t, nil, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start with-lock: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	return cmd, func() clitest.Result {
-		t.Helper()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("with-lock %q did not exit within 30s", args)
-		}
-		r := clitest.Result{Stdout: stdout.String(), Stderr: stderr.String()}
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			r.Code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatalf("wait for with-lock: %v", err)
-		}
-		return r
-	}
-}
-
-func waitFile(t *testing.T, path string) {
-	t.Helper()
-	clitest.Eventually(t, 20*time.Second, "the command never started", func() bool {
-		_, err := os.Stat(path)
-		return err == nil
-	})
-}
-
-func (e *env) gone(t *testing.T, key string) {
-	t.Helper()
-	if n := e.rdb.Exists(context.Background(), key).Val(); n != 0 {
-		t.Errorf("%s was left behind", key)
-	}
-}
-
-// TestEnvironment: the command gets with-lock's environment plus
-// WITH_LOCK_NAME, _KEY and _TOKEN, the token being the key's value.
-func TestEnvironment(t *testing.T) {
+// The command gets with-lock's environment plus WITH_LOCK_NAME, _KEY and
+// _TOKEN, the token being the key's value.
+func TestCommandGetsEnvironmentAndLockVariables(t *testing.T) {
 	e := setup(t)
-	h := e.startHeld([]string{"--prefix", "env:"}, "nightly", 0)
+	h := e.startJob(0, "--prefix", "env:", "nightly")
 	if h.name != "nightly" || h.key != "env:nightly" || !tokenRE.MatchString(h.token) {
 		t.Errorf("WITH_LOCK_NAME, _KEY, _TOKEN = %q, %q, %q", h.name, h.key, h.token)
 	}
 	if got := e.get("env:nightly"); got != h.token {
 		t.Errorf("key holds %q, WITH_LOCK_TOKEN is %q", got, h.token)
 	}
-	h.finish(t)
+	h.finish()
 
 	r := clitest.Run(t, []string{"WITH_LOCK_TEST_PASSED=through"}, "--redis", e.srv.URL(), "x", "sh", "-c", `echo "$WITH_LOCK_TEST_PASSED"`)
 	if r.Code != 0 || r.Stdout != "through\n" {
@@ -160,23 +110,24 @@ func TestEnvironment(t *testing.T) {
 // stays inside until "$2" exists.
 const overlapProbe = `mkdir "$1" || exit 99; echo run >> "$3"; while [ ! -e "$2" ]; do sleep 0.01; done; rmdir "$1"`
 
-// TestContention: many copies of a job start at once; exactly one runs and
+// Many copies of a job start at once; exactly one runs and
 // the others are refused with 75. The one that runs stays inside until all
 // others have exited, so a lock that let two in could not pass.
-func TestContention(t *testing.T) {
+func TestConcurrentCopiesOneRunsOthersRefused75(t *testing.T) {
 	e := setup(t)
 	const copies = 12
 	for round := range 3 {
 		probe, gate, log := e.path(fmt.Sprint("probe", round)), e.path(fmt.Sprint("gate", round)), e.path(fmt.Sprint("log", round))
-		codes := make(chan clitest.Result, copies)
+		procs := make(chan *clitest.Proc, copies)
 		for range copies {
-			_, wait := startCLI(t, "--redis", e.srv.URL(), "race", "sh", "-c", overlapProbe, "sh", probe, gate, log)
-			go func() { codes <- wait() }()
+			p := clitest.Start(t, nil, "--redis", e.srv.URL(), "race", "sh", "-c", overlapProbe, "sh", probe, gate, log)
+			go func() { <-p.Done(); procs <- p }()
 		}
 		count := map[int]int{}
 		for i := range copies - 1 {
 			select {
-			case r := <-codes:
+			case p := <-procs:
+				r := p.Wait(0)
 				count[r.Code]++
 				if r.Code == 75 && !strings.Contains(r.Stderr, "lock:race is held by") {
 					t.Errorf("refused copy said %q", r.Stderr)
@@ -188,7 +139,7 @@ func TestContention(t *testing.T) {
 		if err := os.WriteFile(gate, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		count[(<-codes).Code]++
+		count[(<-procs).Wait(0).Code]++
 		if count[0] != 1 || count[75] != copies-1 {
 			t.Errorf("round %d: exit codes %v, want one 0 and %d times 75", round, count, copies-1)
 		}
@@ -199,21 +150,20 @@ func TestContention(t *testing.T) {
 	}
 }
 
-// TestContentionWaiting: copies that wait (-w) run one after the other,
+// Copies that wait (-w) run one after the other,
 // never two at once.
-func TestContentionWaiting(t *testing.T) {
+func TestWaitingCopiesRunOneAfterAnother(t *testing.T) {
 	e := setup(t)
 	const copies = 6
 	probe, log := e.path("probe"), e.path("log")
 	// Stay inside a moment, so that the copies queue up.
 	const script = `mkdir "$1" || exit 99; echo run >> "$2"; sleep 0.05; rmdir "$1"`
-	codes := make(chan clitest.Result, copies)
+	var procs []*clitest.Proc
 	for range copies {
-		_, wait := startCLI(t, "--redis", e.srv.URL(), "-w", "30s", "race", "sh", "-c", script, "sh", probe, log)
-		go func() { codes <- wait() }()
+		procs = append(procs, clitest.Start(t, nil, "--redis", e.srv.URL(), "-w", "30s", "race", "sh", "-c", script, "sh", probe, log))
 	}
-	for range copies {
-		if r := <-codes; r.Code != 0 {
+	for _, p := range procs {
+		if r := p.Wait(30 * time.Second); r.Code != 0 {
 			t.Errorf("exit %d, stderr %q; want every copy to run alone (99: two overlapped)", r.Code, r.Stderr)
 		}
 	}
@@ -222,7 +172,7 @@ func TestContentionWaiting(t *testing.T) {
 	}
 }
 
-// TestCommandSeesOnlyItsOwnLockVariables: the WITH_LOCK_* variables the
+// The WITH_LOCK_* variables the
 // command sees describe its own lock. Those inherited from the caller, or
 // from an outer with-lock, are dropped first: a command whose lock has no
 // --fence must not see another lock's fencing number.

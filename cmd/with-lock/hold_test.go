@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,43 +15,43 @@ import (
 
 // --on-lost ignore: the loss is reported, the command finishes with its own
 // exit code, and the new owner's key is left alone.
-func TestOnLostIgnore(t *testing.T) {
+func TestOnLostIgnoreLetsCommandFinishAndLeavesNewOwner(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "taken")
 	// The command waits until the test took the lock over, then exits 3.
-	p := clitest.Start(t, rnEnv(srv), "--ttl", "900ms", "--on-lost", "ignore", "ignore",
+	p := clitest.Start(t, redisEnv(srv), "--ttl", "900ms", "--on-lost", "ignore", "ignore",
 		"sh", "-c", `touch "$0.started"; while [ ! -e "$0" ]; do sleep 0.05; done; sleep 0.6; exit 3`, marker)
 	clitest.Eventually(t, 10*time.Second, "command started", func() bool { return exists(marker + ".started") })
-	if err := rdb.Set(context.Background(), "lock:ignore", newOwner, time.Minute).Err(); err != nil {
+	if err := rdb.Set(context.Background(), "lock:ignore", foreign, time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rnTouch(t, marker)
+	touch(t, marker)
 	res := p.Wait(10 * time.Second)
 	t.Logf("exit %d; stderr %q", res.Code, res.Stderr)
-	if res.Code != 3 || !rnHasLine(res.Stderr, "lock:ignore", "taken over by otherhost:4242", "goes on without the lock") {
+	if res.Code != 3 || !hasLine(res.Stderr, "lock:ignore", "taken over by otherhost:4242", "goes on without the lock") {
 		t.Errorf("exit %d, stderr %q; want the command's 3 and a warning", res.Code, res.Stderr)
 	}
 	if strings.Contains(res.Stderr, "no longer ours at release") {
 		t.Errorf("stderr %q: the loss was already reported", res.Stderr)
 	}
-	rnUntouched(t, rdb, "lock:ignore", newOwner)
+	untouched(t, rdb, "lock:ignore", foreign)
 }
 
 // A command that ignores SIGTERM is killed --kill-after later; with-lock
 // waits for the whole tree before exiting 125.
-func TestKillAfter(t *testing.T) {
+func TestKillAfterKillsTreeThatIgnoresSIGTERM(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const killAfter = 700 * time.Millisecond
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	// trap '' makes the shell and its child ignore SIGTERM.
-	p := clitest.Start(t, rnEnv(srv), "--ttl", "900ms", "--kill-after", killAfter.String(), "killafter",
+	p := clitest.Start(t, redisEnv(srv), "--ttl", "900ms", "--kill-after", killAfter.String(), "killafter",
 		"sh", "-c", `trap '' TERM; sleep 100 & printf '%s\n%s\n' $$ $! > "$0.tmp" && mv "$0.tmp" "$0"; wait`, pidfile)
 	pids := clitest.ReadPids(t, 10*time.Second, pidfile, 2)
 	takenAt := time.Now()
-	if err := rdb.Set(context.Background(), "lock:killafter", newOwner, time.Minute).Err(); err != nil {
+	if err := rdb.Set(context.Background(), "lock:killafter", foreign, time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	deadAt := clitest.WaitDead(t, 10*time.Second, pids...)
@@ -62,17 +61,16 @@ func TestKillAfter(t *testing.T) {
 	if took < killAfter || took > killAfter+time.Second+300*time.Millisecond {
 		t.Errorf("tree dead %s after the takeover, want after --kill-after %s, within a renewal interval plus 1s", took, killAfter)
 	}
-	if res.Code != 125 || !rnHasLine(res.Stderr, "SIGKILL after "+killAfter.String()) {
+	if res.Code != 125 || !hasLine(res.Stderr, "SIGKILL after "+killAfter.String()) {
 		t.Errorf("exit %d, stderr %q; want 125 and the plan", res.Code, res.Stderr)
 	}
 }
 
-// --no-renew keeps the seed's behaviour: the key expires under a long
-// command, which runs to its end; the release then finds the key not ours.
-func TestNoRenew(t *testing.T) {
+// --no-renew never extends the key: it expires under a long command, which runs to its end; the release then finds the key not ours.
+func TestNoRenewLetsKeyExpireUnderCommand(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	p := clitest.Start(t, rnEnv(srv), "--no-renew", "--ttl", "300ms", "norenew", "sleep", "1")
+	p := clitest.Start(t, redisEnv(srv), "--no-renew", "--ttl", "300ms", "norenew", "sleep", "1")
 	clitest.Eventually(t, 10*time.Second, "lock taken", func() bool {
 		return rdb.Exists(context.Background(), "lock:norenew").Val() == 1
 	})
@@ -85,22 +83,22 @@ func TestNoRenew(t *testing.T) {
 	default:
 	}
 	res := p.Wait(10 * time.Second)
-	if res.Code != 0 || !rnHasLine(res.Stderr, "no longer ours at release") {
+	if res.Code != 0 || !hasLine(res.Stderr, "no longer ours at release") {
 		t.Errorf("exit %d, stderr %q; want 0 and the release warning", res.Code, res.Stderr)
 	}
 }
 
 // --min-hold keeps a short job's lock until min-hold after acquisition; a
 // second run meanwhile is refused.
-func TestMinHoldFlag(t *testing.T) {
+func TestMinHoldKeepsShortJobsLockAfterRelease(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	res := clitest.Run(t, rnEnv(srv), "--min-hold", "1500ms", "minhold", "true")
+	res := clitest.Run(t, redisEnv(srv), "--min-hold", "1500ms", "minhold", "true")
 	if res.Code != 0 || res.Stderr != "" {
 		t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
 	}
 	d := rdb.PTTL(context.Background(), "lock:minhold").Val()
-	again := clitest.Run(t, rnEnv(srv), "minhold", "true")
+	again := clitest.Run(t, redisEnv(srv), "minhold", "true")
 	t.Logf("a %s job with --min-hold 1.5s left the key for %s more; a second run exited %d", res.Duration.Round(time.Millisecond), d, again.Code)
 	if d <= 0 || d > 1500*time.Millisecond {
 		t.Errorf("PTTL after the job = %s, want the rest of the 1.5s min-hold", d)
@@ -112,11 +110,11 @@ func TestMinHoldFlag(t *testing.T) {
 
 // --fence gives the command WITH_LOCK_FENCE, increasing per acquisition;
 // without it there is none.
-func TestFenceFlag(t *testing.T) {
+func TestFenceGivesCommandIncreasingNumberOnlyWhenAsked(t *testing.T) {
 	srv := redistest.Start(t)
 	var fences []int
 	for range 3 {
-		res := clitest.Run(t, rnEnv(srv), "--fence", "fenced", "sh", "-c", `echo "$WITH_LOCK_FENCE"`)
+		res := clitest.Run(t, redisEnv(srv), "--fence", "fenced", "sh", "-c", `echo "$WITH_LOCK_FENCE"`)
 		f, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
 		if res.Code != 0 || err != nil {
 			t.Fatalf("exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
@@ -129,7 +127,7 @@ func TestFenceFlag(t *testing.T) {
 			t.Errorf("fences %v, want positive and strictly increasing", fences)
 		}
 	}
-	res := clitest.Run(t, rnEnv(srv), "unfenced", "sh", "-c", `echo "${WITH_LOCK_FENCE-unset}"`)
+	res := clitest.Run(t, redisEnv(srv), "unfenced", "sh", "-c", `echo "${WITH_LOCK_FENCE-unset}"`)
 	if strings.TrimSpace(res.Stdout) != "unset" {
 		t.Errorf("without --fence WITH_LOCK_FENCE = %q, want unset", res.Stdout)
 	}
@@ -138,65 +136,9 @@ func TestFenceFlag(t *testing.T) {
 	}
 }
 
-func TestStatusFlag(t *testing.T) {
-	srv := redistest.Start(t)
-	env := rnEnv(srv)
-
-	res := clitest.Run(t, env, "--status", "st")
-	if res.Code != 1 || strings.TrimSpace(res.Stdout) != "lock:st is free" {
-		t.Errorf("free: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
-	}
-	res = clitest.Run(t, env, "--status", "--json", "st")
-	if res.Code != 1 || strings.TrimSpace(res.Stdout) != `{"key":"lock:st","held":false,"ttl_ms":0}` {
-		t.Errorf("free, JSON: exit %d, stdout %q", res.Code, res.Stdout)
-	}
-
-	pidfile := filepath.Join(t.TempDir(), "pids")
-	p := clitest.Start(t, env, "--fence", "--ttl", "20s", "st", "sh", "-c",
-		`echo "$WITH_LOCK_TOKEN" > "$0.token"; echo "$WITH_LOCK_FENCE" > "$0.fence"; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 100`, pidfile)
-	clitest.ReadPids(t, 10*time.Second, pidfile, 1)
-	host, pid := rnHostPid(t, p.Pid())
-	fence := strings.TrimSpace(rnRead(t, pidfile+".fence")) // the command's own
-
-	res = clitest.Run(t, env, "--status", "st")
-	t.Logf("held: %q", res.Stdout)
-	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "lock:st is held by "+host+":"+pid+", expires in ") || !strings.HasSuffix(res.Stdout, ", fence "+fence+"\n") {
-		t.Errorf("held: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
-	}
-	res = clitest.Run(t, env, "--status", "--json", "st")
-	t.Logf("held, JSON: %q", res.Stdout)
-	var js struct {
-		Key    string `json:"key"`
-		Held   bool   `json:"held"`
-		Holder string `json:"holder"`
-		Host   string `json:"host"`
-		PID    int    `json:"pid"`
-		TTLMs  int64  `json:"ttl_ms"`
-		Fence  int64  `json:"fence"`
-	}
-	if err := json.Unmarshal([]byte(res.Stdout), &js); err != nil {
-		t.Fatalf("JSON %q: %v", res.Stdout, err)
-	}
-	if res.Code != 0 || js.Key != "lock:st" || !js.Held || js.Holder != host+":"+pid || js.Host != host ||
-		strconv.Itoa(js.PID) != pid || js.TTLMs <= 0 || js.TTLMs > 20000 || strconv.FormatInt(js.Fence, 10) != fence {
-		t.Errorf("held, JSON: exit %d, %+v", res.Code, js)
-	}
-	token := strings.TrimSpace(rnRead(t, pidfile+".token"))
-	secret := token[strings.LastIndexByte(token, ':')+1:]
-	if strings.Contains(res.Stdout, secret) {
-		t.Error("--status shows the token's secret part")
-	}
-	p.Signal(syscall.SIGTERM)
-	p.Wait(10 * time.Second)
-
-	down := redistest.FreePort(t)
-	res = clitest.Run(t, []string{"WITH_LOCK_REDIS=redis://127.0.0.1:" + strconv.Itoa(down) + "/0"}, "--status", "st")
-	if res.Code != 69 || res.Stderr == "" {
-		t.Errorf("Redis down: exit %d, stderr %q; want 69", res.Code, res.Stderr)
-	}
-}
-
-func TestRenewFlagsUsage(t *testing.T) {
+// Bad supervision, status and min-hold flags are usage errors, 64, with a
+// message.
+func TestBadHoldAndStatusFlagsExit64(t *testing.T) {
 	tests := [][]string{
 		{"--status", "x", "cmd"},
 		{"--status"},
@@ -220,7 +162,7 @@ func TestRenewFlagsUsage(t *testing.T) {
 func TestGuardStandsDownAfterNormalExit(t *testing.T) {
 	srv := redistest.Start(t)
 	pidfile := filepath.Join(t.TempDir(), "pids")
-	res := clitest.Run(t, rnEnv(srv), "guard", "sh", "-c", `sleep 100 >/dev/null 2>&1 & echo $! > "$0.tmp" && mv "$0.tmp" "$0"`, pidfile)
+	res := clitest.Run(t, redisEnv(srv), "guard", "sh", "-c", `sleep 100 >/dev/null 2>&1 & echo $! > "$0.tmp" && mv "$0.tmp" "$0"`, pidfile)
 	if res.Code != 0 {
 		t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
 	}

@@ -10,10 +10,10 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// rnProbe is a critical section that fails with 99 if it is not alone:
+// probe is a critical section that fails with 99 if it is not alone:
 // mkdir is atomic, so a second holder finds the directory there. It holds
 // for hold seconds and cleans up when stopped by a lost lock too.
-func rnProbe(dir, hold string) []string {
+func probe(dir, hold string) []string {
 	return []string{"sh", "-c",
 		`mkdir "$0" 2>/dev/null || exit 99
 trap 'rmdir "$0"; exit 143' TERM
@@ -21,9 +21,9 @@ sleep "$1" & wait $!
 rmdir "$0"`, filepath.Join(dir, "probe"), hold}
 }
 
-// rnChurn runs workers goroutines, each running with-lock trials times in
+// churn runs workers goroutines, each running with-lock trials times in
 // a row on one lock, and counts the exit codes.
-func rnChurn(t *testing.T, srv *redistest.Server, workers, trials int, args ...string) map[int]int {
+func churn(t *testing.T, srv *redistest.Server, workers, trials int, args ...string) map[int]int {
 	t.Helper()
 	var mu sync.Mutex
 	codes := map[int]int{}
@@ -31,7 +31,7 @@ func rnChurn(t *testing.T, srv *redistest.Server, workers, trials int, args ...s
 	for range workers {
 		wg.Go(func() {
 			for range trials {
-				res := clitest.Run(t, rnEnv(srv), args...)
+				res := clitest.Run(t, redisEnv(srv), args...)
 				mu.Lock()
 				codes[res.Code]++
 				mu.Unlock()
@@ -54,9 +54,9 @@ func TestNoOverlapUnderChurn(t *testing.T) {
 	dir := t.TempDir()
 	const workers, trials = 5, 3
 	// Each section holds 350ms on a 300ms TTL: renewed three times.
-	args := append([]string{"-w", "30s", "--ttl", "300ms", "churn"}, rnProbe(dir, "0.35")...)
+	args := append([]string{"-w", "30s", "--ttl", "300ms", "churn"}, probe(dir, "0.35")...)
 	start := time.Now()
-	codes := rnChurn(t, srv, workers, trials, args...)
+	codes := churn(t, srv, workers, trials, args...)
 	t.Logf("%d processes × %d trials, 350ms sections on a 300ms TTL, in %s: exit codes %v (0 ran alone, 99 overlap, 125 lock presumed lost and job stopped)",
 		workers, trials, time.Since(start).Round(time.Millisecond), codes)
 	if codes[99] != 0 {
@@ -76,8 +76,8 @@ func TestProbeSeesOverlapWithoutRenewal(t *testing.T) {
 	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
 	srv := redistest.Start(t)
 	dir := t.TempDir()
-	args := append([]string{"--no-renew", "-w", "30s", "--ttl", "200ms", "churn"}, rnProbe(dir, "0.6")...)
-	codes := rnChurn(t, srv, 2, 1, args...)
+	args := append([]string{"--no-renew", "-w", "30s", "--ttl", "200ms", "churn"}, probe(dir, "0.6")...)
+	codes := churn(t, srv, 2, 1, args...)
 	t.Logf("2 processes, 600ms sections on a 200ms TTL with --no-renew: exit codes %v", codes)
 	if codes[99] == 0 {
 		t.Errorf("exit codes %v: the probe did not see the overlap that --no-renew allows", codes)

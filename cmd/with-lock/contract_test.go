@@ -1,0 +1,210 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/with-lock/with-lock/internal/clitest"
+)
+
+// The original contract's checks: the binary, running the command under
+// the lock, the exit code, the key during the run, a busy lock, a lock
+// taken over, and what goes over the wire.
+
+// The binary builds and is executable.
+func TestBinaryIsExecutable(t *testing.T) {
+	fi, err := os.Stat(clitest.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&0o111 == 0 || !fi.Mode().IsRegular() {
+		t.Errorf("%s has mode %v, want an executable file", fi.Name(), fi.Mode())
+	}
+}
+
+// The command runs, and afterwards the lock is gone.
+func TestRunsCommandThenReleasesLock(t *testing.T) {
+	e := setup(t)
+	r := e.run("x", "touch", e.path("ran"))
+	if r.Code != 0 || r.Stderr != "" || r.Stdout != "" {
+		t.Errorf("with-lock x touch = %d, %q, %q; want 0 and silence", r.Code, r.Stdout, r.Stderr)
+	}
+	if !e.exists("ran") {
+		t.Error("the command did not run")
+	}
+	if n := e.rdb.Exists(context.Background(), "lock:x").Val(); n != 0 {
+		t.Error("lock:x still exists after the command")
+	}
+}
+
+// The command's exit code passes through.
+func TestExitCodePassesThrough(t *testing.T) {
+	e := setup(t)
+	for _, code := range []int{0, 1, 3, 42, 75, 255} {
+		r := e.run("x", "sh", "-c", "exit "+strconv.Itoa(code))
+		if r.Code != code || r.Stderr != "" {
+			t.Errorf("command exiting %d: with-lock exited %d, stderr %q", code, r.Code, r.Stderr)
+		}
+	}
+}
+
+// During the run the key exists with a TTL of at most 30s, holding a token
+// unique to the run and naming with-lock's host and pid; the command sees
+// it.
+func TestKeyHoldsUniqueTokenWithTTLDuringRun(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	var tokens []string
+	for range 2 {
+		h := e.startJob(0, "x")
+		if h.name != "x" || h.key != "lock:x" {
+			t.Errorf("WITH_LOCK_NAME, WITH_LOCK_KEY = %q, %q; want x, lock:x", h.name, h.key)
+		}
+		if got := e.get("lock:x"); got != h.token {
+			t.Errorf("lock:x holds %q while WITH_LOCK_TOKEN is %q", got, h.token)
+		}
+		if ttl := e.rdb.PTTL(ctx, "lock:x").Val(); ttl <= 0 || ttl > 30*time.Second {
+			t.Errorf("PTTL of lock:x during the run = %v, want in (0, 30s]", ttl)
+		}
+		m := tokenRE.FindStringSubmatch(h.token)
+		if m == nil || m[1] != host || m[2] != strconv.Itoa(h.Pid()) {
+			t.Errorf("token %q: want %s:%d:<32 hex>, naming with-lock's host and pid", h.token, host, h.Pid())
+		}
+		tokens = append(tokens, h.token)
+		if r := h.finish(); r.Code != 0 || r.Stderr != "" {
+			t.Errorf("with-lock exited %d, stderr %q", r.Code, r.Stderr)
+		}
+	}
+	if tokens[0] == tokens[1] {
+		t.Errorf("two runs used the same token %q", tokens[0])
+	}
+}
+
+// A busy lock makes with-lock exit 75 at once, without running the
+// command, and leaves the lock alone.
+func TestBusyLockRefusedAtOnceWith75(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.rdb.Set(ctx, "lock:x", foreign, 30*time.Second)
+	const timeout = 20 * time.Second
+	r := e.run("--redis-timeout", timeout.String(), "x", "touch", e.path("ran"))
+	if r.Code != 75 {
+		t.Errorf("busy lock: exit %d, want 75", r.Code)
+	}
+	oneLine(t, r, "lock:x is held by otherhost:4242")
+	if strings.Contains(r.Stderr, foreignSecret) {
+		t.Errorf("stderr %q shows the holder's token", r.Stderr)
+	}
+	if e.exists("ran") {
+		t.Error("the command ran although the lock was busy")
+	}
+	if got := e.get("lock:x"); got != foreign {
+		t.Errorf("lock:x became %q, want the holder's token", got)
+	}
+	// Fast: it does not wait for anything, in particular no timeout.
+	if r.Duration >= timeout/2 {
+		t.Errorf("refusal took %v, want well under the %v Redis timeout", r.Duration, timeout)
+	}
+}
+
+// A lock taken over while the command ran survives our
+// release; with-lock says so and still exits with the command's code.
+func TestTakenOverLockSurvivesRelease(t *testing.T) {
+	e := setup(t)
+	h := e.startJob(3, "x")
+	e.rdb.Set(context.Background(), "lock:x", foreign, 30*time.Second)
+	r := h.finish()
+	if r.Code != 3 {
+		t.Errorf("exit %d, want the command's 3", r.Code)
+	}
+	oneLine(t, r, "lock:x was no longer ours")
+	if strings.Contains(r.Stderr, h.token) || strings.Contains(r.Stderr, randomPart(h.token)) {
+		t.Errorf("stderr %q shows our token", r.Stderr)
+	}
+	if got := e.get("lock:x"); got != foreign {
+		t.Errorf("lock:x became %q after our release, want the new owner's token", got)
+	}
+}
+
+// On the wire, acquire is one SET NX EX and release is
+// one EVAL of the compare-and-delete script; nothing else reaches Redis
+// from with-lock but the connection's HELLO.
+func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
+	script, err := os.ReadFile("../../release.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ttl        string
+		unit, span string
+	}{
+		{"", "ex", "30"},
+		{"1500ms", "px", "1500"},
+	} {
+		e := setup(t)
+		mon := e.srv.Monitor()
+		args := []string{"x", "true"}
+		if tc.ttl != "" {
+			args = append([]string{"--ttl", tc.ttl}, args...)
+		}
+		if r := e.run(args...); r.Code != 0 {
+			t.Fatalf("with-lock %q: exit %d, %s", args, r.Code, r.Stderr)
+		}
+		var sent []string
+		var set, eval []string
+		for _, c := range mon.Commands() {
+			if c.Client == "lua" {
+				continue // what the script itself did
+			}
+			sent = append(sent, c.Args[0])
+			switch c.Args[0] {
+			case "set":
+				set = c.Args
+			case "eval":
+				eval = c.Args
+			}
+		}
+		if !slices.Equal(sent, []string{"hello", "set", "eval"}) {
+			t.Errorf("with-lock %q sent %q, want exactly hello, set, eval", args, sent)
+		}
+		if len(set) != 6 || !tokenRE.MatchString(set[2]) {
+			t.Fatalf("SET = %q, want set lock:x <token> %s %s nx", set, tc.unit, tc.span)
+		}
+		wantSet := []string{"set", "lock:x", set[2], tc.unit, tc.span, "nx"}
+		if !slices.Equal(set, wantSet) {
+			t.Errorf("SET = %q, want %q", set, wantSet)
+		}
+		wantEval := []string{"eval", string(script), "1", "lock:x", set[2], "0"}
+		if !slices.Equal(eval, wantEval) {
+			t.Errorf("EVAL = %q, want release.lua with key lock:x and the SET's token", eval)
+		}
+	}
+}
+
+// Arguments reach the command as they are, never through a shell.
+func TestArgumentsReachCommandVerbatim(t *testing.T) {
+	e := setup(t)
+	marker := e.path("marker")
+	args := []string{"$(touch " + marker + ")", "`touch " + marker + "`", ";", "|", "&&", "*", "$HOME", "a b", "'q'", ""}
+	r := e.run(append([]string{"x", "printf", `[%s]\n`}, args...)...)
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var want strings.Builder
+	for _, a := range args {
+		fmt.Fprintf(&want, "[%s]\n", a)
+	}
+	if r.Stdout != want.String() {
+		t.Errorf("command printed\n%s\nwant the arguments verbatim\n%s", r.Stdout, want.String())
+	}
+	if e.exists("marker") {
+		t.Error("a shell ran the arguments: the marker exists")
+	}
+}

@@ -1,0 +1,75 @@
+package main_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// --status says whether the lock is free or who holds it, for how long and
+// with which fence, as text or JSON, without the token's secret; exit 1
+// when free, 0 when held, 69 when Redis is down.
+func TestStatusReportsFreeOrHolderTTLAndFence(t *testing.T) {
+	srv := redistest.Start(t)
+	env := redisEnv(srv)
+
+	res := clitest.Run(t, env, "--status", "st")
+	if res.Code != 1 || strings.TrimSpace(res.Stdout) != "lock:st is free" {
+		t.Errorf("free: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	res = clitest.Run(t, env, "--status", "--json", "st")
+	if res.Code != 1 || strings.TrimSpace(res.Stdout) != `{"key":"lock:st","held":false,"ttl_ms":0}` {
+		t.Errorf("free, JSON: exit %d, stdout %q", res.Code, res.Stdout)
+	}
+
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	p := clitest.Start(t, env, "--fence", "--ttl", "20s", "st", "sh", "-c",
+		`echo "$WITH_LOCK_TOKEN" > "$0.token"; echo "$WITH_LOCK_FENCE" > "$0.fence"; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 100`, pidfile)
+	clitest.ReadPids(t, 10*time.Second, pidfile, 1)
+	host, pid := hostPid(t, p.Pid())
+	fence := strings.TrimSpace(readFile(t, pidfile+".fence")) // the command's own
+
+	res = clitest.Run(t, env, "--status", "st")
+	t.Logf("held: %q", res.Stdout)
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "lock:st is held by "+host+":"+pid+", expires in ") || !strings.HasSuffix(res.Stdout, ", fence "+fence+"\n") {
+		t.Errorf("held: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	res = clitest.Run(t, env, "--status", "--json", "st")
+	t.Logf("held, JSON: %q", res.Stdout)
+	var js struct {
+		Key    string `json:"key"`
+		Held   bool   `json:"held"`
+		Holder string `json:"holder"`
+		Host   string `json:"host"`
+		PID    int    `json:"pid"`
+		TTLMs  int64  `json:"ttl_ms"`
+		Fence  int64  `json:"fence"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &js); err != nil {
+		t.Fatalf("JSON %q: %v", res.Stdout, err)
+	}
+	if res.Code != 0 || js.Key != "lock:st" || !js.Held || js.Holder != host+":"+pid || js.Host != host ||
+		strconv.Itoa(js.PID) != pid || js.TTLMs <= 0 || js.TTLMs > 20000 || strconv.FormatInt(js.Fence, 10) != fence {
+		t.Errorf("held, JSON: exit %d, %+v", res.Code, js)
+	}
+	token := strings.TrimSpace(readFile(t, pidfile+".token"))
+	secret := token[strings.LastIndexByte(token, ':')+1:]
+	if strings.Contains(res.Stdout, secret) {
+		t.Error("--status shows the token's secret part")
+	}
+	p.Signal(syscall.SIGTERM)
+	p.Wait(10 * time.Second)
+
+	down := redistest.FreePort(t)
+	res = clitest.Run(t, []string{"WITH_LOCK_REDIS=redis://127.0.0.1:" + strconv.Itoa(down) + "/0"}, "--status", "st")
+	if res.Code != 69 || res.Stderr == "" {
+		t.Errorf("Redis down: exit %d, stderr %q; want 69", res.Code, res.Stderr)
+	}
+}
