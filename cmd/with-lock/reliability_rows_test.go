@@ -136,8 +136,8 @@ var rlRows = []rlRow{
 		},
 	},
 	{
-		fault:  "one quorum master down (of 3), then back empty with a foreign key on it",
-		test:   "QuorumKeepsItsLockWithOneMasterDownAndRepairsItOnceTheForeignKeyExpires",
+		fault: "one quorum master down (of 3), then back empty with a foreign key on it",
+		test:  "QuorumKeepsItsLockWithOneMasterDownAndRepairsItOnceTheForeignKeyExpires",
 		// The holder learns of the foreign key only from the renewal that
 		// reaches the restarted master, and go-redis redials a server that
 		// refused connections about once a second: the key is back by the
