@@ -63,7 +63,7 @@ func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
 	if got := rdb.Get(ctx, "lock:job").Val(); got != l.Token() {
 		t.Errorf("key holds %q, want the lock's token %q", got, l.Token())
 	}
-	if at := l.AcquiredAt(); at.Before(before) || at.After(after) {
+	if at := withlock.AcquiredAt(l); at.Before(before) || at.After(after) {
 		t.Errorf("AcquiredAt %v not within the call [%v, %v]", at, before, after)
 	}
 	if l.Fence() != 0 {
@@ -109,18 +109,18 @@ func TestTryAcquireBusy(t *testing.T) {
 			if !errors.Is(err, withlock.ErrNotObtained) || l != nil {
 				t.Fatalf("TryAcquire on a held lock = %v, %v; want nil, ErrNotObtained", l, err)
 			}
-			var held *withlock.HeldError
+			var held *withlock.NotObtainedError
 			if !errors.As(err, &held) {
-				t.Fatalf("error %T is not a *HeldError", err)
+				t.Fatalf("error %T is not a *NotObtainedError", err)
 			}
 			if held.Key != "lock:job" || held.Holder != tc.wantHolder {
-				t.Errorf("HeldError Key, Holder = %q, %q; want lock:job, %q", held.Key, held.Holder, tc.wantHolder)
+				t.Errorf("NotObtainedError Key, Holder = %q, %q; want lock:job, %q", held.Key, held.Holder, tc.wantHolder)
 			}
 			if tc.wantTTL && (held.TTL <= 0 || held.TTL > tc.ttl) {
-				t.Errorf("HeldError.TTL = %v, want in (0, %v]", held.TTL, tc.ttl)
+				t.Errorf("NotObtainedError.TTL = %v, want in (0, %v]", held.TTL, tc.ttl)
 			}
 			if !tc.wantTTL && held.TTL != 0 {
-				t.Errorf("HeldError.TTL = %v for a key without expiry, want 0", held.TTL)
+				t.Errorf("NotObtainedError.TTL = %v for a key without expiry, want 0", held.TTL)
 			}
 			if strings.Contains(err.Error(), randomPart(foreignToken)) {
 				t.Errorf("error %q shows the holder's secret", err)
@@ -138,9 +138,9 @@ func TestTryAcquireBusy(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = locker.TryAcquire(ctx, "job", 10*time.Second, nil)
-		var held *withlock.HeldError
+		var held *withlock.NotObtainedError
 		if !errors.As(err, &held) || held.Holder != holder(t) {
-			t.Fatalf("second TryAcquire = %v; want a *HeldError naming %s", err, holder(t))
+			t.Fatalf("second TryAcquire = %v; want a *NotObtainedError naming %s", err, holder(t))
 		}
 		if strings.Contains(err.Error(), randomPart(first.Token())) || strings.Contains(held.Holder, randomPart(first.Token())) {
 			t.Errorf("error %q shows the holder's secret", err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -363,7 +362,7 @@ func TestWrongTypeLockKeyIsConfigError(t *testing.T) {
 func TestFenceCounterNotANumberIsConfigError(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	counter := withlock.New(e.rdb, nil).FenceKey("x")
+	counter := "{lock:x}:fence" // the counter's documented name
 	e.rdb.Set(ctx, counter, "not a number", 0)
 	r := e.run("--fence", "x", "touch", e.path("ran"))
 	if r.Code != 78 {

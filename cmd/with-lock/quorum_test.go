@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -207,7 +206,7 @@ func TestQuorumCLIRepairsAMasterFreedAfterAcquire(t *testing.T) {
 func TestQuorumCLIMajorityLostMidRun(t *testing.T) {
 	const ttl = time.Second
 	const interval = ttl / 3
-	margin := withlock.DefaultMargin(ttl)
+	margin := min(ttl/10+100*time.Millisecond, ttl/4) // the library's default KeepAlive margin
 	tests := []struct {
 		name   string
 		fault  func(*redistest.Server)

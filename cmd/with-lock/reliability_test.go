@@ -5,12 +5,12 @@ import (
 	"errors"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -152,7 +152,7 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	// The SET was sent after with-lock started, so measuring from its start
 	// over-states the time the key had: a safe bound.
 	sinceStart := deadAt.Sub(p.Started)
-	margin := withlock.DefaultMargin(ttl)
+	margin := min(ttl/10+100*time.Millisecond, ttl/4) // the library's default KeepAlive margin
 	t.Logf("command tree dead %s after with-lock started (%s after Redis was paused); TTL %s, local deadline TTL-%s",
 		sinceStart.Round(time.Millisecond), deadAt.Sub(pausedAt).Round(time.Millisecond), ttl, margin)
 	if sinceStart >= ttl {
@@ -192,7 +192,7 @@ func TestShortClientPausesCauseNoFalseLoss(t *testing.T) {
 		time.Sleep(pause + 50*time.Millisecond)
 	}
 	st := rnKey(admin, "lock:client-pauses")
-	if st.err != nil || withlock.Holder(st.val) == "unknown" || st.pttl <= 0 || st.pttl > ttl {
+	if st.err != nil || strings.Count(st.val, ":") < 2 || st.pttl <= 0 || st.pttl > ttl {
 		t.Errorf("after %s of pauses the key is %+v, want still held by with-lock with TTL ≤ %s", run, st, ttl)
 	}
 	p.Signal(syscall.SIGTERM) // the tree dies of it; with-lock passes on 143

@@ -65,7 +65,7 @@ func TestSentinel(t *testing.T) {
 			t.Fatalf("min-hold: the released key has PTTL %v, want (0, 5s]", ttl)
 		}
 		// A first fence is the server's clock in µs, and the counter keeps it.
-		if f := master.Get(ctx, c.FenceKey("s-lib")).Val(); f != strconv.FormatInt(l.Fence(), 10) || l.Fence() < before || l.Fence() > after {
+		if f := master.Get(ctx, "{lock:s-lib}:fence").Val(); f != strconv.FormatInt(l.Fence(), 10) || l.Fence() < before || l.Fence() > after {
 			t.Fatalf("fence %d, counter %q; want the time in [%d, %d] in both", l.Fence(), f, before, after)
 		}
 	})
