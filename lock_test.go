@@ -316,3 +316,22 @@ func waitGone(t *testing.T, rdb *redis.Client, key string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A lock that fewer replicas than MinReplicas acknowledge is given up: the
+// error matches ErrNotReplicated, says how many acknowledged out of how many
+// were required, and the key is gone.
+func TestNotReplicatedSaysGotAndWantAndReleases(t *testing.T) {
+	locker, rdb, _ := setup(t) // a server without replicas
+	ctx := context.Background()
+	opts := &withlock.LockOptions{MinReplicas: 1, ReplicaTimeout: 50 * time.Millisecond}
+	l, err := locker.TryAcquire(ctx, "replicated", time.Minute, opts)
+	if !errors.Is(err, withlock.ErrNotReplicated) || l != nil {
+		t.Fatalf("TryAcquire = %v, %v; want an error matching ErrNotReplicated", l, err)
+	}
+	if !strings.Contains(err.Error(), "0 of 1 acknowledged") {
+		t.Errorf("error %q does not say 0 of 1 acknowledged", err)
+	}
+	if n := rdb.Exists(ctx, locker.Key("replicated")).Val(); n != 0 {
+		t.Errorf("the key is still there after the failed acquisition")
+	}
+}
