@@ -328,8 +328,8 @@ func TestNotReplicatedSaysGotAndWantAndReleases(t *testing.T) {
 	if !errors.Is(err, withlock.ErrNotReplicated) || l != nil {
 		t.Fatalf("TryAcquire = %v, %v; want an error matching ErrNotReplicated", l, err)
 	}
-	if !strings.Contains(err.Error(), "0 of 1 acknowledged") {
-		t.Errorf("error %q does not say 0 of 1 acknowledged", err)
+	if !strings.Contains(err.Error(), "acknowledged by 0 of the 1 replicas required") {
+		t.Errorf("error %q does not say 0 of 1 replicas acknowledged", err)
 	}
 	if n := rdb.Exists(ctx, locker.Key("replicated")).Val(); n != 0 {
 		t.Errorf("the key is still there after the failed acquisition")

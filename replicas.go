@@ -54,9 +54,21 @@ func (s *single) acquireReplicated(ctx context.Context, l *Lock, opts *LockOptio
 	if err != nil {
 		return false, fmt.Errorf("wait for replicas of %s: %w", l.key, err)
 	}
-	return false, fmt.Errorf("acquire %s: %w: %d of %d acknowledged within %s; released it",
-		l.key, ErrNotReplicated, acks, opts.MinReplicas, timeout)
+	return false, &notReplicatedError{key: l.key, want: opts.MinReplicas, got: int(acks)}
 }
+
+// notReplicatedError says how many replicas acknowledged a lock that needed
+// more. It matches ErrNotReplicated; callers branch on that alone.
+type notReplicatedError struct {
+	key       string
+	want, got int
+}
+
+func (e *notReplicatedError) Error() string {
+	return fmt.Sprintf("lock %s was acknowledged by %d of the %d replicas required; released it", e.key, e.got, e.want)
+}
+
+func (e *notReplicatedError) Is(target error) bool { return target == ErrNotReplicated }
 
 // stickyConn returns one connection to the master that owns key: a plain or
 // Sentinel client's own, or in a Cluster the connection of the key's master.

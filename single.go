@@ -120,20 +120,20 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string
 }
 
 func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
-	n, err := s.rdb.Eval(ctx, extendScript, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
-	if err != nil {
-		return opError("extend", l.key, err)
-	}
-	if n != 1 {
-		return ErrLockNotHeld
-	}
-	return nil
+	return s.ifOurs(ctx, "extend", extendScript, l, ttl)
 }
 
 func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {
-	n, err := s.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep.Milliseconds()).Int64()
+	return s.ifOurs(ctx, "release", releaseScript, l, keep)
+}
+
+// ifOurs runs a token-checked script of op (extend.lua or release.lua) on
+// l with its duration argument in ms: 1 means done, anything else that the
+// lock is not ours.
+func (s *single) ifOurs(ctx context.Context, op, script string, l *Lock, d time.Duration) error {
+	n, err := s.rdb.Eval(ctx, script, []string{l.key}, l.token, d.Milliseconds()).Int64()
 	if err != nil {
-		return opError("release", l.key, err)
+		return opError(op, l.key, err)
 	}
 	if n != 1 {
 		return ErrLockNotHeld
