@@ -9,7 +9,7 @@ import (
 // DoOptions configure Do. A nil *DoOptions means the defaults: fail at once
 // when the lock is busy, no fencing, no min-hold, default renewal.
 type DoOptions struct {
-	// LockOptions are the acquisition's fencing and min-hold.
+	// LockOptions are the acquisition's fencing, min-hold and replicas.
 	LockOptions
 	// Wait makes Do wait for a busy lock until ctx is done, as Acquire
 	// does, instead of failing at once with ErrNotObtained.
@@ -29,7 +29,7 @@ type DoOptions struct {
 // any loss (matching ErrLockLost, also when the lock turned out to be gone
 // only at release) and any release error. The release runs even when ctx
 // is already cancelled; it is bounded by the Redis client's timeouts.
-func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, l *Lock) error, opts *DoOptions) error {
+func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, opts *DoOptions, fn func(ctx context.Context, l *Lock) error) error {
 	if opts == nil {
 		opts = &DoOptions{}
 	}

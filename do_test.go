@@ -17,17 +17,17 @@ func TestDoRunsUnderLockAndReleases(t *testing.T) {
 	locker := kaClient(t, srv, time.Second)
 	ctx := context.Background()
 	ran := false
-	err := locker.Do(ctx, "do-ok", 300*time.Millisecond, func(ctx context.Context, l *withlock.Lock) error {
+	err := locker.Do(ctx, "do-ok", 300*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
 		ran = true
 		// Longer than the TTL: only renewal keeps the lock.
 		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 			if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
-				t.Errorf("after %s the key holds %q, not our token", time.Since(l.AcquiredAt()), v)
+				t.Errorf("after %s the key holds %q, not our token", time.Since(withlock.AcquiredAt(l)), v)
 				return nil
 			}
 		}
 		return ctx.Err()
-	}, nil)
+	})
 	if err != nil || !ran {
 		t.Fatalf("Do = %v (fn ran: %v), want nil after running fn", err, ran)
 	}
@@ -45,10 +45,10 @@ func TestDoBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	called := false
-	err := locker.Do(ctx, "do-busy", time.Second, func(context.Context, *withlock.Lock) error {
+	err := locker.Do(ctx, "do-busy", time.Second, nil, func(context.Context, *withlock.Lock) error {
 		called = true
 		return nil
-	}, nil)
+	})
 	if !errors.Is(err, withlock.ErrNotObtained) || called {
 		t.Fatalf("Do on a busy lock = %v (fn called: %v), want ErrNotObtained without calling fn", err, called)
 	}
@@ -72,7 +72,7 @@ func TestDoCancelsOnLoss(t *testing.T) {
 			ctx := context.Background()
 			name := "do-lost-" + string(rune('a'+i))
 			var cancelled time.Duration
-			err := locker.Do(ctx, name, 600*time.Millisecond, func(ctx context.Context, l *withlock.Lock) error {
+			err := locker.Do(ctx, name, 600*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
 				if err := rdb.Set(ctx, l.Key(), "other", time.Minute).Err(); err != nil {
 					return err
 				}
@@ -84,7 +84,7 @@ func TestDoCancelsOnLoss(t *testing.T) {
 					t.Error("fn's context not cancelled within 5s of a takeover")
 				}
 				return tt.fnErr(ctx)
-			}, nil)
+			})
 			t.Logf("fn's context cancelled %s after the takeover; Do = %v", cancelled.Round(time.Millisecond), err)
 			if !errors.Is(err, withlock.ErrLockLost) || !errors.Is(err, withlock.ErrLockNotHeld) {
 				t.Errorf("Do = %v, want ErrLockLost (not held)", err)
@@ -114,11 +114,11 @@ func TestDoMinHoldAndFence(t *testing.T) {
 	var fences []int64
 	var acquired []time.Time
 	for range 2 {
-		err := locker.Do(ctx, "do-minhold", 2*time.Second, func(_ context.Context, l *withlock.Lock) error {
+		err := locker.Do(ctx, "do-minhold", 2*time.Second, opts, func(_ context.Context, l *withlock.Lock) error {
 			fences = append(fences, l.Fence())
-			acquired = append(acquired, l.AcquiredAt())
+			acquired = append(acquired, withlock.AcquiredAt(l))
 			return nil
-		}, opts)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestDoMinHoldAndFence(t *testing.T) {
 	if gap < minHold-50*time.Millisecond {
 		t.Errorf("second Do acquired %s after the first, inside the %s min-hold", gap, minHold)
 	}
-	if _, err := rdb.Get(ctx, locker.FenceKey("do-minhold")).Result(); errors.Is(err, redis.Nil) {
+	if _, err := rdb.Get(ctx, withlock.FenceKey(locker, "do-minhold")).Result(); errors.Is(err, redis.Nil) {
 		t.Error("no fence counter in Redis")
 	}
 }

@@ -20,7 +20,7 @@ func ExampleClient_Do() {
 	locker := withlock.New(rdb, nil)
 
 	opts := &withlock.DoOptions{LockOptions: withlock.LockOptions{Fence: true}}
-	err := locker.Do(context.Background(), "nightly-report", 30*time.Second,
+	err := locker.Do(context.Background(), "nightly-report", 30*time.Second, opts,
 		func(ctx context.Context, l *withlock.Lock) error {
 			for part := range 100 {
 				if err := ctx.Err(); err != nil {
@@ -29,7 +29,7 @@ func ExampleClient_Do() {
 				fmt.Println("writing part", part, "with fence", l.Fence())
 			}
 			return nil
-		}, opts)
+		})
 	switch {
 	case errors.Is(err, withlock.ErrNotObtained):
 		fmt.Println("another server runs the report")

@@ -52,7 +52,7 @@ func Example() {
 
 	// Another server's copy of the same job, started meanwhile.
 	_, err = locker.TryAcquire(ctx, "nightly-report", 30*time.Second, nil)
-	var held *withlock.HeldError
+	var held *withlock.NotObtainedError
 	if errors.As(err, &held) {
 		fmt.Println("second copy refused:", errors.Is(err, withlock.ErrNotObtained), held.TTL > 0)
 	}

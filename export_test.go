@@ -21,3 +21,15 @@ func Waiting(c *Client, name string) int {
 	}
 	return 0
 }
+
+// HolderOf is holderOf: the "<host>:<pid>" part of a token.
+var HolderOf = holderOf
+
+// DefaultMargin is the KeepAlive margin used for a lock with the given TTL.
+var DefaultMargin = defaultMargin
+
+// FenceKey returns the key of the fencing counter of c's lock called name.
+func FenceKey(c *Client, name string) string { return fenceKey(c.Key(name)) }
+
+// AcquiredAt returns when l's acquiring command was sent.
+func AcquiredAt(l *Lock) time.Time { return l.acquired }

@@ -81,7 +81,7 @@ func TestFenceIncreasesAcrossFailoverToLaggingReplica(t *testing.T) {
 		return withlock.New(rdb, nil)
 	}
 	c := newClient()
-	fenceKey := c.FenceKey("job")
+	fenceKey := withlock.FenceKey(c, "job")
 	counter := func() int64 { n, _ := replica.Get(ctx, fenceKey).Int64(); return n }
 
 	replicated := drawFences(t, c, "job", 1, 0)

@@ -46,9 +46,9 @@ func TestFenceStrictlyIncreases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	counter, err := rdb.Get(ctx, locker.FenceKey("job")).Int64()
+	counter, err := rdb.Get(ctx, withlock.FenceKey(locker, "job")).Int64()
 	if err != nil || counter != last {
-		t.Errorf("fence counter at %s = %d, %v; want the last fence %d", locker.FenceKey("job"), counter, err, last)
+		t.Errorf("fence counter at %s = %d, %v; want the last fence %d", withlock.FenceKey(locker, "job"), counter, err, last)
 	}
 }
 
@@ -80,7 +80,7 @@ func TestFenceKeyInLockSlot(t *testing.T) {
 	for _, prefix := range prefixes {
 		locker := withlock.New(rdb, &withlock.Options{Prefix: prefix})
 		for _, name := range names {
-			key, fence := locker.Key(name), locker.FenceKey(name)
+			key, fence := locker.Key(name), withlock.FenceKey(locker, name)
 			if key == fence {
 				t.Errorf("FenceKey(%q) = Key = %q", name, key)
 			}

@@ -3,15 +3,12 @@ package withlock
 import (
 	"context"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // handoffResult is what a Release that handed its lock to a waiter of the
 // same Client tells that waiter.
 type handoffResult struct {
 	ok       bool      // the SET NX for the waiter's token succeeded
-	unsure   bool      // it failed, but may have landed or land later
 	acquired time.Time // when it was sent
 }
 
@@ -32,7 +29,8 @@ func (w *waiter) handable() bool {
 // win the race for the key as they could anyway.
 //
 // It returns false, having sent nothing, when no waiter here can take the
-// lock that way; Release then sends its EVAL alone.
+// lock that way or the backend cannot (backend.handOver); Release then
+// sends its release alone.
 func (s *waitState) handoff(ctx context.Context, c *Client, l *Lock) (bool, error) {
 	if s.n.Load() == 0 {
 		return false, nil
@@ -55,43 +53,30 @@ func (s *waitState) handoff(ctx context.Context, c *Client, l *Lock) (bool, erro
 	}
 	s.mu.Unlock()
 
-	acquired := time.Now() // before sending: the waiter's key cannot outlive acquired+ttl
-	var release *redis.Cmd
-	var set *redis.BoolCmd
-	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		release = p.Eval(ctx, releaseScript, []string{l.key}, l.token, 0)
-		set = p.SetNX(ctx, l.key, w.token, w.ttl)
-		return nil
-	})
-	n, err := release.Int64()
-	ok, serr := set.Result()
+	to := &Lock{c: c, name: w.name, key: l.key, token: w.token, ttl: w.ttl}
+	if w.opts != nil {
+		to.minHold = w.opts.MinHold
+	}
+	handled, got, err := c.b.handOver(ctx, l, to)
 
 	s.mu.Lock()
-	if skip && (err != nil || n != 1) && r.skip > 0 {
+	if skip && (!handled || err != nil) && r.skip > 0 {
 		r.skip-- // nothing was published, or we cannot tell: skip nothing
 	}
 	w.handing = false
-	// A SET that failed on the wire may still land: the waiter cleans it
-	// up (takeHandoff) before trying on its own.
-	w.handed = &handoffResult{ok: serr == nil && ok, unsure: serr != nil && mayHaveLanded(serr), acquired: acquired}
+	if handled {
+		// A SET that failed on the wire was cleaned up by handOver.
+		w.handed = &handoffResult{ok: got, acquired: to.acquired}
+	}
 	w.poke()
 	s.mu.Unlock()
-
-	switch {
-	case err != nil:
-		return true, opError("release", l.key, err)
-	case n != 1:
-		return true, ErrLockNotHeld
-	}
-	return true, nil
+	return handled, err
 }
 
 // takeHandoff picks up the outcome of a handoff to w, waiting for one in
 // flight, and returns the lock it got, or nil (then w should try on its
 // own, as a handoff that failed may have seen another holder take over).
-// A handoff whose SET may have landed unseen is cleaned up here, like a
-// failed try (abandon): w may give up instead of trying again, and then
-// nobody would release that key.
+// A handoff whose SET may have landed unseen was cleaned up by handOver.
 func (s *waitState) takeHandoff(c *Client, r *room, w *waiter) *Lock {
 	for {
 		s.mu.Lock()
@@ -109,9 +94,6 @@ func (s *waitState) takeHandoff(c *Client, r *room, w *waiter) *Lock {
 			}
 			s.leave(c, r, w, l)
 			return l
-		case h != nil && h.unsure:
-			(&Lock{c: c, key: r.key, token: w.token}).abandon(context.Background())
-			return nil
 		case h != nil || !handing:
 			return nil
 		}

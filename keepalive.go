@@ -56,14 +56,15 @@ type KeepAliveOptions struct {
 	// Margin is how long before the key could expire the lock is presumed
 	// lost when no renewal succeeded. It must cover clock-rate differences
 	// between this host and Redis and the time the caller needs to stop its
-	// work. 0 means DefaultMargin(ttl).
+	// work. 0 means a tenth of the TTL plus 100ms, at most a quarter of the
+	// TTL.
 	Margin time.Duration
 }
 
-// DefaultMargin is the KeepAlive margin for a lock with the given TTL: a
+// defaultMargin is the KeepAlive margin for a lock with the given TTL: a
 // tenth of it for clock-rate differences plus 100ms to stop the work, but
 // at most a quarter of the TTL.
-func DefaultMargin(ttl time.Duration) time.Duration {
+func defaultMargin(ttl time.Duration) time.Duration {
 	return min(ttl/10+100*time.Millisecond, ttl/4)
 }
 
@@ -86,10 +87,10 @@ type KeepAlive struct {
 
 // KeepAlive starts renewing the lock every interval with one token-checked
 // PEXPIRE to its TTL, so the key never lives longer than the TTL past the
-// last renewal and a crashed owner's lock is freed within the TTL. On a
-// quorum lock (NewQuorum) it also renews the moment another owner's key
-// leaves a node that the lock lacks, which puts the key there while the
-// lock still has its majority.
+// last renewal and a crashed owner's lock is freed within the TTL. It also
+// renews early when the lock's backend asks for it: a quorum lock (NewQuorum)
+// does the moment another owner's key leaves a node that the lock lacks,
+// which puts the key there while the lock still has its majority.
 //
 // It keeps a local deadline on the monotonic clock: the time the last
 // successful acquiring or renewing command was sent, plus the TTL, minus
@@ -103,7 +104,7 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 	k := &KeepAlive{
 		lock:     l,
 		interval: l.ttl / 3,
-		margin:   DefaultMargin(l.ttl),
+		margin:   defaultMargin(l.ttl),
 		lost:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -226,17 +227,13 @@ func (k *KeepAlive) run(ctx context.Context) {
 }
 
 // nextRenewal is when to renew after a success sent at sent: an interval
-// later, or earlier when a quorum lock can then put its key on a node that
-// another owner's key has just left. Renewing is what repairs (Extend does
-// so only while the majority holds), so the lock gains that node before it
-// can lose another.
+// later, or earlier when the backend asks for it (Lock.renewBy; a quorum
+// lock can then put its key on a node that another owner's key has just
+// left, before it can lose another).
 func (k *KeepAlive) nextRenewal(sent time.Time) time.Time {
 	at := sent.Add(k.interval)
-	if k.lock.c.nodes == nil {
-		return at
-	}
-	if repair, ok := k.lock.repairDue(); ok && repair.Before(at) {
-		return repair
+	if due, ok := k.lock.renewalDue(); ok && due.Before(at) {
+		return due
 	}
 	return at
 }

@@ -63,7 +63,7 @@ func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
 	if got := rdb.Get(ctx, "lock:job").Val(); got != l.Token() {
 		t.Errorf("key holds %q, want the lock's token %q", got, l.Token())
 	}
-	if at := l.AcquiredAt(); at.Before(before) || at.After(after) {
+	if at := withlock.AcquiredAt(l); at.Before(before) || at.After(after) {
 		t.Errorf("AcquiredAt %v not within the call [%v, %v]", at, before, after)
 	}
 	if l.Fence() != 0 {
@@ -109,18 +109,18 @@ func TestTryAcquireBusy(t *testing.T) {
 			if !errors.Is(err, withlock.ErrNotObtained) || l != nil {
 				t.Fatalf("TryAcquire on a held lock = %v, %v; want nil, ErrNotObtained", l, err)
 			}
-			var held *withlock.HeldError
+			var held *withlock.NotObtainedError
 			if !errors.As(err, &held) {
-				t.Fatalf("error %T is not a *HeldError", err)
+				t.Fatalf("error %T is not a *NotObtainedError", err)
 			}
 			if held.Key != "lock:job" || held.Holder != tc.wantHolder {
-				t.Errorf("HeldError Key, Holder = %q, %q; want lock:job, %q", held.Key, held.Holder, tc.wantHolder)
+				t.Errorf("NotObtainedError Key, Holder = %q, %q; want lock:job, %q", held.Key, held.Holder, tc.wantHolder)
 			}
 			if tc.wantTTL && (held.TTL <= 0 || held.TTL > tc.ttl) {
-				t.Errorf("HeldError.TTL = %v, want in (0, %v]", held.TTL, tc.ttl)
+				t.Errorf("NotObtainedError.TTL = %v, want in (0, %v]", held.TTL, tc.ttl)
 			}
 			if !tc.wantTTL && held.TTL != 0 {
-				t.Errorf("HeldError.TTL = %v for a key without expiry, want 0", held.TTL)
+				t.Errorf("NotObtainedError.TTL = %v for a key without expiry, want 0", held.TTL)
 			}
 			if strings.Contains(err.Error(), randomPart(foreignToken)) {
 				t.Errorf("error %q shows the holder's secret", err)
@@ -138,9 +138,9 @@ func TestTryAcquireBusy(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = locker.TryAcquire(ctx, "job", 10*time.Second, nil)
-		var held *withlock.HeldError
+		var held *withlock.NotObtainedError
 		if !errors.As(err, &held) || held.Holder != holder(t) {
-			t.Fatalf("second TryAcquire = %v; want a *HeldError naming %s", err, holder(t))
+			t.Fatalf("second TryAcquire = %v; want a *NotObtainedError naming %s", err, holder(t))
 		}
 		if strings.Contains(err.Error(), randomPart(first.Token())) || strings.Contains(held.Holder, randomPart(first.Token())) {
 			t.Errorf("error %q shows the holder's secret", err)
@@ -314,5 +314,24 @@ func waitGone(t *testing.T, rdb *redis.Client, key string) {
 			t.Fatalf("%s still exists after 10s", key)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A lock that fewer replicas than MinReplicas acknowledge is given up: the
+// error matches ErrNotReplicated, says how many acknowledged out of how many
+// were required, and the key is gone.
+func TestNotReplicatedSaysGotAndWantAndReleases(t *testing.T) {
+	locker, rdb, _ := setup(t) // a server without replicas
+	ctx := context.Background()
+	opts := &withlock.LockOptions{MinReplicas: 1, ReplicaTimeout: 50 * time.Millisecond}
+	l, err := locker.TryAcquire(ctx, "replicated", time.Minute, opts)
+	if !errors.Is(err, withlock.ErrNotReplicated) || l != nil {
+		t.Fatalf("TryAcquire = %v, %v; want an error matching ErrNotReplicated", l, err)
+	}
+	if !strings.Contains(err.Error(), "acknowledged by 0 of the 1 replicas required") {
+		t.Errorf("error %q does not say 0 of 1 replicas acknowledged", err)
+	}
+	if n := rdb.Exists(ctx, locker.Key("replicated")).Val(); n != 0 {
+		t.Errorf("the key is still there after the failed acquisition")
 	}
 }

@@ -25,7 +25,7 @@ type subscriber struct {
 // messages. The connection itself is dialled by the first subscribe.
 // Called with c.waits.mu held.
 func newSubscriber(c *Client) *subscriber {
-	s := &subscriber{ps: c.rdb.Subscribe(context.Background())}
+	s := &subscriber{ps: c.b.subscribe(context.Background())}
 	go s.receive(&c.waits)
 	return s
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,7 +33,7 @@ const (
 //   - TryAcquire sets the key on all nodes at once and succeeds when a
 //     majority set it within the validity time (TTL minus the time taken
 //     minus clock drift); otherwise it releases what it got and fails with
-//     a *HeldError when others hold a majority, or ErrNoQuorum.
+//     a *NotObtainedError when others hold a majority, or ErrNoQuorum.
 //   - Extend and Release act on all nodes and succeed when a majority
 //     confirms. Extend also puts the key back on nodes that lost it while
 //     the lock kept its majority, so further restarts are survived.
@@ -43,6 +42,9 @@ const (
 //     extended is repaired the moment that key expires: KeepAlive renews
 //     early then, so the lock gains the node while it still has its
 //     majority (Lock.Extend called by hand repairs only when it runs).
+//   - Acquire waits for release messages from the first node only (see
+//     quorum.subscribe); a Release hands the lock to a waiter of the same
+//     Client through the ordinary wake-up, not in its own round trip.
 //
 // Fencing numbers (LockOptions.Fence) are refused with
 // errors.ErrUnsupported: counters on independent nodes do not make one
@@ -54,12 +56,17 @@ func NewQuorum(nodes []redis.UniversalClient, opts *Options) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("withlock: NewQuorum needs at least one Redis node")
 	}
-	c := New(nodes[0], opts)
-	if len(nodes) > 1 {
-		c.nodes = slices.Clone(nodes)
-		c.quorum = len(nodes)/2 + 1
+	if len(nodes) == 1 {
+		return New(nodes[0], opts), nil
 	}
-	return c, nil
+	return newClient(&quorum{nodes: slices.Clone(nodes), need: len(nodes)/2 + 1}, opts), nil
+}
+
+// quorum keeps each lock as one key on each of its nodes, independent
+// masters, and counts it held when a majority of them hold our token.
+type quorum struct {
+	nodes []redis.UniversalClient
+	need  int // a majority of nodes
 }
 
 // nodeResult is one node's answer: a script's integer, or an error.
@@ -82,10 +89,10 @@ func eachNode[T any](nodes []redis.UniversalClient, f func(redis.UniversalClient
 
 // fanOut runs a script-like f on every node at once. A READONLY reply
 // counts as 0: a demoted master no longer holds our key for anyone.
-func (c *Client) fanOut(ctx context.Context, f func(context.Context, redis.UniversalClient) (int64, error)) []nodeResult {
-	return eachNode(c.nodes, func(rdb redis.UniversalClient) nodeResult {
+func (q *quorum) fanOut(ctx context.Context, f func(context.Context, redis.UniversalClient) (int64, error)) []nodeResult {
+	return eachNode(q.nodes, func(rdb redis.UniversalClient) nodeResult {
 		n, err := f(ctx, rdb)
-		if isReadOnly(err) {
+		if redis.IsReadOnlyError(err) {
 			return nodeResult{}
 		}
 		return nodeResult{n, err}
@@ -128,40 +135,40 @@ func validity(ttl, elapsed time.Duration) time.Duration {
 	return ttl - elapsed - time.Duration(float64(ttl)*driftFactor) - driftFloor
 }
 
-func (c *Client) acquireQuorum(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, error) {
+func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
 	if opts != nil && opts.Fence {
-		return nil, fmt.Errorf("acquire %s: fencing numbers on a quorum of independent masters: %w", l.key, errors.ErrUnsupported)
+		return fmt.Errorf("acquire %s: fencing numbers on a quorum of independent masters: %w", l.key, errors.ErrUnsupported)
 	}
 	// A node slower than the TTL cannot contribute anyway.
 	nctx, cancel := context.WithTimeout(ctx, l.ttl)
 	defer cancel()
-	res := c.fanOut(nctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	res := q.fanOut(nctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 		return claimOn(ctx, rdb, l, opts)
 	})
 	left := validity(l.ttl, time.Since(l.acquired))
 	yes, no, errs := tally(res)
-	if yes >= c.quorum && left > 0 {
+	if yes >= q.need && left > 0 {
 		var free time.Duration
 		for _, r := range res {
 			if r.err == nil {
-				free = earliest(free, l.freeAfter(r.n))
+				free = earliest(free, freeAfter(l, r.n))
 			}
 		}
-		l.repair.at.Store(int64(free))
-		return l, nil
+		l.renewBy.Store(int64(free))
+		return nil
 	}
 	// Release everywhere, not only where we know it landed: a node whose
 	// reply was lost may have set the key all the same.
-	_ = l.releaseQuorum(context.WithoutCancel(ctx), 0)
+	_ = q.release(context.WithoutCancel(ctx), l, 0)
 	switch {
-	case no > len(c.nodes)-c.quorum:
-		return nil, c.heldQuorum(ctx, l, res)
-	case yes >= c.quorum:
-		return nil, fmt.Errorf("acquire %s: %w: a majority took %s of the %s TTL, leaving no validity time",
+	case no > len(q.nodes)-q.need:
+		return q.held(ctx, l, res)
+	case yes >= q.need:
+		return fmt.Errorf("acquire %s: %w: a majority took %s of the %s TTL, leaving no validity time",
 			l.key, ErrNoQuorum, time.Since(l.acquired).Round(time.Millisecond), l.ttl)
 	default:
-		return nil, fmt.Errorf("acquire %s: %w: %d of %d nodes, %d needed: %w",
-			l.key, ErrNoQuorum, yes, len(c.nodes), c.quorum, nodeErrors(errs))
+		return fmt.Errorf("acquire %s: %w: %d of %d nodes, %d needed: %w",
+			l.key, ErrNoQuorum, yes, len(q.nodes), q.need, nodeErrors(errs))
 	}
 }
 
@@ -171,57 +178,57 @@ func claimOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *Lock
 	if opts == nil || opts.MinReplicas <= 0 {
 		return rdb.Eval(ctx, claimScript, []string{l.key}, l.token, l.ttl.Milliseconds()).Int64()
 	}
-	ok, err := acquireReplicated(ctx, rdb, l, opts)
+	node := single{rdb: rdb}
+	ok, err := node.acquireReplicated(ctx, l, opts)
 	if ok {
 		return 1, nil
 	}
 	return 0, err
 }
 
-// heldQuorum describes the holder of a lock that a majority of nodes
-// refused, from the first node that refused it.
-func (c *Client) heldQuorum(ctx context.Context, l *Lock, res []nodeResult) error {
+// held describes the holder of a lock that a majority of nodes refused,
+// from the first node that refused it.
+func (q *quorum) held(ctx context.Context, l *Lock, res []nodeResult) error {
 	for i, r := range res {
 		if r.err == nil && r.n <= 0 {
-			token, ttl, _ := inspect(ctx, c.nodes[i], l.key)
-			return heldError(l.key, token, ttl)
+			token, ttl, _ := inspect(ctx, q.nodes[i], l.key)
+			return notObtained(l.key, token, ttl)
 		}
 	}
-	return heldError(l.key, "", 0)
+	return notObtained(l.key, "", 0)
 }
 
 // quorumError is ErrLockNotHeld when the key is gone from (or someone
 // else's on) so many nodes that no majority can be ours, else ErrNoQuorum
 // with the errors of the nodes that did not answer.
-func (l *Lock) quorumError(op string, yes, no int, errs []error) error {
-	c := l.c
-	if no > len(c.nodes)-c.quorum {
+func (q *quorum) quorumError(op string, l *Lock, yes, no int, errs []error) error {
+	if no > len(q.nodes)-q.need {
 		return ErrLockNotHeld
 	}
 	return fmt.Errorf("%s %s: %w: %d of %d nodes confirmed, %d needed: %w",
-		op, l.key, ErrNoQuorum, yes, len(c.nodes), c.quorum, nodeErrors(errs))
+		op, l.key, ErrNoQuorum, yes, len(q.nodes), q.need, nodeErrors(errs))
 }
 
-func (l *Lock) releaseQuorum(ctx context.Context, keep int64) error {
-	res := l.c.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-		return rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep).Int64()
+func (q *quorum) release(ctx context.Context, l *Lock, keep time.Duration) error {
+	res := q.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+		return rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep.Milliseconds()).Int64()
 	})
 	yes, no, errs := tally(res)
-	if yes >= l.c.quorum {
+	if yes >= q.need {
 		return nil
 	}
-	return l.quorumError("release", yes, no, errs)
+	return q.quorumError("release", l, yes, no, errs)
 }
 
-func (l *Lock) extendQuorum(ctx context.Context, ttl time.Duration) error {
+func (q *quorum) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	start := time.Now()
-	res := l.c.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	res := q.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 		return rdb.Eval(ctx, extendScript, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
 	})
 	left := validity(ttl, time.Since(start))
 	yes, no, errs := tally(res)
-	if yes < l.c.quorum || left <= 0 {
-		return l.quorumError("extend", yes, no, errs)
+	if yes < q.need || left <= 0 {
+		return q.quorumError("extend", l, yes, no, errs)
 	}
 	// The lock still has its majority, so no one else can hold it: put the
 	// key back on the nodes that lost it (restarted without persistence),
@@ -232,34 +239,24 @@ func (l *Lock) extendQuorum(ctx context.Context, ttl time.Duration) error {
 	var free time.Duration
 	for i, r := range res {
 		if r.err == nil && r.n == 0 && repairTTL >= time.Millisecond {
-			n, err := l.c.nodes[i].Eval(ctx, claimScript, []string{l.key}, l.token, repairTTL.Milliseconds()).Int64()
+			n, err := q.nodes[i].Eval(ctx, claimScript, []string{l.key}, l.token, repairTTL.Milliseconds()).Int64()
 			if err == nil {
-				free = earliest(free, l.freeAfter(n))
+				free = earliest(free, freeAfter(l, n))
 			}
 		}
 	}
-	l.repair.at.Store(int64(free))
+	l.renewBy.Store(int64(free))
 	return nil
-}
-
-// repairClock is when a quorum lock can next repair a node that lacks its
-// key: the earliest expiry of another owner's key found on such a node, as
-// a time since the lock was acquired (monotonic), or 0 when none is known.
-// A node that did not answer has no known time: the next regular renewal
-// tries it again.
-type repairClock struct{ at atomic.Int64 }
-
-// repairDue returns when a node of l can next be repaired, and false when
-// no such time is known (always for a lock on one deployment).
-func (l *Lock) repairDue() (time.Time, bool) {
-	at := time.Duration(l.repair.at.Load())
-	return l.acquired.Add(at), at > 0
 }
 
 // freeAfter is, from a claim.lua answer just received, when that node's key
 // can be claimed, as a time since l was acquired; 0 when it is ours or
-// another owner's without an expiry.
-func (l *Lock) freeAfter(n int64) time.Duration {
+// another owner's without an expiry. The earliest such time of a lock's
+// nodes goes to l.renewBy: KeepAlive renews then, and the renewal (extend)
+// puts the key on that node while the lock still has its majority. A node
+// that did not answer has no known time: the next regular renewal tries it
+// again.
+func freeAfter(l *Lock, n int64) time.Duration {
 	if n >= 0 {
 		return 0
 	}
@@ -274,8 +271,8 @@ func earliest(a, b time.Duration) time.Duration {
 	return a
 }
 
-func (l *Lock) ttlQuorum(ctx context.Context) (time.Duration, error) {
-	res := l.c.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+func (q *quorum) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
+	res := q.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 		ms, err := rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
 		return ms + 1, err // so that a key with 0ms left still counts as present
 	})
@@ -285,20 +282,20 @@ func (l *Lock) ttlQuorum(ctx context.Context) (time.Duration, error) {
 			left = append(left, time.Duration(r.n-1)*time.Millisecond)
 		}
 	}
-	if len(left) < l.c.quorum {
+	if len(left) < q.need {
 		yes, no, errs := tally(res)
-		return 0, l.quorumError("ttl of", yes, no, errs)
+		return 0, q.quorumError("ttl of", l, yes, no, errs)
 	}
 	// The lock lasts as long as a majority of its keys: the quorum-th
 	// longest.
 	slices.SortFunc(left, func(a, b time.Duration) int { return int(b - a) })
-	return left[l.c.quorum-1], nil
+	return left[q.need-1], nil
 }
 
-// statusQuorum is Status on a quorum: the lock is held when one token is on
-// a majority of the nodes that answered, and a majority must answer.
-func (c *Client) statusQuorum(ctx context.Context, key string) (*Status, error) {
-	views := eachNode(c.nodes, func(rdb redis.UniversalClient) nodeStatus { return readStatus(ctx, rdb, key) })
+// status: the lock is held when one token is on a majority of the nodes
+// that answered, and a majority must answer.
+func (q *quorum) status(ctx context.Context, key string) (*Status, error) {
+	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus { return readStatus(ctx, rdb, key) })
 	var errs []error
 	ttls := map[string][]time.Duration{} // per token, on the nodes holding it
 	for i, v := range views {
@@ -309,17 +306,32 @@ func (c *Client) statusQuorum(ctx context.Context, key string) (*Status, error) 
 			ttls[v.token] = append(ttls[v.token], v.ttl)
 		}
 	}
-	if len(c.nodes)-len(errs) < c.quorum {
+	if len(q.nodes)-len(errs) < q.need {
 		return nil, fmt.Errorf("status of %s: %w: %d of %d nodes answered, %d needed: %w",
-			key, ErrNoQuorum, len(c.nodes)-len(errs), len(c.nodes), c.quorum, nodeErrors(errs))
+			key, ErrNoQuorum, len(q.nodes)-len(errs), len(q.nodes), q.need, nodeErrors(errs))
 	}
 	st := &Status{Key: key}
 	for token, t := range ttls {
-		if len(t) >= c.quorum {
+		if len(t) >= q.need {
 			slices.Sort(t)
 			// The quorum-th longest: after it, fewer than a majority remain.
-			st.Held, st.Holder, st.TTL = true, Holder(token), t[len(t)-c.quorum]
+			st.Held, st.Holder, st.TTL = true, holderOf(token), t[len(t)-q.need]
 		}
 	}
 	return st, nil
+}
+
+// subscribe listens on the first node only. The release script publishes on
+// every node it deletes the key from, so any one node hears every release
+// that reached it; listening on all would cost a connection per node for
+// the same hint. When the first node is down or missed a release, waiters
+// still try again at the holder's expiry and at the fallback poll, as they
+// do when a message is lost on one deployment.
+func (q *quorum) subscribe(ctx context.Context) *redis.PubSub { return q.nodes[0].Subscribe(ctx) }
+
+// handOver is not done on a quorum: a pipelined SET NX on each node is not a
+// quorum acquisition (no validity check, no clean-up of a minority). The
+// waiter, woken by the release message, acquires on its own.
+func (q *quorum) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {
+	return false, false, nil
 }

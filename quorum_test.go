@@ -86,12 +86,12 @@ func TestQuorum(t *testing.T) {
 		// One node is free (the owner lost it): still no majority for us.
 		admins[0].Del(ctx, owner.Key())
 		_, err = c.TryAcquire(ctx, "busy", 10*time.Second, nil)
-		var held *withlock.HeldError
+		var held *withlock.NotObtainedError
 		if !errors.As(err, &held) || !errors.Is(err, withlock.ErrNotObtained) {
-			t.Fatalf("err = %v, want *HeldError", err)
+			t.Fatalf("err = %v, want *NotObtainedError", err)
 		}
-		if held.Holder != withlock.Holder(owner.Token()) || held.TTL <= 0 {
-			t.Fatalf("held = %+v, want holder %s with a TTL", held, withlock.Holder(owner.Token()))
+		if held.Holder != withlock.HolderOf(owner.Token()) || held.TTL <= 0 {
+			t.Fatalf("held = %+v, want holder %s with a TTL", held, withlock.HolderOf(owner.Token()))
 		}
 		if v := onNodes(admins, owner.Key())[0]; v != "" {
 			t.Fatalf("the failed attempt left %q on node 1", v)
@@ -188,8 +188,8 @@ func TestQuorum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.Held || st.Holder != withlock.Holder(l.Token()) || st.TTL <= 3*time.Second || st.TTL > 10*time.Second {
-			t.Fatalf("Status = %+v, want held by %s with 3s < TTL <= 10s", st, withlock.Holder(l.Token()))
+		if !st.Held || st.Holder != withlock.HolderOf(l.Token()) || st.TTL <= 3*time.Second || st.TTL > 10*time.Second {
+			t.Fatalf("Status = %+v, want held by %s with 3s < TTL <= 10s", st, withlock.HolderOf(l.Token()))
 		}
 		admins[1].Set(ctx, l.Key(), "thief:1:x", time.Minute) // ours on 2 nodes, one of them expiring soon
 		admins[2].Del(ctx, l.Key())                           // ours on a minority now
@@ -286,7 +286,7 @@ func TestQuorumKeepAliveRepairsABusyNodeOnceItIsFree(t *testing.T) {
 	ka := l.KeepAlive(ctx, nil)
 	defer ka.Stop()
 
-	regular := l.AcquiredAt().Add(interval) // the first regular renewal
+	regular := withlock.AcquiredAt(l).Add(interval) // the first regular renewal
 	for onNodes(admins[2:], key)[0] != l.Token() {
 		if time.Now().After(regular) {
 			t.Fatalf("node 3 lacks our key at the first regular renewal, %s after the other owner's key expired",
@@ -344,8 +344,8 @@ func TestQuorumKeepAliveNeverRepairsWithoutMajority(t *testing.T) {
 	if !errors.Is(ka.Err(), withlock.ErrNoQuorum) {
 		t.Errorf("Err() = %v, want a presumed loss carrying ErrNoQuorum", ka.Err())
 	}
-	if lostAt.Sub(l.AcquiredAt()) >= ttl {
-		t.Errorf("loss reported %s after acquisition, not before the TTL (%s)", lostAt.Sub(l.AcquiredAt()), ttl)
+	if lostAt.Sub(withlock.AcquiredAt(l)) >= ttl {
+		t.Errorf("loss reported %s after acquisition, not before the TTL (%s)", lostAt.Sub(withlock.AcquiredAt(l)), ttl)
 	}
 	if v := onNodes(admins[2:], key)[0]; v == l.Token() {
 		t.Fatal("node 3 was given our key while we held only a minority")

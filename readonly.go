@@ -1,19 +1,10 @@
 package withlock
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// isReadOnly reports whether err is Redis's READONLY reply: the server we
-// wrote to is a replica, typically a master that a failover demoted.
-func isReadOnly(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "READONLY")
-}
 
 // opError wraps the error of operation op on a held lock. A READONLY reply
 // also matches ErrLockNotHeld: the server that held our key was demoted, and
@@ -22,7 +13,7 @@ func isReadOnly(err error) bool {
 // is the conservative choice: stop relying on the lock (a keep-alive stops
 // the job) rather than carry on through a failover that may have lost it.
 func opError(op, key string, err error) error {
-	if isReadOnly(err) {
+	if redis.IsReadOnlyError(err) {
 		return fmt.Errorf("%s %s: %w: the server was demoted to a replica (%w)", op, key, ErrLockNotHeld, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)

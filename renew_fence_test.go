@@ -34,7 +34,7 @@ func TestFenceStrictlyIncreasingAcrossAcquisitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, _ := rdb.Get(ctx, locker.FenceKey("fence")).Int64(); got != last {
+	if got, _ := rdb.Get(ctx, withlock.FenceKey(locker, "fence")).Int64(); got != last {
 		t.Errorf("fence counter %d, want %d: failed acquisitions must not draw", got, last)
 	}
 	// Without Fence the acquisition is a plain SET NX: no number, counter
@@ -46,10 +46,10 @@ func TestFenceStrictlyIncreasingAcrossAcquisitions(t *testing.T) {
 	if l.Fence() != 0 {
 		t.Errorf("unfenced lock has fence %d", l.Fence())
 	}
-	if got, _ := rdb.Get(ctx, locker.FenceKey("fence")).Int64(); got != last {
+	if got, _ := rdb.Get(ctx, withlock.FenceKey(locker, "fence")).Int64(); got != last {
 		t.Errorf("unfenced acquisition moved the counter to %d", got)
 	}
-	t.Logf("5 fenced acquisitions drew up to %d; the counter key is %s", last, locker.FenceKey("fence"))
+	t.Logf("5 fenced acquisitions drew up to %d; the counter key is %s", last, withlock.FenceKey(locker, "fence"))
 }
 
 func TestMinHoldOnRelease(t *testing.T) {
@@ -67,7 +67,7 @@ func TestMinHoldOnRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := rdb.PTTL(ctx, l.Key()).Val()
-	t.Logf("released %s after acquiring: key kept %s more (min-hold %s)", time.Since(l.AcquiredAt()).Round(time.Millisecond), d, minHold)
+	t.Logf("released %s after acquiring: key kept %s more (min-hold %s)", time.Since(withlock.AcquiredAt(l)).Round(time.Millisecond), d, minHold)
 	if d <= 0 || d > minHold {
 		t.Fatalf("after an early release PTTL = %s, want in (0, %s]", d, minHold)
 	}

@@ -9,32 +9,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultReplicaTimeout is how long an acquisition with
+// defaultReplicaTimeout is how long an acquisition with
 // LockOptions.MinReplicas waits for acknowledgements when
-// LockOptions.ReplicaTimeout is 0. Keep it below the client's ReadTimeout.
-const DefaultReplicaTimeout = time.Second
+// LockOptions.ReplicaTimeout is 0.
+const defaultReplicaTimeout = time.Second
 
 // ErrNotReplicated means a lock was obtained but fewer replicas than
 // LockOptions.MinReplicas acknowledged it in time; it was released again.
-// Errors matching it are *ReplicaError.
+// The error's message says how many did.
 var ErrNotReplicated = errors.New("lock was not acknowledged by enough replicas")
 
-// ReplicaError tells how many replicas acknowledged a lock that needed more.
-type ReplicaError struct {
-	Key  string // the lock's Redis key
-	Want int    // LockOptions.MinReplicas
-	Got  int    // replicas that acknowledged within the timeout
-}
-
-// Error says how many replicas acknowledged the key out of how many needed.
-func (e *ReplicaError) Error() string {
-	return fmt.Sprintf("lock %s was acknowledged by %d of the %d replicas required; released it", e.Key, e.Got, e.Want)
-}
-
-// Is makes errors.Is(err, ErrNotReplicated) true.
-func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated }
-
-// acquireReplicated takes l on rdb and then sends WAIT on the same
+// acquireReplicated takes l on s and then sends WAIT on the same
 // connection, since WAIT counts acknowledgements of that connection's own
 // writes. It returns whether the key was set (false: someone holds it);
 // the fencing number, if any, is in l.fence.
@@ -44,20 +29,20 @@ func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated
 // may still promote a replica that had not acknowledged, and a lock that
 // was only on the old master is then lost. It narrows the window, nothing
 // more.
-func acquireReplicated(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *LockOptions) (bool, error) {
-	conn, err := stickyConn(ctx, rdb, l.key)
+func (s *single) acquireReplicated(ctx context.Context, l *Lock, opts *LockOptions) (bool, error) {
+	conn, err := stickyConn(ctx, s.rdb, l.key)
 	if err != nil {
 		return false, fmt.Errorf("acquire %s: %w", l.key, err)
 	}
 	defer conn.Close()
 	// A lost reply may still hide a key that landed: set cleans it up, and
 	// held looks for our token before calling the lock busy.
-	if ok, err := l.set(ctx, conn, opts.Fence); err != nil || !ok {
+	if ok, err := s.set(ctx, conn, l, opts.Fence); err != nil || !ok {
 		return ok, err
 	}
 	timeout := opts.ReplicaTimeout
 	if timeout <= 0 {
-		timeout = DefaultReplicaTimeout
+		timeout = defaultReplicaTimeout
 	}
 	acks, err := conn.Wait(ctx, opts.MinReplicas, timeout).Result()
 	if err == nil && acks >= int64(opts.MinReplicas) {
@@ -65,12 +50,25 @@ func acquireReplicated(ctx context.Context, rdb redis.UniversalClient, l *Lock, 
 	}
 	// Give the key up rather than run on a lock that a failover may lose,
 	// through the pool: a WAIT that timed out leaves conn unusable.
-	l.abandon(ctx)
+	s.abandon(ctx, l)
 	if err != nil {
 		return false, fmt.Errorf("wait for replicas of %s: %w", l.key, err)
 	}
-	return false, &ReplicaError{Key: l.key, Want: opts.MinReplicas, Got: int(acks)}
+	return false, &notReplicatedError{key: l.key, want: opts.MinReplicas, got: int(acks)}
 }
+
+// notReplicatedError says how many replicas acknowledged a lock that needed
+// more. It matches ErrNotReplicated; callers branch on that alone.
+type notReplicatedError struct {
+	key       string
+	want, got int
+}
+
+func (e *notReplicatedError) Error() string {
+	return fmt.Sprintf("lock %s was acknowledged by %d of the %d replicas required; released it", e.key, e.got, e.want)
+}
+
+func (e *notReplicatedError) Is(target error) bool { return target == ErrNotReplicated }
 
 // stickyConn returns one connection to the master that owns key: a plain or
 // Sentinel client's own, or in a Cluster the connection of the key's master.

@@ -1,6 +1,26 @@
 package withlock
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
+
+// fenceKey is the key of the fencing counter of the lock key key. It lies in
+// the same Redis Cluster slot as key, so both can be written by one script:
+// "{key}:fence" (the README documents it for ACLs).
+func fenceKey(key string) string {
+	// A key's slot comes from its first "{...}" if there is a non-empty one,
+	// else from the whole key. Keep that hash tag, or make the whole key one.
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key + ":fence"
+		}
+	}
+	if strings.Contains(key, "}") { // it would end the tag early
+		return sameSlotFenceKey(key)
+	}
+	return "{" + key + "}:fence"
+}
 
 // sameSlotFenceKey returns a fence key in the Redis Cluster slot of key, a
 // key without a hash tag that contains '}', so that no tag can hold it:

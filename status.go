@@ -27,24 +27,13 @@ type Status struct {
 }
 
 // Status reads the lock called name, its remaining time and its fencing
-// counter in one MULTI/EXEC, so the three belong together. Both keys are in
-// one Redis Cluster slot. On a quorum (NewQuorum) it asks every node and
-// reports the lock held when one token is on a majority of them, with the
-// time until fewer than a majority of its keys remain, as Lock.TTL does.
+// counter as of one moment: on one deployment in one MULTI/EXEC (both keys
+// are in one Redis Cluster slot). On a quorum (NewQuorum) it asks every node
+// and reports the lock held when one token is on a majority of them, with
+// the time until fewer than a majority of its keys remain, as Lock.TTL
+// does.
 func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
-	key := c.Key(name)
-	if c.nodes != nil {
-		return c.statusQuorum(ctx, key)
-	}
-	v := readStatus(ctx, c.rdb, key)
-	if v.err != nil {
-		return nil, fmt.Errorf("status of %s: %w", key, v.err)
-	}
-	st := &Status{Key: key, Fence: v.fence}
-	if v.token != "" {
-		st.Held, st.Holder, st.TTL = true, Holder(v.token), v.ttl
-	}
-	return st, nil
+	return c.b.status(ctx, c.Key(name))
 }
 
 // nodeStatus is one node's view of a lock. token is "" when the key is

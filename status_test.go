@@ -33,8 +33,8 @@ func TestStatusOfALock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Held || st.Holder != withlock.Holder(l.Token()) || st.TTL <= 0 || st.TTL > 5*time.Second || st.Fence != l.Fence() {
-		t.Errorf("held lock: %+v, want holder %s, TTL in (0,5s], fence %d", st, withlock.Holder(l.Token()), l.Fence())
+	if !st.Held || st.Holder != withlock.HolderOf(l.Token()) || st.TTL <= 0 || st.TTL > 5*time.Second || st.Fence != l.Fence() {
+		t.Errorf("held lock: %+v, want holder %s, TTL in (0,5s], fence %d", st, withlock.HolderOf(l.Token()), l.Fence())
 	}
 	if strings.Contains(st.Holder, l.Token()[len(st.Holder):]) {
 		t.Errorf("holder %q shows the token's secret part", st.Holder)

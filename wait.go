@@ -97,7 +97,7 @@ func (r *room) notify() {
 }
 
 // learn records what a failed try saw about the holder.
-func (r *room) learn(h *HeldError, now time.Time) {
+func (r *room) learn(h *NotObtainedError, now time.Time) {
 	r.holder = h.Holder
 	if h.TTL > 0 {
 		r.expires, r.zeroes = now.Add(h.TTL+expiryMargin), 0
@@ -167,7 +167,7 @@ func (c *Client) wait(ctx context.Context, name, token string, ttl time.Duration
 	if err == nil {
 		return l, nil
 	}
-	var held *HeldError // declared here: errors.As makes it escape to the heap
+	var held *NotObtainedError // declared here: errors.As makes it escape to the heap
 	if !errors.As(err, &held) {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func (c *Client) sleep(ctx, tctx context.Context, r *room, w *waiter) (*Lock, er
 
 		if try {
 			l, err := c.tryAcquire(tctx, w.name, w.token, w.ttl, w.opts)
-			var held *HeldError
+			var held *NotObtainedError
 			switch {
 			case err == nil:
 				s.leave(c, r, w, l)
@@ -304,7 +304,7 @@ func (s *waitState) leave(c *Client, r *room, w *waiter, l *Lock) {
 		// The next in line sleeps until our key would expire or a release.
 		// A wake-up pending for us now is stale: it announced a release
 		// from before our SET, as nobody else can release our key.
-		r.holder, r.expires, r.zeroes = Holder(l.token), l.acquired.Add(l.ttl+expiryMargin), 0
+		r.holder, r.expires, r.zeroes = holderOf(l.token), l.acquired.Add(l.ttl+expiryMargin), 0
 	}
 	if i == 0 && len(r.queue) > 0 {
 		next := r.queue[0]
@@ -337,7 +337,7 @@ func (s *waitState) giveUp(ctx context.Context, c *Client, r *room, w *waiter) (
 	}
 	s.leave(c, r, w, nil)
 	s.mu.Lock()
-	held := &HeldError{Key: r.key, Holder: r.holder}
+	held := &NotObtainedError{Key: r.key, Holder: r.holder}
 	if !r.expires.IsZero() {
 		held.TTL = max(0, time.Until(r.expires)).Round(time.Millisecond)
 	}

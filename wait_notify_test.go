@@ -198,12 +198,12 @@ func TestAcquireTimeout(t *testing.T) {
 			t.Errorf("error %q does not match %v", err, target)
 		}
 	}
-	var held *withlock.HeldError
+	var held *withlock.NotObtainedError
 	if !errors.As(err, &held) {
-		t.Fatalf("error %q is not a *HeldError", err)
+		t.Fatalf("error %q is not a *NotObtainedError", err)
 	}
-	if want := withlock.Holder(holder.Token()); held.Holder != want || held.TTL <= 0 || held.TTL > time.Minute {
-		t.Errorf("HeldError = %+v, want holder %s and a TTL within a minute", held, want)
+	if want := withlock.HolderOf(holder.Token()); held.Holder != want || held.TTL <= 0 || held.TTL > time.Minute {
+		t.Errorf("NotObtainedError = %+v, want holder %s and a TTL within a minute", held, want)
 	}
 	if strings.Contains(err.Error(), holder.Token()) {
 		t.Errorf("error %q shows the holder's token", err)

@@ -70,8 +70,8 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("Acquire after Release: %v", r.err)
 	}
-	if r.l.AcquiredAt().Before(released) {
-		t.Errorf("acquired at %v, before the holder released at %v", r.l.AcquiredAt(), released)
+	if withlock.AcquiredAt(r.l).Before(released) {
+		t.Errorf("acquired at %v, before the holder released at %v", withlock.AcquiredAt(r.l), released)
 	}
 	if got := rdb.Get(ctx, "lock:job").Val(); got != r.l.Token() || got == first.Token() {
 		t.Errorf("key holds %q after the waiter got it, want its own token", got)
@@ -107,7 +107,7 @@ func TestAcquireGivesUpAtDeadline(t *testing.T) {
 	if l != nil || !errors.Is(err, withlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its deadline = %v, %v; want ErrNotObtained and DeadlineExceeded", l, err)
 	}
-	var held *withlock.HeldError
+	var held *withlock.NotObtainedError
 	if !errors.As(err, &held) || held.Holder != "otherhost:4242" {
 		t.Errorf("error %v does not carry the holder", err)
 	}

@@ -30,8 +30,7 @@ func (e *wrongTypeError) Unwrap() error        { return e.err }
 
 // wrongType describes key after Redis answered err, a WRONGTYPE reply, for
 // it: its type, or its value when it is a string, in one round trip taken
-// only on this error path. go-redis has no predicate for WRONGTYPE, hence
-// redis.HasErrorPrefix on the reply's text at the callers.
+// only on this error path.
 func wrongType(ctx context.Context, rdb redis.UniversalClient, key, what string, err error) error {
 	var typ *redis.StatusCmd
 	var get *redis.StringCmd
@@ -58,3 +57,9 @@ func quoteShort(s string, n int) string {
 	}
 	return fmt.Sprintf("%q...", s[:n])
 }
+
+// isWrongType reports whether err is Redis's WRONGTYPE reply (or the fenced
+// acquisition script's, which uses the same prefix). go-redis v9 has no
+// predicate for it, unlike READONLY or NOAUTH, so this matches the reply's
+// prefix.
+func isWrongType(err error) bool { return redis.HasErrorPrefix(err, "WRONGTYPE") }

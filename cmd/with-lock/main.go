@@ -122,7 +122,7 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		warn("%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
 		return nil, 128 + int(sig.(syscall.Signal))
 	}
-	var held *withlock.HeldError
+	var held *withlock.NotObtainedError
 	switch {
 	case err == nil:
 		return lock, 0

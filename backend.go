@@ -1,0 +1,50 @@
+package withlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// backend is what differs between kinds of lock storage: one Redis
+// deployment (single.go, with or without replica acknowledgement) or a
+// quorum of independent masters (quorum.go). New and NewQuorum choose one;
+// Client and Lock only ever call these methods, so no other code asks which
+// one it has. Another kind (a semaphore, say) is one more implementation.
+//
+// Every method that takes a *Lock works on l.key and l.token; the Lock's
+// other fields (ttl, acquired, fence, renewBy) are the backend's to read and,
+// for fence and renewBy, to set.
+type backend interface {
+	// acquire takes l for l.ttl. It returns nil when l is ours (also when
+	// an earlier attempt with l's token had landed), a *NotObtainedError
+	// when someone else holds it, and any other error when it cannot tell;
+	// before returning such an error it has removed whatever it may have
+	// left behind (see abandon in single.go). It sets l.fence if
+	// opts.Fence.
+	acquire(ctx context.Context, l *Lock, opts *LockOptions) error
+	// extend sets l's remaining time to ttl if it is still ours, else
+	// returns an error matching ErrLockNotHeld.
+	extend(ctx context.Context, l *Lock, ttl time.Duration) error
+	// release gives l up if it is still ours, or with keep > 0 shortens its
+	// life to keep; ErrLockNotHeld when it is not ours.
+	release(ctx context.Context, l *Lock, keep time.Duration) error
+	// ttl is l's remaining time, or ErrLockNotHeld.
+	ttl(ctx context.Context, l *Lock) (time.Duration, error)
+	// status reads who holds key, for how long, and its fencing counter.
+	status(ctx context.Context, key string) (*Status, error)
+
+	// The waiting line (wait.go) uses only these two.
+
+	// subscribe opens the Pub/Sub handle on which the release script's
+	// messages (on a channel named like the lock's key) arrive.
+	subscribe(ctx context.Context) *redis.PubSub
+	// handOver releases from and takes to (same key, fresh token) with
+	// a plain SET NX PX in one round trip, setting to.acquired. handled is
+	// false when the backend cannot do that; then nothing was sent. got
+	// reports whether to is ours; err is the release's error, as release
+	// returns it. A SET whose outcome is unknown is cleaned up before
+	// handOver returns, and then got is false.
+	handOver(ctx context.Context, from, to *Lock) (handled, got bool, err error)
+}

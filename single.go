@@ -1,0 +1,262 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// single keeps locks on one Redis deployment (a plain server, Sentinel, or
+// Cluster, where each lock lives on the master of its key's slot): one key
+// per lock. With LockOptions.MinReplicas an acquisition also waits for
+// replicas to acknowledge it (replicas.go).
+type single struct {
+	rdb redis.UniversalClient
+}
+
+func (s *single) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
+	fenced := opts != nil && opts.Fence
+	var ok bool
+	var err error
+	if opts != nil && opts.MinReplicas > 0 {
+		ok, err = s.acquireReplicated(ctx, l, opts)
+	} else {
+		ok, err = s.set(ctx, s.rdb, l, fenced)
+	}
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		return nil
+	}
+	return s.held(ctx, l, fenced)
+}
+
+// setter is what sends an acquiring command: a client, or one of its
+// connections when WAIT must follow on the same one.
+type setter interface {
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+}
+
+// set sends l's acquiring command through rdb: one SET NX PX, or with
+// fencing the script that also draws the fencing number into l.fence. It
+// reports false when someone else holds the key. Every acquisition sends
+// its command here, so this is where a command whose outcome is unknown is
+// cleaned up (abandon) before its error is returned.
+func (s *single) set(ctx context.Context, rdb setter, l *Lock, fenced bool) (bool, error) {
+	var ok bool
+	var err error
+	if fenced {
+		l.fence, err = rdb.Eval(ctx, acquireFencedScript, []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds()).Int64()
+		ok = err == nil
+		if errors.Is(err, redis.Nil) { // the script's false: held
+			err = nil
+		}
+	} else {
+		ok, err = rdb.SetNX(ctx, l.key, l.token, l.ttl).Result()
+	}
+	switch {
+	case err == nil:
+		return ok, nil
+	case fenced && isWrongType(err):
+		// Only the counter can fail the script: a lock key of another
+		// type makes its SET NX answer "held", and held finds out.
+		return false, wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
+	case mayHaveLanded(err):
+		s.abandon(ctx, l)
+	}
+	return false, fmt.Errorf("acquire %s: %w", l.key, err)
+}
+
+// held builds the *NotObtainedError for a failed SET NX. If the key holds
+// our own token, an earlier attempt of this acquisition did land (a retried
+// command or a wait loop) and the lock is ours after all: then it returns
+// nil.
+func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
+	holder, ttl, err := inspect(ctx, s.rdb, l.key)
+	if isWrongType(err) {
+		return wrongType(ctx, s.rdb, l.key, "key", err)
+	}
+	if err != nil {
+		if mayHaveLanded(err) { // a retried SET may have landed before
+			s.abandon(ctx, l)
+		}
+		return err
+	}
+	if holder != l.token {
+		return notObtained(l.key, holder, ttl)
+	}
+	if fenced {
+		// While we hold the lock nobody else can draw a number, so the
+		// counter is still the one our landed script drew.
+		if l.fence, err = s.rdb.Get(ctx, fenceKey(l.key)).Int64(); err != nil {
+			s.abandon(ctx, l)
+			return fmt.Errorf("read fence of %s: %w", l.key, err)
+		}
+	}
+	return nil
+}
+
+// inspect reads who holds key and for how long, in one round trip: the
+// holder's token ("" when the key is gone) and its remaining time (0 when
+// unknown or without expiry).
+func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", 0, fmt.Errorf("inspect %s: %w", key, err)
+	}
+	return get.Val(), max(pttl.Val(), 0), nil
+}
+
+func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+	return s.ifOurs(ctx, "extend", extendScript, l, ttl)
+}
+
+func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {
+	return s.ifOurs(ctx, "release", releaseScript, l, keep)
+}
+
+// ifOurs runs a token-checked script of op (extend.lua or release.lua) on
+// l with its duration argument in ms: 1 means done, anything else that the
+// lock is not ours.
+func (s *single) ifOurs(ctx context.Context, op, script string, l *Lock, d time.Duration) error {
+	n, err := s.rdb.Eval(ctx, script, []string{l.key}, l.token, d.Milliseconds()).Int64()
+	if err != nil {
+		return opError(op, l.key, err)
+	}
+	if n != 1 {
+		return ErrLockNotHeld
+	}
+	return nil
+}
+
+func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
+	ms, err := s.rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
+	if err != nil {
+		return 0, opError("ttl of", l.key, err)
+	}
+	if ms < 0 {
+		return 0, ErrLockNotHeld
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+func (s *single) status(ctx context.Context, key string) (*Status, error) {
+	v := readStatus(ctx, s.rdb, key)
+	if v.err != nil {
+		return nil, fmt.Errorf("status of %s: %w", key, v.err)
+	}
+	st := &Status{Key: key, Fence: v.fence}
+	if v.token != "" {
+		st.Held, st.Holder, st.TTL = true, holderOf(v.token), v.ttl
+	}
+	return st, nil
+}
+
+func (s *single) subscribe(ctx context.Context) *redis.PubSub { return s.rdb.Subscribe(ctx) }
+
+// handOver pipelines the release script for from and a SET NX PX for to:
+// a handoff between waiters of one Client costs one round trip, and the
+// release is still the one EVAL whose message wakes other processes.
+func (s *single) handOver(ctx context.Context, from, to *Lock) (handled, got bool, err error) {
+	to.acquired = time.Now() // before sending: to's key cannot outlive acquired+ttl
+	var release *redis.Cmd
+	var set *redis.BoolCmd
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0)
+		set = p.SetNX(ctx, to.key, to.token, to.ttl)
+		return nil
+	})
+	got, serr := set.Result()
+	if serr != nil && mayHaveLanded(serr) {
+		// The SET may still land, and the waiter may give up instead of
+		// trying again: then nobody would release that key.
+		s.abandon(ctx, to)
+	}
+	got = got && serr == nil
+	n, err := release.Int64()
+	switch {
+	case err != nil:
+		return true, got, opError("release", from.key, err)
+	case n != 1:
+		return true, got, ErrLockNotHeld
+	}
+	return true, got, nil
+}
+
+// Cleanup of an acquisition whose outcome is unknown.
+//
+// A SET (or fenced script) whose reply never came may still be executed by
+// Redis later: a server paused by SIGSTOP or a long fork reads the command
+// from its socket when it resumes, even after the client gave up. An
+// acquisition that returns an error must not leave its token behind, since
+// nobody would release that lock. So before returning such an error it
+// deletes its own token with the release script (keep 0, which also wakes
+// waiters), never anyone else's key, making up to abandonAttempts attempts,
+// each bounded by the Redis client's own timeouts.
+//
+// What remains: when Redis stays silent for longer than all the attempts
+// and executes the SET only afterwards, the key is created when nobody
+// waits for it any more, and blocks the name until it expires, at most one
+// TTL after Redis executed the SET. The cleanup also relies on Redis
+// running the stalled SET before the cleanup sent later on another
+// connection, as its event loop does when both wait for it (it serves
+// sockets in the order they became readable).
+const abandonAttempts = 3
+
+// abandonPauses are the pauses after an attempt that failed quicker than
+// the pause itself (Redis refused the connection, say): a slow failure has
+// waited long enough already.
+var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 200 * time.Millisecond}
+
+// abandon deletes l's key if it still holds l's token, best effort, even
+// when ctx is already cancelled: see abandonAttempts.
+func (s *single) abandon(ctx context.Context, l *Lock) {
+	ctx = context.WithoutCancel(ctx)
+	for i := range abandonAttempts {
+		start := time.Now()
+		err := s.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, 0).Err()
+		if err == nil || isRedisReply(err) {
+			return
+		}
+		if i < len(abandonPauses) {
+			if d := abandonPauses[i] - time.Since(start); d > 0 {
+				time.Sleep(d)
+			}
+		}
+	}
+}
+
+// mayHaveLanded reports whether a command that failed with err may have
+// been executed by Redis, or may still be: anything but an error reply
+// from Redis, or a failure to get a connection at all, when nothing was
+// sent.
+func mayHaveLanded(err error) bool {
+	var op *net.OpError
+	switch {
+	case isRedisReply(err):
+		return false
+	case errors.As(err, &op) && op.Op == "dial",
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
+		return false
+	}
+	return true
+}
+
+// isRedisReply reports whether err is an error reply from Redis (or
+// redis.Nil): the server answered, so the command did run, or was refused.
+func isRedisReply(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr)
+}
