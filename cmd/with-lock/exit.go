@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/config"
+	"github.com/with-lock/with-lock/internal/supervise"
 )
 
 // Exit codes of with-lock itself, from sysexits.h where one fits. The
@@ -65,10 +66,24 @@ func hint(code int, err error) string {
 		return " (Redis is failing over or resharding; try again)"
 	case redis.IsOOMError(err):
 		return " (Redis is out of memory: see its maxmemory setting)"
+	case redis.IsNoReplicasError(err):
+		return " (Redis refuses writes while too few replicas are connected: see its min-replicas-to-write)"
 	case redis.IsMaxClientsError(err):
 		return " (Redis has too many clients: see its maxclients setting)"
 	case errors.As(err, &rerr):
 		return "" // Redis answered; its reply says what went wrong
 	}
 	return " (is Redis up and reachable at the --redis / WITH_LOCK_REDIS address?)"
+}
+
+// startFailed reports a command that could not be started and returns
+// the exit code a shell would give: 126 or 127.
+func startFailed(err error) int {
+	var serr *supervise.StartError
+	if errors.As(err, &serr) {
+		warn("%v", serr)
+		return serr.Code
+	}
+	warn("%v", err)
+	return exitInternal
 }

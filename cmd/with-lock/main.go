@@ -48,14 +48,15 @@ func run(args []string) int {
 		warn("%v (see with-lock --help)", err) // one line, as every error
 		return exitUsage
 	case cfg.Version:
-		fmt.Println("with-lock", buildVersion()) // version.go
+		fmt.Println("with-lock", buildVersion())
 		return 0
 	}
 	r := &runner{cfg: cfg, sigs: make(chan os.Signal, 4)}
 	return r.run()
 }
 
-// runner is one run of with-lock: acquire, run the command, release.
+// runner is one run of with-lock: acquire, run the command, release; or
+// --status.
 type runner struct {
 	cfg    *config.Config
 	locker *withlock.Client
@@ -82,60 +83,16 @@ func (r *runner) run() int {
 	signal.Notify(r.sigs, forwarded...)
 	defer signal.Stop(r.sigs)
 
-	lock, code := r.acquire()
+	lock, code := r.acquire() // acquire.go
 	if lock == nil {
 		return code
 	}
-	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock)) // guard.go
+	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock))
 	if err != nil {
 		r.release(lock)
 		return startFailed(err)
 	}
-	return r.hold(child, lock) // renew.go: renew, stop the command on loss, release
-}
-
-// acquire takes the lock, or returns nil and the exit code to leave with.
-func (r *runner) acquire() (*withlock.Lock, int) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var lock *withlock.Lock
-	var err error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if r.cfg.Wait > 0 {
-			wctx, wcancel := context.WithTimeout(ctx, r.cfg.Wait)
-			defer wcancel()
-			lock, err = r.locker.Acquire(wctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
-			return
-		}
-		lock, err = r.locker.TryAcquire(ctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
-	}()
-	select {
-	case <-done:
-	case sig := <-r.sigs:
-		cancel()
-		<-done
-		if lock != nil {
-			r.release(lock)
-		}
-		warn("%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
-		return nil, 128 + int(sig.(syscall.Signal))
-	}
-	var held *withlock.NotObtainedError
-	switch {
-	case err == nil:
-		return lock, 0
-	case errors.As(err, &held):
-		if !r.cfg.Quiet && r.cfg.ConflictExit != 0 {
-			warn("%v; command not run", err)
-		}
-		return nil, r.cfg.ConflictExit
-	default:
-		code := redisExit(err)
-		warn("%v; command not run%s", err, hint(code, err))
-		return nil, code
-	}
+	return r.hold(child, lock) // hold.go: renew, stop the command on loss, release
 }
 
 // env is the command's environment: ours, without secrets and without
@@ -151,29 +108,6 @@ func (r *runner) env(lock *withlock.Lock) []string {
 		env = append(env, config.EnvLockFence+"="+strconv.FormatInt(f, 10))
 	}
 	return env
-}
-
-// release gives the lock up. Failing to is worth a warning but does not
-// change the exit code: the command did run, and the key expires anyway.
-func (r *runner) release(lock *withlock.Lock) {
-	err := lock.Release(context.Background())
-	switch {
-	case err == nil:
-	case errors.Is(err, withlock.ErrLockNotHeld):
-		warn("lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
-	default:
-		warn("%v; the lock will expire by itself", err)
-	}
-}
-
-func startFailed(err error) int {
-	var serr *supervise.StartError
-	if errors.As(err, &serr) {
-		warn("%v", serr)
-		return serr.Code
-	}
-	warn("%v", err)
-	return exitInternal
 }
 
 // warn prints one line on stderr in with-lock's name. A line break that

@@ -27,13 +27,9 @@ func OpenPTY(t testing.TB) *PTY {
 		t.Fatalf("open /dev/ptmx: %v", err)
 	}
 	t.Cleanup(func() { _ = ptmx.Close() })
-	fd := int(ptmx.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil { // unlockpt
-		t.Fatalf("unlock pty: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN) // ptsname
+	n, err := unlockPTY(int(ptmx.Fd()))
 	if err != nil {
-		t.Fatalf("pty number: %v", err)
+		t.Fatalf("unlock pty: %v", err)
 	}
 	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {

@@ -1,11 +1,11 @@
 // Package config turns with-lock's command line and environment into a
-// Config, and a Config into a Redis client.
+// Config, and a Config into Redis clients. Every setting is declared once,
+// in settings.go, with its flag, default, help and WITH_LOCK_* variable.
 package config
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 	"unicode"
@@ -16,9 +16,14 @@ import (
 // Defaults a user sees in --help and the man page.
 const (
 	DefaultRedisURL     = "redis://127.0.0.1:6379/0"
-	DefaultTTL          = 30 * time.Second
 	DefaultRedisTimeout = 3 * time.Second
+	DefaultPrefix       = "lock:"
+	DefaultTTL          = 30 * time.Second
 	DefaultConflictExit = 75 // EX_TEMPFAIL
+
+	// DefaultKillAfter is how long a command may take to stop after
+	// SIGTERM, once its lock is lost, before it gets SIGKILL.
+	DefaultKillAfter = 5 * time.Second
 
 	// MinTTL is the shortest --ttl with-lock accepts. Renewal extends the
 	// lock every third of its TTL, and a round trip to Redis and the
@@ -27,32 +32,65 @@ const (
 	MinTTL = 200 * time.Millisecond
 )
 
-// ErrUsage marks a bad command line; the CLI exits 64 on it.
+// What --on-lost can say.
+const (
+	OnLostTerm   = "term"   // stop the command: SIGTERM, then SIGKILL
+	OnLostIgnore = "ignore" // warn and let the command finish
+)
+
+// ErrUsage marks a bad command line or environment variable; the CLI
+// exits 64 on it.
 var ErrUsage = errors.New("usage error")
 
 // ErrHelp means -h/--help was given: print Usage and exit 0.
 var ErrHelp = pflag.ErrHelp
 
-// Config is one run of with-lock.
+// Config is one run of with-lock. Its settings are declared, with their
+// flags, defaults and variables, in settings.go.
 type Config struct {
 	Name    string   // the lock's name
 	Command []string // the command and its arguments
 
-	RenewConfig // renewal, loss, min-hold, fencing, --status: renew.go
+	Connection  // which Redis, and how to reach it: connection.go
+	Lock        // how the lock is taken
+	Supervision // what happens to the command while it runs
+	Output      // what with-lock prints, and whether it runs a command at all
 
-	RedisTimeout time.Duration // connect and command timeout
+	// Warnings are printed once by the CLI before it connects.
+	Warnings []string
+
+	sources map[string]source // where each setting came from, by flag name
+}
+
+// Lock is how the lock is taken.
+type Lock struct {
 	Prefix       string        // put before Name to make the key
 	TTL          time.Duration // the lock's time to live
 	Wait         time.Duration // 0: fail at once when busy
 	ConflictExit int           // exit code when the lock is busy
-	Quiet        bool          // no message when the lock is busy
-	Version      bool          // --version: print it, run nothing
+	MinHold      time.Duration // keep the lock at least this long after acquiring it
+	Fence        bool          // draw a fencing number: WITH_LOCK_FENCE
+	MinReplicas  int           // WAIT for this many replicas after acquiring
+}
 
-	Production // TLS, secrets, Sentinel, Cluster, quorum, replicas
+// Supervision is what happens to the command while it runs.
+type Supervision struct {
+	NoRenew   bool          // the TTL is fixed, as in a plain SET NX EX
+	OnLost    string        // OnLostTerm or OnLostIgnore
+	KillAfter time.Duration // SIGKILL this long after SIGTERM on loss
+}
+
+// Output is what with-lock prints, and whether it runs a command at all.
+type Output struct {
+	Quiet   bool // no message when the lock is busy
+	Status  bool // --status <name>: print the lock's state, run nothing
+	JSON    bool // print --status as JSON
+	Version bool // print the version, run nothing
 }
 
 // Parse reads args (without the program name) and the environment lookup
-// getenv. Flags stop at the lock's name. Errors wrap ErrUsage or are ErrHelp.
+// getenv: a flag beats its variable, which beats the default. Flags stop
+// at the lock's name. Errors wrap ErrUsage or are ErrHelp.
 func Parse(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	fs := newFlagSet(c)
@@ -70,10 +108,17 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	if c.Version {
 		return c, nil
 	}
-	c.resolveProduction(getenv)
+	if err := c.applyEnv(fs, getenv); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	c.resolveConnection(getenv)
 	rest := fs.Args()
 	if c.Status {
-		return c.parseStatus(rest)
+		if len(rest) != 1 {
+			return nil, fmt.Errorf("%w: --status takes one lock name and no command", ErrUsage)
+		}
+		c.Name = rest[0]
+		return c.validated()
 	}
 	switch {
 	case len(rest) == 0:
@@ -88,6 +133,12 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%w: missing command to run under lock %q", ErrUsage, c.Name)
 		}
 	}
+	return c.validated()
+}
+
+// validated returns c, or its first contradiction or out-of-range value as
+// a usage error.
+func (c *Config) validated() (*Config, error) {
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
@@ -95,75 +146,34 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 }
 
 func (c *Config) validate() error {
-	if err := c.RenewConfig.validate(); err != nil {
-		return err
-	}
-	if c.Name == "" {
+	switch {
+	case c.Name == "":
 		return errors.New("lock name is empty")
-	}
-	if strings.ContainsFunc(c.Name, unicode.IsControl) {
+	case strings.ContainsFunc(c.Name, unicode.IsControl):
 		return fmt.Errorf("lock name %q contains control characters", c.Name)
-	}
-	if !c.Status && c.Command[0] == "" {
+	case !c.Status && c.Command[0] == "":
 		return errors.New("command is empty")
+	case c.JSON && !c.Status:
+		return errors.New("--json goes with --status")
+	case c.TTL < MinTTL:
+		return fmt.Errorf("%s %s is below the minimum of %s", c.origin("ttl"), c.TTL, MinTTL)
+	case c.RedisTimeout <= 0:
+		return fmt.Errorf("%s %s must be positive", c.origin("redis-timeout"), c.RedisTimeout)
+	case c.Wait < 0:
+		return fmt.Errorf("%s %s is negative", c.origin("wait"), c.Wait)
+	case c.ConflictExit < 0 || c.ConflictExit > 255:
+		return fmt.Errorf("%s %d is outside 0-255", c.origin("conflict-exit-code"), c.ConflictExit)
+	case c.MinHold < 0:
+		return fmt.Errorf("%s %s is negative", c.origin("min-hold"), c.MinHold)
+	case c.MinReplicas < 0:
+		return fmt.Errorf("%s %d is negative", c.origin("min-replicas"), c.MinReplicas)
+	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
+		// Counters on independent masters are not one sequence.
+		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
+	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
+		return fmt.Errorf("%s %q: expected %s or %s", c.origin("on-lost"), c.OnLost, OnLostTerm, OnLostIgnore)
+	case c.KillAfter < 0:
+		return fmt.Errorf("%s %s is negative", c.origin("kill-after"), c.KillAfter)
 	}
-	if c.TTL < MinTTL {
-		return fmt.Errorf("--ttl %s is below the minimum of %s", c.TTL, MinTTL)
-	}
-	if c.RedisTimeout <= 0 {
-		return fmt.Errorf("--redis-timeout %s must be positive", c.RedisTimeout)
-	}
-	if c.Wait < 0 {
-		return fmt.Errorf("--wait %s is negative", c.Wait)
-	}
-	if c.ConflictExit < 0 || c.ConflictExit > 255 {
-		return fmt.Errorf("--conflict-exit-code %d is outside 0-255", c.ConflictExit)
-	}
-	return c.validateProduction()
-}
-
-func newFlagSet(c *Config) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("with-lock", pflag.ContinueOnError)
-	fs.SetInterspersed(false) // everything after the name belongs to the command
-	fs.SetOutput(io.Discard)  // errors are reported once, by the caller
-	fs.StringArrayVar(&c.RedisURLs, "redis", nil, "Redis `URL` (env WITH_LOCK_REDIS; default "+DefaultRedisURL+");\nrepeat for a quorum of independent masters, or the seeds of --cluster")
-	fs.DurationVar(&c.RedisTimeout, "redis-timeout", DefaultRedisTimeout, "give up on connecting to or hearing from Redis after `DUR`")
-	fs.StringVar(&c.Prefix, "prefix", "lock:", "the key is `STR`<name>")
-	fs.DurationVar(&c.TTL, "ttl", DefaultTTL, "the lock expires `DUR` (at least "+MinTTL.String()+") after it was last set or renewed")
-	addRenewFlags(fs, &c.RenewConfig)
-	fs.DurationVarP(&c.Wait, "wait", "w", 0, "wait up to `DUR` for a busy lock instead of failing")
-	fs.IntVarP(&c.ConflictExit, "conflict-exit-code", "E", DefaultConflictExit, "exit with `N` (0-255) when the lock is busy")
-	fs.BoolP("nonblock", "n", false, "fail at once when the lock is busy (the default)")
-	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "say nothing when the lock is busy")
-	addProductionFlags(fs, c)
-	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
-	fs.BoolP("help", "h", false, "show this help")
-	fs.SortFlags = false
-	return fs
-}
-
-// Usage writes the help text to w.
-func Usage(w io.Writer) {
-	fmt.Fprint(w, `Usage: with-lock [flags] <name> <command> [args...]
-
-Run a command only if the Redis lock <name> is free, and release it after.
-A busy lock makes with-lock exit at once with 75 without running anything.
-
-Flags:
-`)
-	fmt.Fprint(w, newFlagSet(&Config{}).FlagUsages())
-	fmt.Fprint(w, `
-Exit codes: the command's own; 128+N if it died of signal N; 75 lock busy;
-64 usage; 69 Redis unavailable; 70 internal error; 77 Redis refused
-credentials; 78 bad configuration; 125 lock lost while the command ran (it
-was stopped); 126 not executable; 127 not found. --status: 0 held, 1 free.
-
-Examples:
-  with-lock nightly-report /opt/jobs/report.sh
-  with-lock -E 0 backup -- rsync -a /data /backup     # quiet skip when busy
-  with-lock -w 5m --ttl 2m import ./import --full
-  with-lock --min-hold 55s -E 0 sync /opt/jobs/sync   # every minute, many hosts
-  with-lock --status --json nightly-report
-  */5 * * * * with-lock -q -E 0 sync /opt/jobs/sync   # crontab line
-`)
+	return c.validateConnection()
 }

@@ -20,14 +20,23 @@ func env(kv ...string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
+// settingsOf returns the settings of c that TestParse compares: the
+// URLs, the timeout and the lock, supervision and output groups
+// (connection_test.go covers the rest of the connection).
+func settingsOf(c *config.Config) config.Config {
+	return config.Config{
+		Connection:  config.Connection{RedisURLs: c.RedisURLs, RedisTimeout: c.RedisTimeout},
+		Lock:        c.Lock,
+		Supervision: c.Supervision,
+		Output:      c.Output,
+	}
+}
+
 func TestParse(t *testing.T) {
 	defaults := config.Config{
-		Production:   config.Production{RedisURLs: []string{config.DefaultRedisURL}},
-		RedisTimeout: config.DefaultRedisTimeout,
-		Prefix:       "lock:",
-		TTL:          config.DefaultTTL,
-		ConflictExit: config.DefaultConflictExit,
-		RenewConfig:  config.RenewConfig{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter},
+		Connection:  config.Connection{RedisURLs: []string{config.DefaultRedisURL}, RedisTimeout: config.DefaultRedisTimeout},
+		Lock:        config.Lock{Prefix: config.DefaultPrefix, TTL: config.DefaultTTL, ConflictExit: config.DefaultConflictExit},
+		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter},
 	}
 	with := func(f func(c *config.Config)) config.Config {
 		c := defaults
@@ -73,9 +82,7 @@ func TestParse(t *testing.T) {
 			if got.Name != tc.wantName || !slices.Equal(got.Command, tc.wantCmd) {
 				t.Errorf("Parse(%q) name, command = %q, %q; want %q, %q", tc.args, got.Name, got.Command, tc.wantName, tc.wantCmd)
 			}
-			rest := *got
-			rest.Name, rest.Command = "", nil
-			rest.Production = config.Production{RedisURLs: rest.RedisURLs} // production_test.go covers the rest
+			rest := settingsOf(got)
 			if !reflect.DeepEqual(rest, tc.want) {
 				t.Errorf("Parse(%q) =\n %+v\nwant\n %+v", tc.args, rest, tc.want)
 			}

@@ -16,10 +16,10 @@ import (
 func (c *Config) secure(opt *redis.Options, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil { // redis.ParseURL accepted it, so this cannot happen
-		return fmt.Errorf("%w: %s URL: %w", ErrConfig, c.redisSource, errors.Unwrap(err))
+		return fmt.Errorf("%w: %s URL: %w", ErrConfig, c.origin("redis"), errors.Unwrap(err))
 	}
 	if v := u.Query().Get("skip_verify"); (v == "true" || v == "1") && !c.Insecure {
-		return fmt.Errorf("%w: skip_verify in the %s URL turns off TLS certificate checks; add --insecure if that is really meant", ErrConfig, c.redisSource)
+		return fmt.Errorf("%w: skip_verify in the %s URL turns off TLS certificate checks; add --insecure if that is really meant", ErrConfig, c.origin("redis"))
 	}
 	if opt.TLSConfig == nil && (c.CACert != "" || c.Cert != "") {
 		return fmt.Errorf("%w: --cacert and --cert need a rediss:// URL", ErrConfig)

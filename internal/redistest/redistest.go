@@ -160,9 +160,7 @@ func prefixed(kv []string) []string {
 func (s *Server) start() {
 	s.t.Helper()
 	s.cmd = exec.Command("redis-server", s.args...)
-	// Its own process group: a test that signals its process group must
-	// not hit the server.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	s.cmd.SysProcAttr = serverProcAttr()
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}

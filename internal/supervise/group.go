@@ -2,50 +2,16 @@ package supervise
 
 import (
 	"errors"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
 // GroupAlive reports whether any process of the child's process group is
-// still running — the command's own children can outlive it. Exited
-// processes that their new parent has not reaped yet do not count: some
-// init processes (in containers, say) reap orphans only now and then.
+// still running — the command's own children can outlive it. On Linux,
+// exited processes that their new parent has not reaped yet do not count:
+// some init processes (in containers, say) reap orphans only now and then.
 func (c *Child) GroupAlive() bool {
 	if errors.Is(syscall.Kill(-c.pgid, 0), syscall.ESRCH) {
 		return false // the cheap answer, when the group is gone entirely
 	}
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, p := range procs {
-		if p.Name()[0] < '0' || p.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
-		if err != nil {
-			continue // exited meanwhile
-		}
-		if state, pgrp, ok := parseStat(string(stat)); ok && pgrp == c.pgid && state != 'Z' && state != 'X' {
-			return true
-		}
-	}
-	return false
-}
-
-// parseStat returns the state and process group of a /proc/<pid>/stat
-// line: "pid (comm) state ppid pgrp ...", where comm may hold anything.
-func parseStat(stat string) (state byte, pgrp int, ok bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
-	}
-	pgrp, err := strconv.Atoi(f[2])
-	return f[0][0], pgrp, err == nil
+	return c.groupHasLiveProcess()
 }

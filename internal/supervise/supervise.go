@@ -1,6 +1,8 @@
 // Package supervise runs with-lock's command as a child process: in its own
-// process group so the whole tree can be signalled, killed by the kernel if
-// with-lock dies, and in the terminal's foreground when run interactively.
+// process group so the whole tree can be signalled, killed if with-lock
+// dies (by a guard process everywhere, and by the kernel's parent-death
+// signal on Linux), and in the terminal's foreground when run
+// interactively.
 package supervise
 
 import (
@@ -81,19 +83,15 @@ func Start(path string, argv, env []string) (*Child, error) {
 func start(path string, argv, env []string, g *guard) (*Child, error) {
 	c := &Child{done: make(chan struct{}), foreground: -1}
 	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   argv,
-		Env:    env,
-		Stdin:  os.Stdin,
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid: true,
-			// The kernel kills the child when the thread that forked it
-			// dies, which includes with-lock being killed with SIGKILL.
-			Pdeathsig: syscall.SIGKILL,
-		},
+		Path:        path,
+		Args:        argv,
+		Env:         env,
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
+	setParentDeathSignal(cmd.SysProcAttr) // Linux only: pdeathsig_*.go
 	if g != nil {
 		cmd.SysProcAttr.Pgid = g.pgid() // born into the guard's group
 	}
@@ -105,9 +103,10 @@ func start(path string, argv, env []string, g *guard) (*Child, error) {
 	c.cmd = cmd
 	started := make(chan error, 1)
 	go func() {
-		// Pdeathsig fires when the forking thread exits, not the process:
-		// keep this goroutine on its thread until the child has been reaped.
-		// Returning while still locked then ends the thread, harmlessly.
+		// The parent-death signal fires when the forking thread exits, not
+		// the process: keep this goroutine on its thread until the child
+		// has been reaped. Returning while still locked then ends the
+		// thread, harmlessly.
 		runtime.LockOSThread()
 		if err := cmd.Start(); err != nil {
 			started <- err

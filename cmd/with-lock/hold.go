@@ -21,8 +21,9 @@ const groupPoll = 10 * time.Millisecond
 // command when the lock is lost (--on-lost term), and releases the lock at
 // the end. It returns with-lock's exit code.
 func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
-	// The parent-death signal kills only the command; the guard kills its
-	// children too if with-lock is killed.
+	// The guard kills the command's whole process group if with-lock is
+	// killed. Without it only the parent-death signal, on Linux, stops the
+	// command, and not its children.
 	if err := child.GuardErr(); err != nil {
 		warn("%v; if with-lock is killed, the command's children may outlive it", err)
 	}
@@ -121,6 +122,19 @@ func (r *runner) releaseHeld(lock *withlock.Lock, ka *withlock.KeepAlive) {
 		return
 	}
 	if err := lock.Release(context.Background()); err != nil && !errors.Is(err, withlock.ErrLockNotHeld) {
+		warn("%v; the lock will expire by itself", err)
+	}
+}
+
+// release gives the lock up. Failing to is worth a warning but does not
+// change the exit code: the command did run, and the key expires anyway.
+func (r *runner) release(lock *withlock.Lock) {
+	err := lock.Release(context.Background())
+	switch {
+	case err == nil:
+	case errors.Is(err, withlock.ErrLockNotHeld):
+		warn("lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
+	default:
 		warn("%v; the lock will expire by itself", err)
 	}
 }

@@ -33,18 +33,3 @@ func newLocker(cfg *config.Config) (*withlock.Client, func(), error) {
 	}
 	return locker, closeAll, nil
 }
-
-// lockOptions are the per-acquisition options of this run; nil when there
-// are none, which keeps the acquisition a single SET.
-func (r *runner) lockOptions() *withlock.LockOptions {
-	if r.cfg.MinReplicas == 0 && !r.cfg.Fence && r.cfg.MinHold == 0 {
-		return nil
-	}
-	return &withlock.LockOptions{
-		Fence:       r.cfg.Fence,   // --fence: renew.go
-		MinHold:     r.cfg.MinHold, // --min-hold
-		MinReplicas: r.cfg.MinReplicas,
-		// WAIT must answer well within the client's read timeout.
-		ReplicaTimeout: r.cfg.RedisTimeout / 2,
-	}
-}

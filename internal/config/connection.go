@@ -1,0 +1,95 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Environment variables that carry secrets and have no flag. They are
+// read, then removed from the command's environment (see CommandEnviron),
+// as is WITH_LOCK_REDIS when its URLs hold a password.
+const (
+	EnvPassword         = "WITH_LOCK_PASSWORD"
+	EnvRedisCLIAuth     = "REDISCLI_AUTH" // redis-cli's own convention
+	EnvSentinelPassword = "WITH_LOCK_SENTINEL_PASSWORD"
+	EnvRedis            = "WITH_LOCK_REDIS"
+)
+
+// Connection is which Redis to lock on and how to reach it: the URLs,
+// TLS, the password files, Sentinel, Cluster. Several URLs without
+// --cluster are the independent masters of a quorum.
+type Connection struct {
+	// RedisURLs are all --redis URLs (or WITH_LOCK_REDIS's, separated by
+	// spaces), never empty after Parse.
+	RedisURLs    []string
+	RedisTimeout time.Duration // connect and command timeout
+
+	CACert   string // PEM CA bundle that replaces the system roots
+	Cert     string // PEM client certificate
+	Key      string // its private key
+	Insecure bool   // do not verify the server's certificate
+
+	PasswordFile string // file holding the Redis password
+
+	Sentinels            []string // HOST:PORT of each sentinel
+	SentinelMaster       string   // the master's name as the sentinels know it
+	SentinelUser         string   // ACL user for the sentinels
+	SentinelPasswordFile string   // file holding the sentinels' password
+
+	Cluster bool // RedisURLs are seeds of one Redis Cluster
+
+	envPassword         string            // WITH_LOCK_PASSWORD or else REDISCLI_AUTH
+	envSentinelPassword string            // WITH_LOCK_SENTINEL_PASSWORD
+	secrets             map[string]string // password files already read
+}
+
+// resolveConnection reads the passwords from the environment and notes
+// what is worth a warning, once the settings are parsed.
+func (c *Config) resolveConnection(getenv func(string) string) {
+	if c.source("redis") == fromFlag && hasPassword(c.RedisURLs...) {
+		c.Warnings = append(c.Warnings, "a password in --redis is visible to other users (ps, /proc); use --password-file or "+EnvPassword)
+	}
+	c.envPassword = getenv(EnvPassword)
+	if c.envPassword == "" {
+		c.envPassword = getenv(EnvRedisCLIAuth)
+	}
+	c.envSentinelPassword = getenv(EnvSentinelPassword)
+	if c.Insecure {
+		c.Warnings = append(c.Warnings, c.origin("insecure")+": the Redis server's TLS certificate is not verified")
+	}
+}
+
+// hasPassword reports whether any of the URLs carries a password.
+func hasPassword(urls ...string) bool {
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *Config) validateConnection() error {
+	p := &c.Connection
+	switch {
+	case (p.Cert == "") != (p.Key == ""):
+		return errors.New("--cert and --key go together")
+	case p.Insecure && p.CACert != "":
+		return errors.New("--insecure and --cacert contradict each other")
+	case p.Cluster && len(p.Sentinels) > 0:
+		return errors.New("--cluster and --sentinel exclude each other")
+	case len(p.Sentinels) > 0 && p.SentinelMaster == "":
+		return errors.New("--sentinel needs --sentinel-master NAME")
+	case len(p.Sentinels) == 0 && p.SentinelMaster != "":
+		return errors.New("--sentinel-master needs at least one --sentinel HOST:PORT")
+	case len(p.Sentinels) > 0 && len(p.RedisURLs) > 1:
+		return errors.New("with --sentinel, give at most one --redis URL (for the master's credentials, TLS and database)")
+	case !p.Cluster && len(p.RedisURLs) > 1 && len(p.RedisURLs)%2 == 0:
+		return fmt.Errorf("a quorum needs an odd number of independent --redis masters, not %d", len(p.RedisURLs))
+	}
+	return nil
+}

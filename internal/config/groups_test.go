@@ -1,0 +1,65 @@
+package config_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/with-lock/with-lock/internal/config"
+)
+
+func TestParseSupervisionFlags(t *testing.T) {
+	term := config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter}
+	tests := []struct {
+		args   []string
+		want   config.Supervision
+		output config.Output
+		name   string
+		cmd    int // length of the command
+	}{
+		{[]string{"job", "true"}, term, config.Output{}, "job", 1},
+		{[]string{"--no-renew", "--on-lost", "ignore", "--kill-after", "1s", "job", "sh", "-c", "x"},
+			config.Supervision{NoRenew: true, OnLost: "ignore", KillAfter: time.Second}, config.Output{}, "job", 3},
+		{[]string{"--kill-after=0", "job", "true"}, config.Supervision{OnLost: "term"}, config.Output{}, "job", 1},
+		{[]string{"--status", "job"}, term, config.Output{Status: true}, "job", 0},
+		{[]string{"--status", "--json", "job"}, term, config.Output{Status: true, JSON: true}, "job", 0},
+	}
+	for _, tt := range tests {
+		c, err := config.Parse(tt.args, env())
+		if err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		if c.Supervision != tt.want || c.Output != tt.output || c.Name != tt.name || len(c.Command) != tt.cmd {
+			t.Errorf("%q: got %+v %+v name %q command %q, want %+v %+v name %q and %d args",
+				tt.args, c.Supervision, c.Output, c.Name, c.Command, tt.want, tt.output, tt.name, tt.cmd)
+		}
+	}
+}
+
+func TestParseLockFlags(t *testing.T) {
+	c, err := config.Parse([]string{"--min-hold", "55s", "--fence", "--min-replicas", "2", "job", "true"}, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MinHold != 55*time.Second || !c.Fence || c.MinReplicas != 2 {
+		t.Errorf("got %+v, want MinHold 55s, Fence, MinReplicas 2", c.Lock)
+	}
+}
+
+func TestParseSupervisionAndStatusErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--status"},
+		{"--status", "job", "true"},
+		{"--status", ""},
+		{"--json", "job", "true"},
+		{"--on-lost", "kill", "job", "true"},
+		{"--kill-after", "-1s", "job", "true"},
+		{"--min-hold", "-5s", "job", "true"},
+		{"--min-hold", "5", "job", "true"},
+	} {
+		if _, err := config.Parse(args, env()); !errors.Is(err, config.ErrUsage) {
+			t.Errorf("%q: err = %v, want ErrUsage", args, err)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// A setting is one flag: its names, default, help and environment
+// variable, bound to the field of Config it fills. Every flag is declared
+// in settings, and only there.
+type setting struct {
+	name  string // the long flag, without "--"
+	short string // the one-letter flag, or ""
+	env   string // the WITH_LOCK_* variable; "" for an action, which no environment should turn on
+	list  bool   // repeatable; its variable holds the values separated by spaces
+	field any    // pointer to the Config field
+	def   any    // the default, of the field's type; nil for the zero value
+	help  string // pflag takes the `QUOTED` word as the value's name
+}
+
+// A group is the settings of one concept, shown together in --help.
+type group struct {
+	title    string
+	settings []setting
+}
+
+// settings declares every flag of c, grouped by what it configures.
+func settings(c *Config) []group {
+	return []group{
+		{"Redis connection", []setting{
+			{name: "redis", env: EnvRedis, list: true, field: &c.RedisURLs, def: []string{DefaultRedisURL},
+				help: "Redis `URL`; repeat for a quorum of independent masters, or the seeds of --cluster"},
+			{name: "redis-timeout", env: "WITH_LOCK_REDIS_TIMEOUT", field: &c.RedisTimeout, def: DefaultRedisTimeout,
+				help: "give up on connecting to or hearing from Redis after `DUR`"},
+			{name: "cacert", env: "WITH_LOCK_TLS_CACERT", field: &c.CACert,
+				help: "verify the server's TLS certificate against the CAs in `FILE` (rediss://)"},
+			// Not WITH_LOCK_CERT/KEY: WITH_LOCK_KEY is the lock's key, set for the command.
+			{name: "cert", env: "WITH_LOCK_TLS_CERT", field: &c.Cert, help: "TLS client certificate `FILE` (PEM, with --key)"},
+			{name: "key", env: "WITH_LOCK_TLS_KEY", field: &c.Key, help: "TLS client private key `FILE` (PEM)"},
+			{name: "insecure", env: "WITH_LOCK_TLS_INSECURE", field: &c.Insecure,
+				help: "do not verify the server's TLS certificate (testing only)"},
+			{name: "password-file", env: "WITH_LOCK_PASSWORD_FILE", field: &c.PasswordFile,
+				help: "read the Redis password from `FILE` (mode 0600 or stricter)"},
+			{name: "sentinel", env: "WITH_LOCK_SENTINEL", list: true, field: &c.Sentinels,
+				help: "Sentinel `HOST:PORT` (repeat for each sentinel)"},
+			{name: "sentinel-master", env: "WITH_LOCK_SENTINEL_MASTER", field: &c.SentinelMaster,
+				help: "`NAME` of the master the sentinels monitor"},
+			{name: "sentinel-user", env: "WITH_LOCK_SENTINEL_USER", field: &c.SentinelUser, help: "ACL `USER` for the sentinels"},
+			{name: "sentinel-password-file", env: "WITH_LOCK_SENTINEL_PASSWORD_FILE", field: &c.SentinelPasswordFile,
+				help: "read the sentinels' password from `FILE`"},
+			{name: "cluster", env: "WITH_LOCK_CLUSTER", field: &c.Cluster, help: "the --redis URLs are seeds of a Redis Cluster"},
+		}},
+		{"Lock", []setting{
+			{name: "prefix", env: "WITH_LOCK_PREFIX", field: &c.Prefix, def: DefaultPrefix, help: "the key is `STR`<name>"},
+			{name: "ttl", env: "WITH_LOCK_TTL", field: &c.TTL, def: DefaultTTL,
+				help: "the lock expires `DUR` (at least " + MinTTL.String() + ") after it was last set or renewed"},
+			{name: "wait", short: "w", env: "WITH_LOCK_WAIT", field: &c.Wait,
+				help: "wait up to `DUR` for a busy lock instead of failing"},
+			{name: "nonblock", short: "n", field: new(bool), help: "fail at once when the lock is busy (the default)"},
+			{name: "conflict-exit-code", short: "E", env: "WITH_LOCK_CONFLICT_EXIT_CODE", field: &c.ConflictExit, def: DefaultConflictExit,
+				help: "exit with `N` (0-255) when the lock is busy"},
+			{name: "min-hold", env: "WITH_LOCK_MIN_HOLD", field: &c.MinHold,
+				help: "keep the lock at least `DUR` after acquiring it, even if the command ends sooner"},
+			// Not WITH_LOCK_FENCE: that is the number given to the command.
+			{name: "fence", env: "WITH_LOCK_FENCING", field: &c.Fence,
+				help: "give the command a fencing number, increasing per acquisition, in " + EnvLockFence},
+			{name: "min-replicas", env: "WITH_LOCK_MIN_REPLICAS", field: &c.MinReplicas,
+				help: "after acquiring, wait until `N` replicas have the lock, else exit 69"},
+		}},
+		{"Command supervision", []setting{
+			{name: "no-renew", env: "WITH_LOCK_NO_RENEW", field: &c.NoRenew, help: "do not renew the lock while the command runs"},
+			{name: "on-lost", env: "WITH_LOCK_ON_LOST", field: &c.OnLost, def: OnLostTerm,
+				help: "`MODE` on a lost lock: term stops the command (exit 125), ignore only warns"},
+			{name: "kill-after", env: "WITH_LOCK_KILL_AFTER", field: &c.KillAfter, def: DefaultKillAfter,
+				help: "after --on-lost term's SIGTERM, SIGKILL the command after `DUR`"},
+		}},
+		{"Output", []setting{
+			{name: "quiet", short: "q", env: "WITH_LOCK_QUIET", field: &c.Quiet, help: "say nothing when the lock is busy"},
+			{name: "status", field: &c.Status, help: "print who holds lock <name> and exit: 0 held, 1 free (no command)"},
+			{name: "json", field: &c.JSON, help: "with --status, print JSON"},
+			{name: "version", field: &c.Version, help: "print the version and exit"},
+			{name: "help", short: "h", field: new(bool), help: "show this help"},
+		}},
+	}
+}
+
+// define adds s to fs, bound to its field.
+func (s *setting) define(fs *pflag.FlagSet) {
+	help := s.help
+	if s.env != "" {
+		help += " [$" + s.env + "]"
+	}
+	switch p := s.field.(type) {
+	case *string:
+		def, _ := s.def.(string)
+		fs.StringVarP(p, s.name, s.short, def, help)
+	case *[]string:
+		def, _ := s.def.([]string)
+		fs.StringArrayVarP(p, s.name, s.short, def, help)
+	case *bool:
+		def, _ := s.def.(bool)
+		fs.BoolVarP(p, s.name, s.short, def, help)
+	case *int:
+		def, _ := s.def.(int)
+		fs.IntVarP(p, s.name, s.short, def, help)
+	case *time.Duration:
+		def, _ := s.def.(time.Duration)
+		fs.DurationVarP(p, s.name, s.short, def, help)
+	default:
+		panic(fmt.Sprintf("setting --%s: unsupported field type %T", s.name, s.field))
+	}
+}
+
+// source is where a setting's value came from. A config file would slot
+// in between fromDefault and fromEnv.
+type source int
+
+// Sources from the weakest to the strongest: a flag beats its variable,
+// which beats the built-in default.
+const (
+	fromDefault source = iota
+	fromEnv
+	fromFlag
+)
+
+func (s source) String() string {
+	return [...]string{"default", "environment", "flag"}[s]
+}
+
+// newFlagSet returns the flag set of c: every setting, in --help order.
+func newFlagSet(c *Config) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("with-lock", pflag.ContinueOnError)
+	fs.SetInterspersed(false) // everything after the name belongs to the command
+	fs.SetOutput(io.Discard)  // errors are reported once, by the caller
+	fs.SortFlags = false
+	for _, g := range settings(c) {
+		for i := range g.settings {
+			g.settings[i].define(fs)
+		}
+	}
+	return fs
+}
+
+// applyEnv fills each setting not given as a flag from its variable, if
+// set and not empty, parsed as the flag would be, and records in c where
+// every setting's value came from.
+func (c *Config) applyEnv(fs *pflag.FlagSet, getenv func(string) string) error {
+	c.sources = map[string]source{}
+	for _, g := range settings(c) {
+		for _, s := range g.settings {
+			f := fs.Lookup(s.name)
+			v := ""
+			if s.env != "" {
+				v = getenv(s.env)
+			}
+			switch {
+			case f.Changed:
+				c.sources[s.name] = fromFlag
+				continue
+			case v == "":
+				continue
+			}
+			values := []string{v}
+			if s.list {
+				values = strings.Fields(v)
+			}
+			for _, v := range values {
+				// Value.Set, not fs.Set: the flag stays unchanged, and
+				// the error does not call the variable a flag.
+				if err := f.Value.Set(v); err != nil {
+					return fmt.Errorf("%s: %w", s.env, err)
+				}
+			}
+			c.sources[s.name] = fromEnv
+		}
+	}
+	return nil
+}
+
+// source says where the setting named by its flag came from.
+func (c *Config) source(name string) source { return c.sources[name] }
+
+// origin names a setting in a message as the user gave it: its flag, or
+// its variable when the value came from the environment.
+func (c *Config) origin(name string) string {
+	if c.source(name) == fromEnv {
+		for _, g := range settings(c) {
+			for _, s := range g.settings {
+				if s.name == name {
+					return s.env
+				}
+			}
+		}
+	}
+	return "--" + name
+}
+
+// Usage writes the help text to w.
+func Usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: with-lock [flags] <name> <command> [args...]
+
+Run a command only if the Redis lock <name> is free, and release it after.
+A busy lock makes with-lock exit at once with 75 without running anything.
+A flag beats its [$VARIABLE], which beats the default.
+`)
+	for _, g := range settings(&Config{}) {
+		fs := pflag.NewFlagSet(g.title, pflag.ContinueOnError)
+		fs.SortFlags = false
+		for i := range g.settings {
+			g.settings[i].define(fs)
+		}
+		fmt.Fprintf(w, "\n%s:\n%s", g.title, fs.FlagUsagesWrapped(100))
+	}
+	fmt.Fprint(w, `
+Passwords: --password-file, the URL, $`+EnvPassword+` or $`+EnvRedisCLIAuth+`;
+--sentinel-password-file or $`+EnvSentinelPassword+` for the sentinels.
+
+Exit codes: the command's own; 128+N if it died of signal N; 75 lock busy;
+64 usage; 69 Redis unavailable; 70 internal error; 77 Redis refused
+credentials; 78 bad configuration; 125 lock lost while the command ran (it
+was stopped); 126 not executable; 127 not found. --status: 0 held, 1 free.
+
+Examples:
+  with-lock nightly-report /opt/jobs/report.sh
+  with-lock -E 0 backup -- rsync -a /data /backup     # quiet skip when busy
+  with-lock -w 5m --ttl 2m import ./import --full
+  with-lock --min-hold 55s -E 0 sync /opt/jobs/sync   # every minute, many hosts
+  with-lock --status --json nightly-report
+  */5 * * * * with-lock -q -E 0 sync /opt/jobs/sync   # crontab line
+`)
+}
