@@ -80,8 +80,9 @@ type LockOptions struct {
 type Client struct {
 	rdb    redis.UniversalClient
 	prefix string
-	owner  string    // "<host>:<pid>:" put before every token
-	waits  waitState // waiting Acquires, see wait.go
+	owner  string   // "<host>:<pid>:" put before every token
+	line   waitLine // waiting Acquires, see waitline.go
+	b      seamShim // DELETE AT MERGE with seam_shim.go: H1's backend
 
 	// A Redlock quorum (NewQuorum): independent masters, rdb is nodes[0].
 	// nil for one deployment, whose path never looks further.
@@ -92,6 +93,7 @@ type Client struct {
 // New returns a Client that takes locks through rdb.
 func New(rdb redis.UniversalClient, opts *Options) *Client {
 	c := &Client{rdb: rdb, prefix: DefaultPrefix, owner: ownerPrefix()}
+	c.b = seamShim{c} // DELETE AT MERGE with seam_shim.go
 	if opts != nil && opts.Prefix != "" {
 		c.prefix = opts.Prefix
 	}
@@ -271,7 +273,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err != nil {
 		return nil, err
 	}
-	return c.wait(ctx, name, token, ttl, opts)
+	return c.line.wait(ctx, c, name, token, ttl, opts)
 }
 
 // Lock is a lock that was obtained. Its methods are safe for concurrent use.
@@ -363,7 +365,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	if keep == 0 {
 		// A waiter of this Client is first in line: take the lock for it in
 		// the same round trip (handoff.go).
-		if done, err := l.c.waits.handoff(ctx, l.c, l); done {
+		if done, err := l.c.line.handOff(ctx, l); done {
 			return err
 		}
 	}
