@@ -236,51 +236,49 @@ func (ln *waitLine) dropIfIdle(q *queue) {
 	ln.sub.unsubscribe(q.key)
 }
 
-// released is the subscription reporting a release message on channel,
-// which is the lock's key. It returns false once s is no longer the line's
-// subscription, and s's receive loop ends.
-func (ln *waitLine) released(s *subscription, channel string) bool {
+// ifCurrent runs report with ln.mu held if s is still the line's
+// subscription, and tells whether it is: once the line has closed s, its
+// receive loop ends and what it still got is stale.
+func (ln *waitLine) ifCurrent(s *subscription, report func()) bool {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
 	if ln.sub != s {
 		return false
 	}
-	switch q := ln.queues[channel]; {
-	case q == nil:
-	case q.ownReleasesToIgnore > 0:
-		q.ownReleasesToIgnore-- // a Release of ours handed the lock on already
-	default:
-		q.wakeFirst()
-	}
+	report()
 	return true
+}
+
+// released is the subscription reporting a release message on channel,
+// which is the lock's key.
+func (ln *waitLine) released(s *subscription, channel string) bool {
+	return ln.ifCurrent(s, func() {
+		switch q := ln.queues[channel]; {
+		case q == nil:
+		case q.ownReleasesToIgnore > 0:
+			q.ownReleasesToIgnore-- // a Release of ours handed the lock on already
+		default:
+			q.wakeFirst()
+		}
+	})
 }
 
 // subscribed is the subscription reporting that Redis confirmed a SUBSCRIBE
 // to channel: every later release reaches the queue, and its first in line
 // tries once more in case one came before.
 func (ln *waitLine) subscribed(s *subscription, channel string) bool {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if ln.sub != s {
-		return false
-	}
-	if q := ln.queues[channel]; q != nil && !s.unsubscribing(channel) {
-		q.listening = true
-		q.wakeFirst()
-	}
-	return true
+	return ln.ifCurrent(s, func() {
+		if q := ln.queues[channel]; q != nil && !s.unsubscribing(channel) {
+			q.listening = true
+			q.wakeFirst()
+		}
+	})
 }
 
 // unsubscribed is the subscription reporting that Redis confirmed an
 // UNSUBSCRIBE from channel.
 func (ln *waitLine) unsubscribed(s *subscription, channel string) bool {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if ln.sub != s {
-		return false
-	}
-	s.unsubscribeDone(channel)
-	return true
+	return ln.ifCurrent(s, func() { s.unsubscribeDone(channel) })
 }
 
 // disconnected is the subscription reporting that its connection failed.
@@ -288,14 +286,10 @@ func (ln *waitLine) unsubscribed(s *subscription, channel string) bool {
 // subscribes again; each queue is listening again, and its first waiter
 // tries, on confirmation.
 func (ln *waitLine) disconnected(s *subscription) bool {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if ln.sub != s {
-		return false
-	}
-	s.forgetUnsubscribes()
-	for _, q := range ln.queues {
-		q.listening, q.ownReleasesToIgnore = false, 0
-	}
-	return true
+	return ln.ifCurrent(s, func() {
+		s.forgetUnsubscribes()
+		for _, q := range ln.queues {
+			q.listening, q.ownReleasesToIgnore = false, 0
+		}
+	})
 }
