@@ -6,18 +6,18 @@ import "time"
 // Acquires, so that a test can tell a wake-up by release message or by
 // expiry from one by polling.
 func SetWaitTimings(c *Client, poll, linger time.Duration) {
-	c.waits.mu.Lock()
-	defer c.waits.mu.Unlock()
-	c.waits.poll, c.waits.linger = poll, linger
+	c.line.mu.Lock()
+	defer c.line.mu.Unlock()
+	c.line.poll, c.line.linger = poll, linger
 }
 
 // Waiting returns how many Acquires of c are in line for the lock called
 // name.
 func Waiting(c *Client, name string) int {
-	c.waits.mu.Lock()
-	defer c.waits.mu.Unlock()
-	if r := c.waits.rooms[c.Key(name)]; r != nil {
-		return len(r.queue)
+	c.line.mu.Lock()
+	defer c.line.mu.Unlock()
+	if q := c.line.queues[c.Key(name)]; q != nil {
+		return len(q.waiters)
 	}
 	return 0
 }

@@ -2,101 +2,97 @@ package withlock
 
 import (
 	"context"
-	"time"
 )
 
-// handoffResult is what a Release that handed its lock to a waiter of the
+// handOffResult is what a Release that handed its lock to a waiter of the
 // same Client tells that waiter.
-type handoffResult struct {
-	ok       bool      // the SET NX for the waiter's token succeeded
-	acquired time.Time // when it was sent
+type handOffResult struct {
+	to  *Lock // the waiter's lock, as sent
+	got bool  // the SET NX for the waiter's token succeeded
 }
 
-// handable reports whether w's acquisition is a plain SET NX PX, which a
+// handOffable reports whether w's acquisition is a plain SET NX PX, which a
 // Release can send for it. Fenced acquisitions (and any other option but
 // MinHold, which only matters at release) go through the waiter's own try.
-func (w *waiter) handable() bool {
+func (w *waiter) handOffable() bool {
 	return w.opts == nil || *w.opts == (LockOptions{MinHold: w.opts.MinHold})
 }
 
-// handoff releases l and, in the same round trip, sends the SET NX PX that
+// handOff releases l and, in the same round trip, sends the SET NX PX that
 // the first waiter in line for l's key in this Client would send after
-// being woken: the release script first, then the waiter's SET, pipelined.
-// A handoff between waiters of one Client then costs one round trip instead
-// of the release, the release message's delivery and the waiter's own SET,
-// with the same commands. The release is still the one EVAL of the release
-// script, and its message still wakes waiters in other processes, which may
-// win the race for the key as they could anyway.
+// being woken: the release script first, then the waiter's SET, pipelined
+// by the backend (handOver). A hand-off between waiters of one Client then
+// costs one round trip instead of the release, the release message's
+// delivery and the waiter's own SET, with the same commands. The release is
+// still the one EVAL of the release script, and its message still wakes
+// waiters in other processes, which may win the race for the key as they
+// could anyway.
 //
 // It returns false, having sent nothing, when no waiter here can take the
-// lock that way or the backend cannot (backend.handOver); Release then
-// sends its release alone.
-func (s *waitState) handoff(ctx context.Context, c *Client, l *Lock) (bool, error) {
-	if s.n.Load() == 0 {
+// lock that way or the backend cannot send both at once; Release then
+// releases on its own.
+func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
+	if ln.busy.Load() == 0 {
 		return false, nil
 	}
-	s.mu.Lock()
-	r := s.rooms[l.key]
-	if r == nil || len(r.queue) == 0 {
-		s.mu.Unlock()
+	ln.mu.Lock()
+	q := ln.queues[l.key]
+	if q == nil || len(q.waiters) == 0 {
+		ln.mu.Unlock()
 		return false, nil
 	}
-	w := r.queue[0]
-	if w.handing || w.handed != nil || !w.handable() {
-		s.mu.Unlock()
+	w := q.waiters[0]
+	if w.handOffInFlight || w.handOff != nil || !w.handOffable() {
+		ln.mu.Unlock()
 		return false, nil
 	}
-	w.handing = true
-	skip := r.ready // our release message will reach the room: it must not wake the next in line
-	if skip {
-		r.skip++
+	w.handOffInFlight = true
+	// Our release message will reach the queue: it must not wake the next
+	// in line, as the lock goes to the first.
+	ignore := q.listening
+	if ignore {
+		q.ownReleasesToIgnore++
 	}
-	s.mu.Unlock()
+	ln.mu.Unlock()
 
-	to := &Lock{c: c, name: w.name, key: l.key, token: w.token, ttl: w.ttl}
-	if w.opts != nil {
-		to.minHold = w.opts.MinHold
-	}
-	handled, got, err := c.b.handOver(ctx, l, to)
+	to := &Lock{c: l.c, name: w.want.name, key: w.want.key, token: w.want.token, ttl: w.want.ttl, minHold: w.want.minHold}
+	// The backend cleans up a SET that failed on the wire and may land
+	// later, before it returns: the waiter may give up instead of trying
+	// again, and then nobody would release that key.
+	handled, got, err := l.c.b.handOver(ctx, l, to)
 
-	s.mu.Lock()
-	if skip && (!handled || err != nil) && r.skip > 0 {
-		r.skip-- // nothing was published, or we cannot tell: skip nothing
+	ln.mu.Lock()
+	if ignore && (!handled || err != nil) && q.ownReleasesToIgnore > 0 {
+		q.ownReleasesToIgnore-- // nothing was published, or we cannot tell: ignore nothing
 	}
-	w.handing = false
+	w.handOffInFlight = false
 	if handled {
-		// A SET that failed on the wire was cleaned up by handOver.
-		w.handed = &handoffResult{ok: got, acquired: to.acquired}
+		w.handOff = &handOffResult{to: to, got: got}
 	}
-	w.poke()
-	s.mu.Unlock()
+	w.wake()
+	ln.mu.Unlock()
 	return handled, err
 }
 
-// takeHandoff picks up the outcome of a handoff to w, waiting for one in
+// takeHandOff picks up the outcome of a hand-off to w, waiting for one in
 // flight, and returns the lock it got, or nil (then w should try on its
-// own, as a handoff that failed may have seen another holder take over).
-// A handoff whose SET may have landed unseen was cleaned up by handOver.
-func (s *waitState) takeHandoff(c *Client, r *room, w *waiter) *Lock {
+// own, as a hand-off that failed may have seen another holder take over).
+func (ln *waitLine) takeHandOff(q *queue, w *waiter) *Lock {
 	for {
-		s.mu.Lock()
-		h, handing := w.handed, w.handing
-		w.handed = nil
-		if h != nil && !h.ok {
-			w.try = true
+		ln.mu.Lock()
+		h, inFlight := w.handOff, w.handOffInFlight
+		w.handOff = nil
+		if h != nil && !h.got {
+			w.tryNext = true
 		}
-		s.mu.Unlock()
+		ln.mu.Unlock()
 		switch {
-		case h != nil && h.ok:
-			l := &Lock{c: c, name: w.name, key: r.key, token: w.token, ttl: w.ttl, acquired: h.acquired}
-			if w.opts != nil {
-				l.minHold = w.opts.MinHold
-			}
-			s.leave(c, r, w, l)
-			return l
-		case h != nil || !handing:
+		case h != nil && h.got:
+			ln.leave(q, w, h.to)
+			return h.to
+		case h != nil || !inFlight:
 			return nil
 		}
-		<-w.wake // the handoff pokes w when it is done
+		<-w.woken // handOff wakes w when it is done
 	}
 }

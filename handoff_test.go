@@ -58,7 +58,7 @@ func TestReleaseHandsOffToWaiterInLine(t *testing.T) {
 
 // A waiter whose context ends while a Release hands the lock to it either
 // gets the lock or leaves nothing behind.
-func TestHandoffRacingCancel(t *testing.T) {
+func TestHandOffRacingCancelLeavesNothingLocked(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	c := waitClient(t, srv)
@@ -92,7 +92,7 @@ func TestHandoffRacingCancel(t *testing.T) {
 
 // A fenced waiter is not handed the lock (its acquisition is a script):
 // it is woken by the release message and draws its fencing number.
-func TestFencedWaiterWokenNotHandedOff(t *testing.T) {
+func TestFencedWaiterIsWokenNotHandedOff(t *testing.T) {
 	srv := redistest.Start(t)
 	c := waitClient(t, srv)
 	holder := mustAcquire(t, c, "fenced", time.Minute)

@@ -93,8 +93,8 @@ type LockOptions struct {
 type Client struct {
 	b      backend // where locks are kept: single.go or quorum.go
 	prefix string
-	owner  string    // "<host>:<pid>:" put before every token
-	waits  waitState // waiting Acquires, see wait.go
+	owner  string   // "<host>:<pid>:" put before every token
+	line   waitLine // waiting Acquires, see waitline.go
 }
 
 // New returns a Client that takes locks on the Redis deployment rdb: a
@@ -160,7 +160,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err != nil {
 		return nil, err
 	}
-	return c.wait(ctx, name, token, ttl, opts)
+	return c.line.wait(ctx, c, name, token, ttl, opts)
 }
 
 // Lock is a lock that was obtained. Its methods are safe for concurrent use.
@@ -228,7 +228,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	if keep == 0 {
 		// A waiter of this Client is first in line: take the lock for it in
 		// the same round trip, if the backend can (handoff.go).
-		if done, err := l.c.waits.handoff(ctx, l.c, l); done {
+		if done, err := l.c.line.handOff(ctx, l); done {
 			return err
 		}
 	}

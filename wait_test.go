@@ -5,8 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
-	"regexp"
-	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,25 +15,10 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// setCalls is how many SET commands the server has run, from INFO
-// commandstats: how a test knows a waiter has tried at least once.
-func setCalls(t *testing.T, rdb *redis.Client) int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
-	}
-	m := regexp.MustCompile(`cmdstat_set:calls=(\d+)`).FindStringSubmatch(info)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
-}
-
 func TestAcquireWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
+	resetStats(t, rdb)
 	first, err := locker.TryAcquire(ctx, "job", 30*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +35,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 		done <- result{l, err}
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for setCalls(t, rdb) < 3 { // ours, then at least two tries of the waiter
+	for commandCalls(t, rdb)["set"] < 3 { // ours, then at least two tries of the waiter
 		if time.Now().After(deadline) {
 			t.Fatal("the waiter never tried to SET")
 		}
@@ -94,22 +78,32 @@ func TestAcquireWaitsForExpiry(t *testing.T) {
 	}
 }
 
-func TestAcquireGivesUpAtDeadline(t *testing.T) {
+// An Acquire whose context ends gives up with an error that matches both
+// ErrNotObtained and the context's, names the holder without its token,
+// leaves the holder's key alone and leaves the line.
+func TestAcquireGivesUpAtDeadlineNamingTheHolder(t *testing.T) {
 	ctx := context.Background()
-	locker, rdb, _ := setup(t)
+	_, rdb, srv := setup(t)
+	c := waitClient(t, srv)
 	rdb.Set(ctx, "lock:job", foreignToken, time.Minute)
 	const wait = 300 * time.Millisecond
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	start := time.Now()
-	l, err := locker.Acquire(wctx, "job", 10*time.Second, nil)
+	l, err := c.Acquire(wctx, "job", 10*time.Second, nil)
 	took := time.Since(start)
 	if l != nil || !errors.Is(err, withlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire past its deadline = %v, %v; want ErrNotObtained and DeadlineExceeded", l, err)
 	}
 	var held *withlock.NotObtainedError
-	if !errors.As(err, &held) || held.Holder != "otherhost:4242" {
-		t.Errorf("error %v does not carry the holder", err)
+	if !errors.As(err, &held) {
+		t.Fatalf("error %q is not a *HeldError", err)
+	}
+	if want := withlock.HolderOf(foreignToken); held.Holder != want || held.TTL <= 0 || held.TTL > time.Minute {
+		t.Errorf("HeldError = %+v, want holder %s and a TTL within a minute", held, want)
+	}
+	if strings.Contains(err.Error(), foreignToken) {
+		t.Errorf("error %q shows the holder's token", err)
 	}
 	if took < wait {
 		t.Errorf("gave up after %v, before the %v deadline", took, wait)
@@ -117,9 +111,12 @@ func TestAcquireGivesUpAtDeadline(t *testing.T) {
 	if got := rdb.Get(ctx, "lock:job").Val(); got != foreignToken {
 		t.Errorf("key after giving up holds %q, want the holder's token", got)
 	}
+	if n := withlock.Waiting(c, "job"); n != 0 {
+		t.Errorf("%d waiters left in line after giving up", n)
+	}
 }
 
-func TestAcquireCancelled(t *testing.T) {
+func TestAcquireWithCancelledContextSendsNothing(t *testing.T) {
 	locker, rdb, _ := setup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

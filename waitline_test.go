@@ -80,6 +80,18 @@ func commandCalls(t *testing.T, rdb *redis.Client) map[string]int {
 	return calls
 }
 
+// commandCallsExceptSetup is commandCalls without the test's own INFO and
+// CONFIG RESETSTAT and the handshake of new connections: what the code
+// under test sent.
+func commandCallsExceptSetup(t *testing.T, rdb *redis.Client) map[string]int {
+	t.Helper()
+	calls := commandCalls(t, rdb)
+	for _, setup := range []string{"info", "config|resetstat", "hello"} {
+		delete(calls, setup)
+	}
+	return calls
+}
+
 func resetStats(t *testing.T, rdb *redis.Client) {
 	t.Helper()
 	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
@@ -116,10 +128,7 @@ func TestAcquireFreeLockIsOneSet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire of a free lock: %v", err)
 	}
-	calls := commandCalls(t, rdb)
-	for _, setup := range []string{"info", "config|resetstat", "hello"} { // ours, and the new connection's handshake
-		delete(calls, setup)
-	}
+	calls := commandCallsExceptSetup(t, rdb)
 	if len(calls) != 1 || calls["set"] != 1 {
 		t.Errorf("commands for a free lock = %v, want only one set", calls)
 	}
@@ -183,39 +192,9 @@ func TestAcquireWakesOnExpiryOfCrashedHolder(t *testing.T) {
 	}
 }
 
-func TestAcquireTimeout(t *testing.T) {
-	srv := redistest.Start(t)
-	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "busy", time.Minute)
-	c := waitClient(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	l, err := c.Acquire(ctx, "busy", time.Minute, nil)
-	if l != nil {
-		t.Fatalf("Acquire of a held lock returned a lock")
-	}
-	for _, target := range []error{withlock.ErrNotObtained, context.DeadlineExceeded} {
-		if !errors.Is(err, target) {
-			t.Errorf("error %q does not match %v", err, target)
-		}
-	}
-	var held *withlock.NotObtainedError
-	if !errors.As(err, &held) {
-		t.Fatalf("error %q is not a *NotObtainedError", err)
-	}
-	if want := withlock.HolderOf(holder.Token()); held.Holder != want || held.TTL <= 0 || held.TTL > time.Minute {
-		t.Errorf("NotObtainedError = %+v, want holder %s and a TTL within a minute", held, want)
-	}
-	if strings.Contains(err.Error(), holder.Token()) {
-		t.Errorf("error %q shows the holder's token", err)
-	}
-	if n := withlock.Waiting(c, "busy"); n != 0 {
-		t.Errorf("%d waiters left in line after the timeout", n)
-	}
-}
-
 // A waiter that gives up while first in line must not take the next
 // release's wake-up with it.
-func TestAcquireFirstInLineGivesUp(t *testing.T) {
+func TestFirstInLineGivingUpPassesItsWakeUpOn(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "line", time.Minute)
 	c := waitClient(t, srv)
@@ -243,16 +222,27 @@ func TestAcquireNoLostWakeUp(t *testing.T) {
 	srv := redistest.Start(t)
 	holders := withlock.New(srv.Client(), nil)
 	for _, mode := range []struct {
-		name  string
-		fresh bool // a new Client (and subscription) per iteration
-	}{{"new subscription", true}, {"lingering subscription", false}} {
+		name   string
+		fresh  bool          // a new Client (and subscription) per iteration
+		linger time.Duration // how long a queue outlives its last waiter
+		parked bool          // another lock's waiter keeps the connection open
+	}{
+		{"new subscription", true, time.Millisecond, false},
+		{"lingering subscription", false, time.Minute, false},
+		// The lock's channel is unsubscribed and subscribed again on a
+		// connection that stays: a stale confirmation must not count.
+		{"channel subscribed again", false, time.Microsecond, true},
+	} {
 		t.Run(mode.name, func(t *testing.T) {
 			c := waitClient(t, srv)
-			withlock.SetWaitTimings(c, longPoll, time.Minute)
+			withlock.SetWaitTimings(c, longPoll, mode.linger)
+			if mode.parked {
+				defer parkWaiter(t, c, holders, "parked")()
+			}
 			for i := range 150 {
 				if mode.fresh {
 					c = waitClient(t, srv)
-					withlock.SetWaitTimings(c, longPoll, time.Millisecond)
+					withlock.SetWaitTimings(c, longPoll, mode.linger)
 				}
 				holder := mustAcquire(t, holders, "race", time.Minute)
 				got := acquireAsync(context.Background(), c, "race", time.Minute)
@@ -274,9 +264,26 @@ func TestAcquireNoLostWakeUp(t *testing.T) {
 	}
 }
 
+// parkWaiter holds the lock called name through holders and leaves an
+// Acquire of c waiting for it; the returned func ends that wait.
+func parkWaiter(t *testing.T, c, holders *withlock.Client, name string) func() {
+	t.Helper()
+	holder := mustAcquire(t, holders, name, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	parked := acquireAsync(ctx, c, name, time.Minute)
+	clitest.Eventually(t, promptly, "parked waiter never in line", func() bool { return withlock.Waiting(c, name) == 1 })
+	return func() {
+		cancel()
+		if o := wait(t, parked, promptly, "parked waiter"); !errors.Is(o.err, context.Canceled) {
+			t.Errorf("parked waiter: lock %v, error %v; want it cancelled", o.lock, o.err)
+		}
+		_ = holder.Release(context.Background())
+	}
+}
+
 // Many waiters on one lock, on two Clients: never two inside at once, all
 // served, and within one Client a handoff costs the release and one SET.
-func TestAcquireMutualExclusion(t *testing.T) {
+func TestWaitersOfTwoClientsNeverHoldAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	clients := []*withlock.Client{waitClient(t, srv), waitClient(t, srv)}
@@ -325,7 +332,7 @@ func TestAcquireMutualExclusion(t *testing.T) {
 
 // Within one Client, waiters queue up: a handoff costs the release script
 // and one SET, however many wait.
-func TestAcquireHandoffCommands(t *testing.T) {
+func TestHandOffWithinClientCostsAtMostSixCommands(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	c := waitClient(t, srv)
@@ -350,10 +357,7 @@ func TestAcquireHandoffCommands(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	calls := commandCalls(t, rdb)
-	for _, setup := range []string{"info", "config|resetstat", "hello"} {
-		delete(calls, setup)
-	}
+	calls := commandCallsExceptSetup(t, rdb)
 	sum := 0
 	for _, n := range calls {
 		sum += n
@@ -367,7 +371,7 @@ func TestAcquireHandoffCommands(t *testing.T) {
 
 // A lock deleted behind our back (no release message) is found by the
 // fallback poll; a key without TTL is retried with backoff, not hammered.
-func TestAcquireFallbackPoll(t *testing.T) {
+func TestWaiterPollsForSilentDeleteAndBacksOffOnKeyWithoutTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	c := withlock.New(srv.Client(), nil)
