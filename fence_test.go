@@ -50,6 +50,18 @@ func TestFenceStrictlyIncreases(t *testing.T) {
 	if err != nil || counter != last {
 		t.Errorf("fence counter at %s = %d, %v; want the last fence %d", withlock.FenceKey(locker, "job"), counter, err, last)
 	}
+	// Without Fence the acquisition is a plain SET NX: no number, and the
+	// counter is left alone.
+	l, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Fence() != 0 {
+		t.Errorf("unfenced lock has fence %d", l.Fence())
+	}
+	if got, _ := rdb.Get(ctx, withlock.FenceKey(locker, "job")).Int64(); got != last {
+		t.Errorf("unfenced acquisition moved the counter to %d", got)
+	}
 }
 
 // TestFenceKeyInLockSlot asks a real cluster-mode Redis which slot each key

@@ -112,6 +112,12 @@ func TestMinHold(t *testing.T) {
 		if _, err := locker.TryAcquire(ctx, "job", time.Second, nil); !errors.Is(err, withlock.ErrNotObtained) {
 			t.Errorf("TryAcquire during the min-hold = %v, want ErrNotObtained", err)
 		}
+		// The key still holds our token: a second release is still ours,
+		// and the key goes when the min-hold is over.
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("second Release during the min-hold: %v", err)
+		}
+		kaWaitGone(t, rdb, "lock:job", minHold+time.Second)
 	})
 	t.Run("late release deletes the key", func(t *testing.T) {
 		locker, rdb, _ := setup(t)
