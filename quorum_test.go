@@ -232,14 +232,15 @@ func TestQuorum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Extend(ctx, 10*time.Second); err != nil {
-			t.Fatal(err)
+		steps := map[string]func() error{
+			"Extend":  func() error { return l.Extend(ctx, 10*time.Second) },
+			"TTL":     func() error { _, err := l.TTL(ctx); return err },
+			"Release": func() error { return l.Release(ctx) },
 		}
-		if _, err := l.TTL(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
+		for _, step := range []string{"Extend", "TTL", "Release"} {
+			if err := steps[step](); err != nil {
+				t.Fatalf("%s with one node down: %v", step, err)
+			}
 		}
 	})
 
