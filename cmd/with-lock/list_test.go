@@ -230,4 +230,3 @@ func TestRecordWithRedisDownIsOneWarning(t *testing.T) {
 		}
 	}
 }
-
