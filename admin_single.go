@@ -82,12 +82,35 @@ func (s *single) finish(ctx context.Context, l *Lock, keep time.Duration, rec st
 func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time.Duration, rec string, retention time.Duration) (*redis.Cmd, *redis.StatusCmd) {
 	var release *redis.Cmd
 	var set *redis.StatusCmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = ordinaryConn(ctx, rdb, l.key, func(p redis.Pipeliner) error {
 		release = p.Eval(ctx, releaseScript, []string{l.key}, l.token, keep.Milliseconds())
 		set = p.Set(ctx, recordKey(l.key), rec, retention)
 		return nil
 	})
 	return release, set
+}
+
+// ordinaryConn runs the pipeline fn on a connection of rdb's ordinary pool
+// (on a Cluster, of key's master). go-redis keeps a pool of its own for
+// pipelines, and its first pipeline dials a new connection, which in a
+// one-shot process costs a TCP handshake and HELLO on top of the pipeline's
+// one round trip; the connection that acquired the lock is idle by then.
+func ordinaryConn(ctx context.Context, rdb redis.UniversalClient, key string, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	var node *redis.Client
+	switch c := rdb.(type) {
+	case *redis.Client:
+		node = c
+	case *redis.ClusterClient:
+		if m, err := c.MasterForKey(ctx, key); err == nil {
+			node = m
+		}
+	}
+	if node == nil {
+		return rdb.Pipelined(ctx, fn)
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	return conn.Pipelined(ctx, fn)
 }
 
 // releaseResult reads the release script's reply as release does.
