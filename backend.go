@@ -32,8 +32,24 @@ type backend interface {
 	release(ctx context.Context, l *Lock, keep time.Duration) error
 	// ttl is l's remaining time, or ErrLockNotHeld.
 	ttl(ctx context.Context, l *Lock) (time.Duration, error)
-	// status reads who holds key, for how long, and its fencing counter.
-	status(ctx context.Context, key string) (*Status, error)
+	// view reads who holds key, for how long, its fencing counter and its
+	// last-run records (status.go).
+	view(ctx context.Context, key string) (lockView, error)
+
+	// Seeing and clearing locks, and last-run records: admin_single.go,
+	// admin_quorum.go.
+
+	// keys returns, each once, the keys that match the SCAN pattern match
+	// on every master (all of a Cluster's, every node of a quorum).
+	keys(ctx context.Context, match string) ([]string, error)
+	// breakLock deletes key whatever its token and wakes its waiters. It
+	// returns the view of what it removed (st.Held false when nothing was
+	// held), without records.
+	breakLock(ctx context.Context, key string) (lockView, error)
+	// finish releases l as release does and, in the same round trip,
+	// stores rec at recordKey(l.key) for retention. relErr is what release
+	// would return; recErr is the record's failure.
+	finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error)
 
 	// The waiting line (wait.go) uses only these two.
 

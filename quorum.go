@@ -292,35 +292,6 @@ func (q *quorum) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 	return left[q.need-1], nil
 }
 
-// status: the lock is held when one token is on a majority of the nodes
-// that answered, and a majority must answer.
-func (q *quorum) status(ctx context.Context, key string) (*Status, error) {
-	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus { return readStatus(ctx, rdb, key) })
-	var errs []error
-	ttls := map[string][]time.Duration{} // per token, on the nodes holding it
-	for i, v := range views {
-		switch {
-		case v.err != nil:
-			errs = append(errs, fmt.Errorf("node %d: %w", i+1, v.err))
-		case v.token != "":
-			ttls[v.token] = append(ttls[v.token], v.ttl)
-		}
-	}
-	if len(q.nodes)-len(errs) < q.need {
-		return nil, fmt.Errorf("status of %s: %w: %d of %d nodes answered, %d needed: %w",
-			key, ErrNoQuorum, len(q.nodes)-len(errs), len(q.nodes), q.need, nodeErrors(errs))
-	}
-	st := &Status{Key: key}
-	for token, t := range ttls {
-		if len(t) >= q.need {
-			slices.Sort(t)
-			// The quorum-th longest: after it, fewer than a majority remain.
-			st.Held, st.Holder, st.TTL = true, holderOf(token), t[len(t)-q.need]
-		}
-	}
-	return st, nil
-}
-
 // subscribe listens on the first node only. The release script publishes on
 // every node it deletes the key from, so any one node hears every release
 // that reached it; listening on all would cost a connection per node for

@@ -152,18 +152,6 @@ func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-func (s *single) status(ctx context.Context, key string) (*Status, error) {
-	v := readStatus(ctx, s.rdb, key)
-	if v.err != nil {
-		return nil, fmt.Errorf("status of %s: %w", key, v.err)
-	}
-	st := &Status{Key: key, Fence: v.fence}
-	if v.token != "" {
-		st.Held, st.Holder, st.TTL = true, holderOf(v.token), v.ttl
-	}
-	return st, nil
-}
-
 func (s *single) subscribe(ctx context.Context) *redis.PubSub { return s.rdb.Subscribe(ctx) }
 
 // handOver pipelines the release script for from and a SET NX PX for to:

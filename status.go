@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,34 +25,74 @@ type Status struct {
 	// Fence is the last fencing number drawn for this name — the holder's
 	// own if it acquired with LockOptions.Fence — or 0 if none ever was.
 	Fence int64
+	// LastRun is the last run of this name that Lock.ReleaseAndRecord
+	// recorded and that is still kept, or nil.
+	LastRun *Run
+	// Finished is true when the lock is held by a run that has ended
+	// (LastRun is that run): the key lives on only for its
+	// LockOptions.MinHold.
+	Finished bool
 }
 
-// Status reads the lock called name, its remaining time and its fencing
-// counter as of one moment: on one deployment in one MULTI/EXEC (both keys
-// are in one Redis Cluster slot). On a quorum (NewQuorum) it asks every node
-// and reports the lock held when one token is on a majority of them, with
-// the time until fewer than a majority of its keys remain, as Lock.TTL
-// does.
+// Status reads the lock called name, its remaining time, its fencing
+// counter and its last recorded run as of one moment: on one deployment in
+// one MULTI/EXEC (the keys are in one Redis Cluster slot). On a quorum
+// (NewQuorum) it asks every node and reports the lock held when one token
+// is on a majority of them, with the time until fewer than a majority of
+// its keys remain, as Lock.TTL does, and the newest record of the nodes.
 func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
-	return c.b.status(ctx, c.Key(name))
+	v, err := c.b.view(ctx, c.Key(name))
+	if err != nil {
+		return nil, err
+	}
+	return v.status()
+}
+
+// lockView is a backend's view of a lock: its Status without LastRun, the
+// holder's token ("" when free) and the last-run records found (JSON, one
+// per node that has one). The token never leaves the package.
+type lockView struct {
+	st      *Status
+	token   string
+	records []string
+}
+
+// status completes v.st with the newest of v.records, and tells whether
+// it is the holder's own, finished run.
+func (v lockView) status() (*Status, error) {
+	st := v.st
+	for _, raw := range v.records {
+		rec, err := decodeRecord(raw)
+		if err != nil {
+			return nil, fmt.Errorf("last-run record of %s: %w", st.Key, err)
+		}
+		if st.LastRun == nil || rec.Finished.After(st.LastRun.Finished) {
+			st.LastRun = &rec.Run
+			st.Finished = st.Held && rec.Tag == tokenTag(v.token)
+		}
+	}
+	return st, nil
 }
 
 // nodeStatus is one node's view of a lock. token is "" when the key is
-// missing; it never leaves the package.
+// missing, record "" when there is no last-run record; the token never
+// leaves the package.
 type nodeStatus struct {
-	token string
-	ttl   time.Duration // as Status.TTL
-	fence int64
-	err   error
+	token  string
+	ttl    time.Duration // as Status.TTL
+	fence  int64
+	record string
+	err    error
 }
 
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
-	var get, fence *redis.StringCmd
+	var get, fence, record *redis.StringCmd
 	var pttl *redis.DurationCmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.PTTL(ctx, key)
 		fence = p.Get(ctx, fenceKey(key))
+		record = p.Get(ctx, recordKey(key))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -72,5 +113,40 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", f)}
 		}
 	}
+	v.record = record.Val()
 	return v
+}
+
+// majority combines the views of a quorum's nodes: the lock is held when
+// one token is on a majority (need) of them, and a majority must answer.
+// Its TTL is the quorum-th longest of that token's: after it, fewer than a
+// majority remain.
+func majority(key string, views []nodeStatus, need int) (lockView, error) {
+	var errs []error
+	ttls := map[string][]time.Duration{} // per token, on the nodes holding it
+	v := lockView{st: &Status{Key: key}}
+	for i, n := range views {
+		switch {
+		case n.err != nil:
+			errs = append(errs, fmt.Errorf("node %d: %w", i+1, n.err))
+			continue
+		case n.token != "":
+			ttls[n.token] = append(ttls[n.token], n.ttl)
+		}
+		if n.record != "" {
+			v.records = append(v.records, n.record)
+		}
+	}
+	if len(views)-len(errs) < need {
+		return lockView{}, fmt.Errorf("status of %s: %w: %d of %d nodes answered, %d needed: %w",
+			key, ErrNoQuorum, len(views)-len(errs), len(views), need, nodeErrors(errs))
+	}
+	for token, t := range ttls {
+		if len(t) >= need {
+			slices.Sort(t)
+			v.token = token
+			v.st.Held, v.st.Holder, v.st.TTL = true, holderOf(token), t[len(t)-need]
+		}
+	}
+	return v, nil
 }

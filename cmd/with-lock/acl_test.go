@@ -22,9 +22,12 @@ import (
 // its keys and its release channels, nothing else. SUBSCRIBE/UNSUBSCRIBE
 // serve waiting, TIME fencing (the number is the server's clock), TYPE the
 // message about a key another program uses, WAIT --min-replicas; HELLO,
-// AUTH and PING are what go-redis sends on connecting.
+// AUTH and PING are what go-redis sends on connecting. MULTI and EXEC let
+// --status read a lock in one transaction, SCAN lets --list find the locks;
+// the last-run record is a SET of {lock:<name>}:last.
 const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* -@all " +
-	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping"
+	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping " +
+	"+multi +exec +scan"
 
 // The original contract's checks (contract_test.go) pass for a Redis ACL
 // user that has exactly the documented permissions.
@@ -187,6 +190,26 @@ func TestLeastPrivilegeACL(t *testing.T) {
 			if !errors.Is(err, withlock.ErrWrongType) || !strings.Contains(err.Error(), want) {
 				t.Errorf("fenced acquire of %s: %v; want ErrWrongType saying %q", name, err, want)
 			}
+		}
+	})
+
+	t.Run("--list, --break, --status and the last-run record are allowed too", func(t *testing.T) {
+		if res := run(t, "acl-rec", "sh", "-c", "exit 5"); res.Code != 5 || res.Stderr != "" {
+			t.Fatalf("run: exit %d, stderr %q", res.Code, res.Stderr)
+		}
+		if n := admin.Exists(ctx, "{lock:acl-rec}:last").Val(); n != 1 {
+			t.Fatal("no last-run record")
+		}
+		if res := run(t, "--status", "acl-rec"); res.Code != 1 || !strings.Contains(res.Stdout, "exit 5") {
+			t.Fatalf("--status: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+		}
+		admin.Set(ctx, "lock:acl-list", "elsewhere:1:abc", time.Minute)
+		if res := run(t, "--list", "--all"); res.Code != 0 || !hasLine(res.Stdout, "acl-list", "elsewhere:1") ||
+			!hasLine(res.Stdout, "acl-rec", "exit 5") {
+			t.Fatalf("--list: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+		}
+		if res := run(t, "--break", "acl-list"); res.Code != 0 || !strings.Contains(res.Stdout, "elsewhere:1") {
+			t.Fatalf("--break: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 		}
 	})
 

@@ -46,7 +46,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			if ka != nil {
 				ka.Stop()
 			}
-			r.releaseHeld(lock, ka)
+			r.finish(lock, ka, code) // record.go: release, and record the run
 			return code
 		case sig := <-r.sigs:
 			if err := child.Signal(sig.(syscall.Signal)); err != nil {

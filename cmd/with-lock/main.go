@@ -64,8 +64,8 @@ type runner struct {
 }
 
 func (r *runner) run() int {
-	if r.cfg.Status {
-		return r.status() // status.go
+	if code, ok := r.admin(); ok { // status.go: --status, --list, --break
+		return code
 	}
 	path, err := supervise.Resolve(r.cfg.Command[0])
 	if err != nil {

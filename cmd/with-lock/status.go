@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	withlock "github.com/with-lock/with-lock"
 )
@@ -17,52 +20,118 @@ const (
 	exitStatusFree = 1
 )
 
-// statusJSON is --status --json's output, one object on one line.
-type statusJSON struct {
-	Key    string `json:"key"`
-	Held   bool   `json:"held"`
-	Holder string `json:"holder,omitempty"` // "<host>:<pid>"
-	Host   string `json:"host,omitempty"`
-	PID    int    `json:"pid,omitempty"`
-	TTLMs  int64  `json:"ttl_ms"`          // remaining time; -1: no expiry
-	Fence  int64  `json:"fence,omitempty"` // last fencing number drawn
-}
-
-// status prints who holds the lock, for how long and its fencing number,
-// and exits 0 when it is held, 1 when it is free.
-func (r *runner) status() int {
+// admin runs the action that replaces a command (--status, --list,
+// --break), if one was asked for.
+func (r *runner) admin() (code int, ok bool) {
+	var action func() int
+	switch {
+	case r.cfg.Status:
+		action = r.status
+	case r.cfg.List:
+		action = r.list // list.go
+	case r.cfg.Break:
+		action = r.breakLock // list.go
+	default:
+		return 0, false
+	}
 	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
 	if err != nil {
 		warn("%v", err)
-		return exitConfig
+		return exitConfig, true
 	}
 	defer closeRedis()
 	r.locker = locker
+	return action(), true
+}
+
+// redisFailed reports an error from Redis on one line and returns the exit
+// code for it.
+func redisFailed(err error) int {
+	code := redisExit(err)
+	warn("%v%s", err, hint(code, err))
+	return code
+}
+
+// statusJSON is --status --json's output, one object on one line, and
+// --list --json's, one per lock.
+type statusJSON struct {
+	Name     string   `json:"name,omitempty"` // --list only
+	Key      string   `json:"key"`
+	Held     bool     `json:"held"`
+	Holder   string   `json:"holder,omitempty"` // "<host>:<pid>"
+	Host     string   `json:"host,omitempty"`
+	PID      int      `json:"pid,omitempty"`
+	TTLMs    int64    `json:"ttl_ms"`             // remaining time; -1: no expiry
+	Fence    int64    `json:"fence,omitempty"`    // last fencing number drawn
+	Finished bool     `json:"finished,omitempty"` // the holder's run ended; only --min-hold keeps the key
+	LastRun  *runJSON `json:"last_run,omitempty"`
+}
+
+// runJSON is a last-run record.
+type runJSON struct {
+	Holder     string    `json:"holder"`
+	Host       string    `json:"host"`
+	PID        int       `json:"pid"`
+	Started    time.Time `json:"started"`
+	Finished   time.Time `json:"finished"`
+	DurationMs int64     `json:"duration_ms"`
+	ExitCode   int       `json:"exit_code"`
+	Lost       bool      `json:"lost,omitempty"`
+	Fence      int64     `json:"fence,omitempty"`
+}
+
+func newStatusJSON(st *withlock.Status) statusJSON {
+	out := statusJSON{Key: st.Key, Held: st.Held, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence, Finished: st.Finished}
+	if st.TTL < 0 {
+		out.TTLMs = -1
+	}
+	out.Host, out.PID = splitHolder(st.Holder)
+	if run := st.LastRun; run != nil {
+		out.LastRun = &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
+			DurationMs: run.Finished.Sub(run.Started).Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence}
+		out.LastRun.Host, out.LastRun.PID = splitHolder(run.Holder)
+	}
+	return out
+}
+
+// splitHolder splits "<host>:<pid>"; "unknown" gives nothing.
+func splitHolder(holder string) (host string, pid int) {
+	if i := strings.LastIndexByte(holder, ':'); i > 0 {
+		host = holder[:i]
+		pid, _ = strconv.Atoi(holder[i+1:])
+	}
+	return host, pid
+}
+
+// printJSON prints v on one line.
+func printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode as JSON: %w", err)
+	}
+	fmt.Println(string(b))
+	return nil
+}
+
+// status prints who holds the lock, for how long, its fencing number and
+// its last recorded run, and exits 0 when it is held, 1 when it is free.
+func (r *runner) status() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
-		code := redisExit(err)
-		warn("%v%s", err, hint(code, err))
-		return code
+		return redisFailed(err)
 	}
 	if r.cfg.JSON {
-		out := statusJSON{Key: st.Key, Held: st.Held, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence}
-		if st.TTL < 0 {
-			out.TTLMs = -1
-		}
-		if i := strings.LastIndexByte(st.Holder, ':'); i > 0 {
-			out.Host = st.Holder[:i]
-			out.PID, _ = strconv.Atoi(st.Holder[i+1:])
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			warn("encode status: %v", err)
+		if err := printJSON(newStatusJSON(st)); err != nil {
+			warn("%v", err)
 			return exitInternal
 		}
-		fmt.Println(string(b))
 	} else {
 		fmt.Println(statusLine(st))
+		if st.LastRun != nil {
+			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
+		}
 	}
 	if st.Held {
 		return exitStatusHeld
@@ -75,6 +144,9 @@ func statusLine(st *withlock.Status) string {
 	switch {
 	case !st.Held:
 		fmt.Fprintf(&b, "%s is free", st.Key)
+	case st.Finished:
+		fmt.Fprintf(&b, "%s: the run of %s has finished; --min-hold keeps the key, expires in %s",
+			st.Key, st.Holder, st.TTL.Round(time.Millisecond))
 	case st.TTL < 0:
 		fmt.Fprintf(&b, "%s is held by %s, with no expiry", st.Key, st.Holder)
 	default:
@@ -84,4 +156,39 @@ func statusLine(st *withlock.Status) string {
 		fmt.Fprintf(&b, ", fence %d", st.Fence)
 	}
 	return b.String()
+}
+
+// runLine describes a last run: where, when, how long and how it ended.
+func runLine(run *withlock.Run, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, finished %s (%s ago) after %s, %s", run.Holder,
+		run.Finished.Local().Format("2006-01-02 15:04:05 MST"), roughly(now.Sub(run.Finished)),
+		roughly(run.Finished.Sub(run.Started)), ending(run))
+	if run.Fence > 0 {
+		fmt.Fprintf(&b, ", fence %d", run.Fence)
+	}
+	return b.String()
+}
+
+// ending says how a run ended.
+func ending(run *withlock.Run) string {
+	switch {
+	case run.Lost && run.ExitCode == exitLockLost:
+		return fmt.Sprintf("exit %d (lock lost, command stopped)", exitLockLost)
+	case run.Lost:
+		return fmt.Sprintf("exit %d (lock lost, --on-lost ignore)", run.ExitCode)
+	case run.ExitCode > 128 && unix.SignalName(syscall.Signal(run.ExitCode-128)) != "":
+		// As a shell reports a command killed by a signal.
+		return fmt.Sprintf("exit %d (128+%s)", run.ExitCode, unix.SignalName(syscall.Signal(run.ExitCode-128)))
+	}
+	return fmt.Sprintf("exit %d", run.ExitCode)
+}
+
+// roughly rounds d for a person: to the second, or the millisecond below
+// ten seconds.
+func roughly(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }

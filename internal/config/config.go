@@ -78,13 +78,18 @@ type Supervision struct {
 	NoRenew   bool          // the TTL is fixed, as in a plain SET NX EX
 	OnLost    string        // OnLostTerm or OnLostIgnore
 	KillAfter time.Duration // SIGKILL this long after SIGTERM on loss
+	RecordTTL time.Duration // keep the last-run record this long
+	NoRecord  bool          // store no last-run record
 }
 
 // Output is what with-lock prints, and whether it runs a command at all.
 type Output struct {
 	Quiet   bool // no message when the lock is busy
 	Status  bool // --status <name>: print the lock's state, run nothing
-	JSON    bool // print --status as JSON
+	List    bool // --list: print the locks held, run nothing
+	All     bool // --list --all: also names with only a last-run record
+	Break   bool // --break <name>: remove the lock, run nothing
+	JSON    bool // print --status or --list as JSON
 	Version bool // print the version, run nothing
 }
 
@@ -113,9 +118,15 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	}
 	c.resolveConnection(getenv)
 	rest := fs.Args()
-	if c.Status {
+	if c.List {
+		if len(rest) != 0 {
+			return nil, fmt.Errorf("%w: --list takes no lock name and no command", ErrUsage)
+		}
+		return c.validated()
+	}
+	if action := c.action(); action != "" {
 		if len(rest) != 1 {
-			return nil, fmt.Errorf("%w: --status takes one lock name and no command", ErrUsage)
+			return nil, fmt.Errorf("%w: %s takes one lock name and no command", ErrUsage, action)
 		}
 		c.Name = rest[0]
 		return c.validated()
@@ -146,15 +157,16 @@ func (c *Config) validated() (*Config, error) {
 }
 
 func (c *Config) validate() error {
+	if err := c.validateActions(); err != nil {
+		return err
+	}
 	switch {
-	case c.Name == "":
+	case c.Name == "" && !c.List:
 		return errors.New("lock name is empty")
 	case strings.ContainsFunc(c.Name, unicode.IsControl):
 		return fmt.Errorf("lock name %q contains control characters", c.Name)
-	case !c.Status && c.Command[0] == "":
+	case c.action() == "" && !c.List && c.Command[0] == "":
 		return errors.New("command is empty")
-	case c.JSON && !c.Status:
-		return errors.New("--json goes with --status")
 	case c.TTL < MinTTL:
 		return fmt.Errorf("%s %s is below the minimum of %s", c.origin("ttl"), c.TTL, MinTTL)
 	case c.RedisTimeout <= 0:
@@ -176,4 +188,42 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%s %s is negative", c.origin("kill-after"), c.KillAfter)
 	}
 	return c.validateConnection()
+}
+
+// DefaultRecordTTL is how long a last-run record is kept: a few weeks, so
+// that the question "did it run last night?" has its answer after a long
+// weekend or a holiday.
+const DefaultRecordTTL = 30 * 24 * time.Hour
+
+// action is the flag of the one-name action requested (--status, --break),
+// or "" when with-lock is to run a command.
+func (c *Config) action() string {
+	switch {
+	case c.Status:
+		return "--status"
+	case c.Break:
+		return "--break"
+	}
+	return ""
+}
+
+// validateActions refuses flags that contradict the action requested.
+func (c *Config) validateActions() error {
+	n := 0
+	for _, on := range []bool{c.Status, c.List, c.Break} {
+		if on {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return errors.New("--status, --list and --break go alone: pick one")
+	case c.JSON && !c.Status && !c.List:
+		return errors.New("--json goes with --status or --list")
+	case c.All && !c.List:
+		return errors.New("--all goes with --list")
+	case c.RecordTTL < time.Millisecond:
+		return fmt.Errorf("%s %s is below 1ms (turn records off with --no-record)", c.origin("record-ttl"), c.RecordTTL)
+	}
+	return nil
 }

@@ -36,7 +36,7 @@ func TestParse(t *testing.T) {
 	defaults := config.Config{
 		Connection:  config.Connection{RedisURLs: []string{config.DefaultRedisURL}, RedisTimeout: config.DefaultRedisTimeout},
 		Lock:        config.Lock{Prefix: config.DefaultPrefix, TTL: config.DefaultTTL, ConflictExit: config.DefaultConflictExit},
-		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter},
+		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL},
 	}
 	with := func(f func(c *config.Config)) config.Config {
 		c := defaults

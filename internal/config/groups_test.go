@@ -9,7 +9,7 @@ import (
 )
 
 func TestParseSupervisionFlags(t *testing.T) {
-	term := config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter}
+	term := config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL}
 	tests := []struct {
 		args   []string
 		want   config.Supervision
@@ -19,8 +19,12 @@ func TestParseSupervisionFlags(t *testing.T) {
 	}{
 		{[]string{"job", "true"}, term, config.Output{}, "job", 1},
 		{[]string{"--no-renew", "--on-lost", "ignore", "--kill-after", "1s", "job", "sh", "-c", "x"},
-			config.Supervision{NoRenew: true, OnLost: "ignore", KillAfter: time.Second}, config.Output{}, "job", 3},
-		{[]string{"--kill-after=0", "job", "true"}, config.Supervision{OnLost: "term"}, config.Output{}, "job", 1},
+			config.Supervision{NoRenew: true, OnLost: "ignore", KillAfter: time.Second, RecordTTL: config.DefaultRecordTTL}, config.Output{}, "job", 3},
+		{[]string{"--kill-after=0", "job", "true"}, config.Supervision{OnLost: "term", RecordTTL: config.DefaultRecordTTL}, config.Output{}, "job", 1},
+		{[]string{"--no-record", "--record-ttl", "1h", "job", "true"},
+			config.Supervision{OnLost: "term", KillAfter: config.DefaultKillAfter, NoRecord: true, RecordTTL: time.Hour}, config.Output{}, "job", 1},
+		{[]string{"--list", "--all", "--json"}, term, config.Output{List: true, All: true, JSON: true}, "", 0},
+		{[]string{"--break", "job"}, term, config.Output{Break: true}, "job", 0},
 		{[]string{"--status", "job"}, term, config.Output{Status: true}, "job", 0},
 		{[]string{"--status", "--json", "job"}, term, config.Output{Status: true, JSON: true}, "job", 0},
 	}
@@ -57,6 +61,15 @@ func TestParseSupervisionAndStatusErrors(t *testing.T) {
 		{"--kill-after", "-1s", "job", "true"},
 		{"--min-hold", "-5s", "job", "true"},
 		{"--min-hold", "5", "job", "true"},
+		{"--list", "job"},
+		{"--break"},
+		{"--break", "job", "true"},
+		{"--break", "--status", "job"},
+		{"--list", "--break", "job"},
+		{"--all", "job", "true"},
+		{"--all", "--status", "job"},
+		{"--json", "--break", "job"},
+		{"--record-ttl", "0", "job", "true"},
 	} {
 		if _, err := config.Parse(args, env()); !errors.Is(err, config.ErrUsage) {
 			t.Errorf("%q: err = %v, want ErrUsage", args, err)

@@ -45,14 +45,15 @@ _with_lock()
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas)
+            --min-replicas | --record-ttl)
             return
             ;;
     esac
 
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
-            --on-lost --kill-after --min-hold --fence --status --json -w --wait
+            --on-lost --kill-after --min-hold --fence --status --json --list --all --break
+            --record-ttl --no-record -w --wait
             -E --conflict-exit-code -n --nonblock -q --quiet --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --version -h --help' -- "$cur"))

@@ -1,0 +1,91 @@
+package withlock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The quorum backend's reading, listing, breaking and recording (see
+// backend.go): each asks every node and needs a majority of answers.
+
+func (q *quorum) view(ctx context.Context, key string) (lockView, error) {
+	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus { return readStatus(ctx, rdb, key) })
+	return majority(key, views, q.need)
+}
+
+// keys is the union of every node's keys: a lock held on a majority is on
+// some node that answered whenever a majority answers.
+func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
+	type scan struct {
+		keys []string
+		err  error
+	}
+	res := eachNode(q.nodes, func(rdb redis.UniversalClient) scan {
+		keys, err := scanKeys(ctx, rdb, match)
+		return scan{keys, err}
+	})
+	var all []string
+	var errs []error
+	for i, r := range res {
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("node %d: %w", i+1, r.err))
+		}
+		all = append(all, r.keys...)
+	}
+	if len(q.nodes)-len(errs) < q.need {
+		return nil, fmt.Errorf("%w: %d of %d nodes answered, %d needed: %w",
+			ErrNoQuorum, len(q.nodes)-len(errs), len(q.nodes), q.need, nodeErrors(errs))
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+// breakLock breaks the key on every node. What it removed was held when
+// one token was on a majority of them.
+func (q *quorum) breakLock(ctx context.Context, key string) (lockView, error) {
+	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus {
+		token, err := breakOn(ctx, rdb, key)
+		return nodeStatus{token: token, err: err}
+	})
+	return majority(key, views, q.need)
+}
+
+// finish releases and records on every node, each in one pipeline; the
+// record is stored when a majority stored it.
+func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
+	type result struct {
+		release nodeResult
+		record  error
+	}
+	res := eachNode(q.nodes, func(rdb redis.UniversalClient) result {
+		release, set := finishOn(ctx, rdb, l, keep, rec, retention)
+		n, err := release.Int64()
+		if redis.IsReadOnlyError(err) { // as fanOut counts it
+			n, err = 0, nil
+		}
+		return result{nodeResult{n, err}, set.Err()}
+	})
+	releases := make([]nodeResult, len(res))
+	var stored int
+	var errs []error
+	for i, r := range res {
+		releases[i] = r.release
+		if r.record == nil {
+			stored++
+		} else {
+			errs = append(errs, fmt.Errorf("node %d: %w", i+1, r.record))
+		}
+	}
+	if yes, no, rerrs := tally(releases); yes < q.need {
+		relErr = q.quorumError("release", l, yes, no, rerrs)
+	}
+	if stored < q.need {
+		recErr = fmt.Errorf("%w: %d of %d nodes stored it, %d needed: %w",
+			ErrNoQuorum, stored, len(q.nodes), q.need, nodeErrors(errs))
+	}
+	return relErr, recErr
+}

@@ -1,0 +1,126 @@
+package withlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The single backend's reading, listing, breaking and recording (see
+// backend.go).
+
+func (s *single) view(ctx context.Context, key string) (lockView, error) {
+	n := readStatus(ctx, s.rdb, key)
+	if n.err != nil {
+		return lockView{}, fmt.Errorf("status of %s: %w", key, n.err)
+	}
+	v := lockView{st: &Status{Key: key, Fence: n.fence}, token: n.token}
+	if n.token != "" {
+		v.st.Held, v.st.Holder, v.st.TTL = true, holderOf(n.token), n.ttl
+	}
+	if n.record != "" {
+		v.records = []string{n.record}
+	}
+	return v, nil
+}
+
+// keys scans the deployment; on a Cluster every master, at once.
+func (s *single) keys(ctx context.Context, match string) ([]string, error) {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return scanKeys(ctx, s.rdb, match)
+	}
+	var mu sync.Mutex
+	var all []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, rdb *redis.Client) error {
+		keys, err := scanKeys(ctx, rdb, match)
+		mu.Lock()
+		defer mu.Unlock()
+		all = append(all, keys...)
+		return err
+	})
+	return all, err
+}
+
+// scanKeys returns the keys of one server (or the keys of one Sentinel
+// master) that match match, with SCAN.
+func scanKeys(ctx context.Context, rdb redis.Cmdable, match string) ([]string, error) {
+	var keys []string
+	it := rdb.Scan(ctx, 0, match, 1000).Iterator()
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+	}
+	return keys, it.Err()
+}
+
+// breakLock runs the break script where the key lives: on a Cluster the
+// client sends it to the master of the key's slot.
+func (s *single) breakLock(ctx context.Context, key string) (lockView, error) {
+	token, err := breakOn(ctx, s.rdb, key)
+	if err != nil {
+		return lockView{}, err
+	}
+	v := lockView{st: &Status{Key: key}, token: token}
+	if token != "" {
+		v.st.Held, v.st.Holder = true, holderOf(token)
+	}
+	return v, nil
+}
+
+// finish pipelines the release script and the record's SET: one round
+// trip, both keys in one Cluster slot.
+func (s *single) finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
+	release, set := finishOn(ctx, s.rdb, l, keep, rec, retention)
+	return releaseResult(l, release), set.Err()
+}
+
+// finishOn sends l's release script and the SET of its record on rdb in
+// one pipeline, and returns their replies.
+func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time.Duration, rec string, retention time.Duration) (*redis.Cmd, *redis.StatusCmd) {
+	var release *redis.Cmd
+	var set *redis.StatusCmd
+	_, _ = ordinaryConn(ctx, rdb, l.key, func(p redis.Pipeliner) error {
+		release = p.Eval(ctx, releaseScript, []string{l.key}, l.token, keep.Milliseconds())
+		set = p.Set(ctx, recordKey(l.key), rec, retention)
+		return nil
+	})
+	return release, set
+}
+
+// ordinaryConn runs the pipeline fn on a connection of rdb's ordinary pool
+// (on a Cluster, of key's master). go-redis keeps a pool of its own for
+// pipelines, and its first pipeline dials a new connection, which in a
+// one-shot process costs a TCP handshake and HELLO on top of the pipeline's
+// one round trip; the connection that acquired the lock is idle by then.
+func ordinaryConn(ctx context.Context, rdb redis.UniversalClient, key string, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	var node *redis.Client
+	switch c := rdb.(type) {
+	case *redis.Client:
+		node = c
+	case *redis.ClusterClient:
+		if m, err := c.MasterForKey(ctx, key); err == nil {
+			node = m
+		}
+	}
+	if node == nil {
+		return rdb.Pipelined(ctx, fn)
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	return conn.Pipelined(ctx, fn)
+}
+
+// releaseResult reads the release script's reply as release does.
+func releaseResult(l *Lock, release *redis.Cmd) error {
+	n, err := release.Int64()
+	switch {
+	case err != nil:
+		return opError("release", l.key, err)
+	case n != 1:
+		return ErrLockNotHeld
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	withlock "github.com/with-lock/with-lock"
+)
+
+// Exit codes of --break.
+const (
+	exitBroken  = 0 // a held lock was removed
+	exitNotHeld = 1 // there was nothing to remove
+)
+
+// list prints every lock held under the prefix (--all: and every name with
+// a last-run record), as a table or one JSON object per line, and exits 0,
+// also when there is none. A Redis deployment's locks are listed by
+// scanning it, so the time it takes grows with the number of keys there.
+func (r *runner) list() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.RedisTimeout)
+	defer cancel()
+	locks, err := r.locker.List(ctx, &withlock.ListOptions{All: r.cfg.All})
+	if err != nil {
+		return redisFailed(err)
+	}
+	if r.cfg.JSON {
+		for _, st := range locks {
+			out := newStatusJSON(st)
+			out.Name = strings.TrimPrefix(st.Key, r.cfg.Prefix)
+			if err := printJSON(out); err != nil {
+				warn("%v", err)
+				return exitInternal
+			}
+		}
+		return 0
+	}
+	if len(locks) == 0 {
+		return 0
+	}
+	now := time.Now()
+	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tHOLDER\tEXPIRES IN\tFENCE\tLAST RUN")
+	for _, st := range locks {
+		holder, ttl, fence, last := "-", "-", "-", "-"
+		switch {
+		case st.Finished:
+			holder = st.Holder + " (finished, --min-hold)"
+		case st.Held:
+			holder = st.Holder
+		}
+		switch {
+		case st.TTL < 0:
+			ttl = "never"
+		case st.Held:
+			ttl = st.TTL.Round(time.Millisecond).String()
+		}
+		if st.Fence > 0 {
+			fence = fmt.Sprint(st.Fence)
+		}
+		if st.LastRun != nil {
+			last = runLine(st.LastRun, now)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", strings.TrimPrefix(st.Key, r.cfg.Prefix), holder, ttl, fence, last)
+	}
+	if err := w.Flush(); err != nil {
+		warn("write the list: %v", err)
+		return exitInternal
+	}
+	return 0
+}
+
+// breakLock removes the lock whoever holds it and says on stdout whose it
+// was; the holder finds out at its next renewal and stops its command
+// (125). It exits 0 when it removed a held lock, 1 when none was held.
+func (r *runner) breakLock() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
+	defer cancel()
+	st, err := r.locker.Break(ctx, r.cfg.Name)
+	if err != nil {
+		return redisFailed(err)
+	}
+	if !st.Held {
+		warn("%s was not held; nothing removed", st.Key)
+		return exitNotHeld
+	}
+	fmt.Printf("removed %s, held by %s\n", st.Key, st.Holder)
+	return exitBroken
+}

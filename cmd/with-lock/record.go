@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	withlock "github.com/with-lock/with-lock"
+)
+
+// finish ends a run: it releases the lock as releaseHeld does and, unless
+// --no-record, stores the run's last-run record in the same round trip.
+// Neither changes the exit code. A Redis that is down costs one warning:
+// the release's, which then says that the record was not written either;
+// a record that alone failed is a warning that -q silences.
+func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
+	if r.cfg.NoRecord {
+		r.releaseHeld(lock, ka)
+		return
+	}
+	var lost error // why the lock was lost during the run, if it was
+	if ka != nil {
+		lost = ka.Err()
+	}
+	run := withlock.Run{ExitCode: code, Lost: lost != nil}
+	relErr, recErr := split(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
+	switch {
+	case relErr == nil, errors.Is(relErr, withlock.ErrLockNotHeld) && lost != nil:
+		// Released, or known to be lost: nothing to say about the lock.
+	case errors.Is(relErr, withlock.ErrLockNotHeld):
+		warn("lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
+	case recErr != nil:
+		warn("%v; the lock will expire by itself; the run was not recorded", relErr)
+		return
+	default:
+		warn("%v; the lock will expire by itself", relErr)
+	}
+	if recErr != nil && !r.cfg.Quiet {
+		warn("warning: %v", recErr)
+	}
+}
+
+// split separates the errors ReleaseAndRecord joins: the release's, and
+// the one that matches ErrNotRecorded.
+func split(err error) (relErr, recErr error) {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		switch {
+		case e == nil:
+		case errors.Is(e, withlock.ErrNotRecorded):
+			recErr = e
+		default:
+			relErr = e
+		}
+	}
+	return relErr, recErr
+}

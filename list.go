@@ -1,0 +1,158 @@
+package withlock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ListOptions configure List. A nil *ListOptions lists the locks held now.
+type ListOptions struct {
+	// All also lists the names that are free now but have a last-run
+	// record (Status.Held false, Status.LastRun set). It costs a second
+	// SCAN.
+	All bool
+}
+
+// List returns the Status of every lock held under the Client's prefix,
+// sorted by key, found with SCAN (never KEYS) on every master of a Cluster
+// and every node of a quorum, and then read one by one as Status reads
+// them: a lock taken or released meanwhile may be missed or shown free.
+// Fencing counters and last-run records are not locks and are skipped.
+func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error) {
+	keys, err := c.b.keys(ctx, globEscape(c.prefix)+"*")
+	if err != nil {
+		return nil, fmt.Errorf("list %s*: %w", c.prefix, err)
+	}
+	keys = slices.DeleteFunc(keys, isSideKey)
+	if opts != nil && opts.All {
+		recs, err := c.b.keys(ctx, recordPattern(c.prefix))
+		if err != nil {
+			return nil, fmt.Errorf("list records of %s*: %w", c.prefix, err)
+		}
+		for _, rk := range recs {
+			if key, ok := lockKeyOfRecord(rk); ok && strings.HasPrefix(key, c.prefix) {
+				keys = append(keys, key)
+			}
+		}
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	var list []*Status
+	for _, key := range keys {
+		v, err := c.b.view(ctx, key)
+		if isWrongType(err) {
+			continue // another program's key under the prefix
+		}
+		if err != nil {
+			return nil, err
+		}
+		st, err := v.status()
+		if err != nil {
+			return nil, err
+		}
+		if st.Held || (opts != nil && opts.All && st.LastRun != nil) {
+			list = append(list, st)
+		}
+	}
+	return list, nil
+}
+
+// Break removes the lock called name whatever its token, and wakes those
+// waiting for it, with one script (GET, DEL, PUBLISH): on a Cluster on the
+// key's master, on a quorum on every node. It returns what it removed:
+// Held false when nothing was held (on a quorum: no token was on a
+// majority; keys on a minority are removed all the same). The former
+// holder finds out at its next renewal, which fails with ErrLockNotHeld.
+func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
+	v, err := c.b.breakLock(ctx, c.Key(name))
+	if err != nil {
+		return nil, err
+	}
+	return v.st, nil
+}
+
+// breakScript removes a lock whatever its token. KEYS[1] is the lock key.
+// It returns the token it removed, or nil when the key was missing; like
+// the release script it publishes on the key's channel, so that waiters
+// try at once.
+//
+//go:embed break.lua
+var breakScript string
+
+// breakOn runs the break script for key on rdb and returns the token it
+// removed, "" when the key was missing.
+func breakOn(ctx context.Context, rdb redis.UniversalClient, key string) (string, error) {
+	token, err := rdb.Eval(ctx, breakScript, []string{key}).Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", nil
+	case isWrongType(err):
+		return "", wrongType(ctx, rdb, key, "key", err)
+	case err != nil:
+		return "", opError("break", key, err)
+	}
+	return token, nil
+}
+
+// isSideKey reports whether key is the fencing counter or last-run record
+// of another key (see sideKey) rather than a lock.
+func isSideKey(key string) bool {
+	for _, what := range []string{"fence", "last"} {
+		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// lockKeyOfRecord returns the lock key whose last-run record is at key.
+func lockKeyOfRecord(key string) (string, bool) {
+	base, ok := baseOf(key, "last")
+	return base, ok && sideKey(base, "last") == key
+}
+
+// baseOf guesses the lock key whose side key called what key is:
+// "{base}:what", "base:what" or "base:what:<n>". The caller checks the guess
+// with sideKey.
+func baseOf(key, what string) (string, bool) {
+	if base, ok := strings.CutSuffix(key, ":"+what); ok {
+		if strings.HasPrefix(base, "{") && strings.HasSuffix(base, "}") && sideKey(base[1:len(base)-1], what) == key {
+			return base[1 : len(base)-1], true
+		}
+		return base, true
+	}
+	if i := strings.LastIndex(key, ":"+what+":"); i > 0 {
+		return key[:i], true
+	}
+	return "", false
+}
+
+// recordPattern is the SCAN pattern that matches the last-run records of
+// the keys that start with prefix.
+func recordPattern(prefix string) string {
+	const name = "\x00" // stands for any name: no glob character, no brace
+	if p := globEscape(recordKey(prefix + name)); strings.HasSuffix(p, ":last") {
+		return strings.Replace(p, name, "*", 1)
+	}
+	// A prefix with a '}' and no hash tag: the record's numeric suffix
+	// depends on the name.
+	return globEscape(prefix) + "*:last:*"
+}
+
+// globEscape escapes the characters SCAN's MATCH pattern gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
