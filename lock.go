@@ -219,12 +219,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // released early is kept until its min-hold passes. When the lock is no
 // longer ours it returns ErrLockNotHeld and leaves the key alone.
 func (l *Lock) Release(ctx context.Context) error {
-	var keep time.Duration
-	if l.minHold > 0 {
-		if left := l.minHold - time.Since(l.acquired); left >= time.Millisecond {
-			keep = left
-		}
-	}
+	keep := l.keep()
 	if keep == 0 {
 		// A waiter of this Client is first in line: take the lock for it in
 		// the same round trip, if the backend can (handoff.go).

@@ -92,8 +92,8 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	return errors.Join(relErr, recErr)
 }
 
-// keep is what is left of l's min-hold, as Release computes it: how long
-// the key must still live, or 0 to delete it.
+// keep is what is left of l's min-hold: how long the key must still live
+// after a release, or 0 to delete it.
 func (l *Lock) keep() time.Duration {
 	if l.minHold > 0 {
 		if left := l.minHold - time.Since(l.acquired); left >= time.Millisecond {
