@@ -44,6 +44,11 @@ func TestLeastPrivilegeACL(t *testing.T) {
 			t.Fatalf("ACL SETUSER %s: %v", name, err)
 		}
 	}
+	// The README documents this exact list: a permission added here must be
+	// added there too.
+	if readme, err := os.ReadFile("../../README.md"); err != nil || !strings.Contains(string(readme), ">CHANGE-ME "+LeastPrivilegeACL+"\n") {
+		t.Errorf("README.md does not show the tested ACL %q (%v)", LeastPrivilegeACL, err)
+	}
 	setUser("locker", LeastPrivilegeACL)
 	url := fmt.Sprintf("redis://locker@%s/0", srv.Addr())
 	env := []string{"WITH_LOCK_PASSWORD=pw-locker"}
