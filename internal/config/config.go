@@ -56,10 +56,17 @@ type Config struct {
 	Supervision // what happens to the command while it runs
 	Output      // what with-lock prints, and whether it runs a command at all
 
+	// File is the config file: --config's, WITH_LOCK_CONFIG's, or
+	// DefaultFile, which may be missing.
+	File string
+
 	// Warnings are printed once by the CLI before it connects.
 	Warnings []string
 
-	sources map[string]source // where each setting came from, by flag name
+	nonblock  bool              // -n: --wait's opposite
+	fileRead  bool              // File existed and was read
+	fileLines map[string]int    // the line of each key in File
+	sources   map[string]source // where each setting came from, by flag name
 }
 
 // Lock is how the lock is taken.
@@ -82,15 +89,18 @@ type Supervision struct {
 
 // Output is what with-lock prints, and whether it runs a command at all.
 type Output struct {
-	Quiet   bool // no message when the lock is busy
-	Status  bool // --status <name>: print the lock's state, run nothing
-	JSON    bool // print --status as JSON
-	Version bool // print the version, run nothing
+	Quiet       bool // no message when the lock is busy
+	Status      bool // --status <name>: print the lock's state, run nothing
+	JSON        bool // print --status or --print-config as JSON
+	Version     bool // print the version, run nothing
+	PrintConfig bool // print the effective settings, run nothing
 }
 
-// Parse reads args (without the program name) and the environment lookup
-// getenv: a flag beats its variable, which beats the default. Flags stop
-// at the lock's name. Errors wrap ErrUsage or are ErrHelp.
+// Parse reads args (without the program name), the environment lookup
+// getenv and the config file: a flag beats its variable, which beats the
+// file, which beats the default. Flags stop at the lock's name. Errors are
+// ErrHelp, or wrap ErrUsage (the command line or a variable) or ErrConfig
+// (the config file).
 func Parse(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	fs := newFlagSet(c)
@@ -111,8 +121,20 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	if err := c.applyEnv(fs, getenv); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	if err := c.applyFile(fs); err != nil {
+		return nil, err
+	}
+	if err := c.resolveWait(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	c.resolveConnection(getenv)
 	rest := fs.Args()
+	if c.PrintConfig {
+		if len(rest) != 0 {
+			return nil, fmt.Errorf("%w: --print-config takes no lock name or command", ErrUsage)
+		}
+		return c.validated()
+	}
 	if c.Status {
 		if len(rest) != 1 {
 			return nil, fmt.Errorf("%w: --status takes one lock name and no command", ErrUsage)
@@ -136,16 +158,77 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	return c.validated()
 }
 
-// validated returns c, or its first contradiction or out-of-range value as
-// a usage error.
+// resolveWait settles -n against --wait: both on the command line
+// contradict each other; -n beats a --wait from a variable or the file.
+func (c *Config) resolveWait() error {
+	switch {
+	case !c.nonblock:
+	case c.source("wait") == fromFlag && c.Wait != 0:
+		return fmt.Errorf("-n/--nonblock and --wait %s contradict each other: give one", c.Wait)
+	default:
+		c.Wait, c.sources["wait"] = 0, fromFlag
+	}
+	return nil
+}
+
+// validated returns c, or its first contradiction or out-of-range value:
+// a config error when the value came from the config file, else a usage
+// error.
 func (c *Config) validated() (*Config, error) {
 	if err := c.validate(); err != nil {
+		var bad *badValue
+		if errors.As(err, &bad) && c.source(bad.name) == fromFile {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return c, nil
 }
 
+// badValue is a setting's value out of its range; its message names the
+// setting as the user gave it (see origin).
+type badValue struct{ name, msg string }
+
+func (e *badValue) Error() string { return e.msg }
+
+// bad returns a badValue for the setting name: its origin, then
+// format's text.
+func (c *Config) bad(name, format string, args ...any) error {
+	return &badValue{name, c.origin(name) + " " + fmt.Sprintf(format, args...)}
+}
+
 func (c *Config) validate() error {
+	if !c.PrintConfig {
+		if err := c.validateRun(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.TTL < MinTTL:
+		return c.bad("ttl", "%s is below the minimum of %s", c.TTL, MinTTL)
+	case c.RedisTimeout <= 0:
+		return c.bad("redis-timeout", "%s must be positive", c.RedisTimeout)
+	case c.Wait < 0:
+		return c.bad("wait", "%s is negative", c.Wait)
+	case c.ConflictExit < 0 || c.ConflictExit > 255:
+		return c.bad("conflict-exit-code", "%d is outside 0-255", c.ConflictExit)
+	case c.MinHold < 0:
+		return c.bad("min-hold", "%s is negative", c.MinHold)
+	case c.MinReplicas < 0:
+		return c.bad("min-replicas", "%d is negative", c.MinReplicas)
+	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
+		// Counters on independent masters are not one sequence.
+		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
+	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
+		return c.bad("on-lost", "%q: expected %s or %s", c.OnLost, OnLostTerm, OnLostIgnore)
+	case c.KillAfter < 0:
+		return c.bad("kill-after", "%s is negative", c.KillAfter)
+	}
+	return c.validateConnection()
+}
+
+// validateRun checks what a run or --status needs beyond the settings.
+func (c *Config) validateRun() error {
 	switch {
 	case c.Name == "":
 		return errors.New("lock name is empty")
@@ -154,26 +237,7 @@ func (c *Config) validate() error {
 	case !c.Status && c.Command[0] == "":
 		return errors.New("command is empty")
 	case c.JSON && !c.Status:
-		return errors.New("--json goes with --status")
-	case c.TTL < MinTTL:
-		return fmt.Errorf("%s %s is below the minimum of %s", c.origin("ttl"), c.TTL, MinTTL)
-	case c.RedisTimeout <= 0:
-		return fmt.Errorf("%s %s must be positive", c.origin("redis-timeout"), c.RedisTimeout)
-	case c.Wait < 0:
-		return fmt.Errorf("%s %s is negative", c.origin("wait"), c.Wait)
-	case c.ConflictExit < 0 || c.ConflictExit > 255:
-		return fmt.Errorf("%s %d is outside 0-255", c.origin("conflict-exit-code"), c.ConflictExit)
-	case c.MinHold < 0:
-		return fmt.Errorf("%s %s is negative", c.origin("min-hold"), c.MinHold)
-	case c.MinReplicas < 0:
-		return fmt.Errorf("%s %d is negative", c.origin("min-replicas"), c.MinReplicas)
-	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
-		// Counters on independent masters are not one sequence.
-		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
-	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
-		return fmt.Errorf("%s %q: expected %s or %s", c.origin("on-lost"), c.OnLost, OnLostTerm, OnLostIgnore)
-	case c.KillAfter < 0:
-		return fmt.Errorf("%s %s is negative", c.origin("kill-after"), c.KillAfter)
+		return errors.New("--json goes with --status or --print-config")
 	}
-	return c.validateConnection()
+	return nil
 }

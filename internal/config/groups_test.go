@@ -56,7 +56,9 @@ func TestParseSupervisionAndStatusErrors(t *testing.T) {
 		{"--on-lost", "kill", "job", "true"},
 		{"--kill-after", "-1s", "job", "true"},
 		{"--min-hold", "-5s", "job", "true"},
-		{"--min-hold", "5", "job", "true"},
+		{"--min-hold", "5x", "job", "true"},
+		{"-w", "5s", "-n", "job", "true"},
+		{"-n", "--wait=1", "job", "true"},
 	} {
 		if _, err := config.Parse(args, env()); !errors.Is(err, config.ErrUsage) {
 			t.Errorf("%q: err = %v, want ErrUsage", args, err)
