@@ -20,6 +20,7 @@ want_paths=(
 	./usr/share/fish/vendor_completions.d/with-lock.fish
 	./usr/share/doc/with-lock/examples/with-lock-example.service
 	./usr/share/doc/with-lock/examples/with-lock-example.timer
+	./etc/with-lock.conf
 )
 
 tmp=$(mktemp -d)
@@ -40,6 +41,10 @@ for arch in amd64 arm64; do
 	rm -rf "$tmp/root" && mkdir "$tmp/root"
 	dpkg-deb -x "$deb" "$tmp/root"
 	gzip -t "$tmp/root/usr/share/man/man1/with-lock.1.gz" || fail "$deb: man page is not gzip"
+	dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles >"$tmp/conffiles" 2>/dev/null || : >"$tmp/conffiles"
+	grep -qx /etc/with-lock.conf "$tmp/conffiles" || fail "$deb: /etc/with-lock.conf is not a conffile"
+	cmp -s "$tmp/root/etc/with-lock.conf" packaging/with-lock.conf || fail "$deb: /etc/with-lock.conf is not packaging/with-lock.conf"
+	! grep -qv '^\(#.*\)\?$' "$tmp/root/etc/with-lock.conf" || fail "$deb: /etc/with-lock.conf has a line that is not a comment"
 	bin=$tmp/root/usr/bin/with-lock
 	# Static and reproducible-path builds, as recorded by the go command itself.
 	info=$("$GO" version -m "$bin")
@@ -51,12 +56,17 @@ for arch in amd64 arm64; do
 	[ "$got" = "with-lock $VERSION" ] || fail "$deb: --version says '$got', want 'with-lock $VERSION'"
 	help=$("$bin" --help) || fail "$deb: with-lock --help failed"
 	grep -q '^Usage: with-lock' <<<"$help" || fail "$deb: with-lock --help printed no usage"
+	# The shipped example, all comments, configures nothing: the default Redis, said to be local.
+	printed=$("$bin" --config "$tmp/root/etc/with-lock.conf" --print-config) || fail "$deb: --print-config with the shipped example failed"
+	grep -q '^redis = \["redis://127.0.0.1:6379/0"\] .*# default: locks only against a Redis on this host$' <<<"$printed" ||
+		fail "$deb: --print-config with the shipped example does not show the local default"
 done
 
 for tgz in dist/*.tar.gz; do
 	tar -tzf "$tgz" >"$tmp/list"
 	grep -q '/with-lock$' "$tmp/list" || fail "$tgz has no with-lock binary"
 	grep -q '/with-lock\.1$' "$tmp/list" || fail "$tgz has no man page"
+	grep -q '/with-lock\.conf$' "$tmp/list" || fail "$tgz has no example with-lock.conf"
 done
 
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match dist/"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the release files into dist/ (make dist):
 #   with-lock-<os>-<arch>                  static binaries (CGO_ENABLED=0, -trimpath)
-#   with-lock_<version>_<os>_<arch>.tar.gz binary, man page, README, completions, systemd examples
+#   with-lock_<version>_<os>_<arch>.tar.gz binary, man page, README, example with-lock.conf, completions, systemd examples
 #   with-lock_<debversion>_<arch>.deb      one per Linux arch, built by nfpm (pinned in tools/go.mod)
 #   SHA256SUMS                             for all of the above: cd dist && sha256sum -c SHA256SUMS
 # darwin is built only where it compiles: internal/supervise uses Linux-only
@@ -49,7 +49,7 @@ for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
 	dir=with-lock_${VERSION}_${os}_${arch}
 	mkdir -p "$stage/$dir/completions" "$stage/$dir/systemd"
 	cp "$bin" "$stage/$dir/with-lock"
-	cp with-lock.1 README.md "$stage/$dir/"
+	cp with-lock.1 README.md packaging/with-lock.conf "$stage/$dir/"
 	[ ! -f LICENSE ] || cp LICENSE "$stage/$dir/"
 	cp packaging/completions/* "$stage/$dir/completions/"
 	cp packaging/systemd/* "$stage/$dir/systemd/"

@@ -29,6 +29,17 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 	jobAt := func(flags ...string) []string { return append(flags, "x", "touch", e.path("ran")) }
 	job := func(flags ...string) []string { return jobAt(append([]string{"--redis", url}, flags...)...) }
 	sentinel := []string{"--sentinel", nobody, "--sentinel-master", "m"}
+	conf := func(name, text string) string {
+		if err := os.WriteFile(e.path(name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return e.path(name)
+	}
+	malformed := conf("malformed.conf", "# host\nttl = \"5s\nquiet = true\n")
+	unknownKey := conf("unknown.conf", "redis = \""+e.srv.Addr()+"\"\nbogus = 1\n")
+	passwordKey := conf("password.conf", "password = \""+secret+"\"\n")
+	wrongType := conf("type.conf", "wait = true\n")
+	shortTTL := conf("short.conf", "\nttl = \"100ms\"\n")
 	tests := []struct {
 		name string
 		env  []string
@@ -50,6 +61,18 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 		{"-E 256", nil, job("-E", "256"), 64, "outside 0-255"},
 		{"-E -1", nil, job("-E", "-1"), 64, "outside 0-255"},
 		{"--json without --status", nil, job("--json"), 64, "--json goes with --status"},
+		{"-w 5s -n", nil, job("-w", "5s", "-n"), 64, "-n/--nonblock and --wait 5s contradict each other"},
+		{"--wait 5x", nil, job("--wait", "5x"), 64, `invalid argument "5x" for "-w, --wait" flag: expected a duration`},
+		{"WITH_LOCK_WAIT=soon", []string{"WITH_LOCK_WAIT=soon"}, job(), 64, `WITH_LOCK_WAIT: "soon": expected a duration`},
+		{"--print-config with a name", nil, []string{"--print-config", "x"}, 64, "--print-config takes no lock name"},
+
+		{"missing --config file", nil, job("--config", e.path("none.conf")), 78, "--config " + e.path("none.conf") + ": no such file"},
+		{"missing WITH_LOCK_CONFIG file", []string{"WITH_LOCK_CONFIG=" + e.path("none.conf")}, job(), 78, "WITH_LOCK_CONFIG " + e.path("none.conf") + ": no such file"},
+		{"malformed config file", nil, job("--config", malformed), 78, malformed + ":2: "},
+		{"unknown key in the config file", nil, jobAt("--config", unknownKey), 78, unknownKey + ":2: bogus: unknown setting"},
+		{"password key in the config file", nil, job("--config", passwordKey), 78, passwordKey + ":1: password: a password does not go in the config file"},
+		{"wrong type in the config file", nil, job("--config", wrongType), 78, wrongType + ":1: wait: expected a duration"},
+		{"ttl too short in the config file", nil, job("--config", shortTTL), 78, shortTTL + ":2: ttl 100ms is below the minimum of 200ms"},
 
 		{"unknown URL scheme", nil, jobAt("--redis", "foo://x"), 78, "--redis URL"},
 		{"unparsable URL", nil, jobAt("--redis", "redis://[bad"), 78, "--redis URL"},

@@ -44,12 +44,17 @@ func run(args []string) int {
 	case errors.Is(err, config.ErrHelp):
 		config.Usage(os.Stdout)
 		return 0
+	case errors.Is(err, config.ErrConfig): // the config file
+		warn("%v", err)
+		return exitConfig
 	case err != nil:
 		warn("%v (see with-lock --help)", err) // one line, as every error
 		return exitUsage
 	case cfg.Version:
 		fmt.Println("with-lock", buildVersion())
 		return 0
+	case cfg.PrintConfig:
+		return printConfig(os.Stdout, cfg) // printconfig.go
 	}
 	r := &runner{cfg: cfg, sigs: make(chan os.Signal, 4)}
 	return r.run()
@@ -64,6 +69,11 @@ type runner struct {
 }
 
 func (r *runner) run() int {
+	if r.cfg.Status && r.cfg.RedisIsDefault() && isTerminal(os.Stderr) {
+		// Someone at a terminal asks who holds a lock that no other host
+		// can see; a script or cron job gets the answer alone.
+		warn("note: %s", config.LocalOnlyWarning)
+	}
 	if code, ok := r.admin(); ok { // status.go: --status, --list, --break
 		return code
 	}
@@ -108,6 +118,12 @@ func (r *runner) env(lock *withlock.Lock) []string {
 		env = append(env, config.EnvLockFence+"="+strconv.FormatInt(f, 10))
 	}
 	return env
+}
+
+// isTerminal reports whether f is a terminal (a character device).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // warn prints one line on stderr in with-lock's name. A line break that

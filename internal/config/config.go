@@ -56,10 +56,17 @@ type Config struct {
 	Supervision // what happens to the command while it runs
 	Output      // what with-lock prints, and whether it runs a command at all
 
+	// File is the config file: --config's, WITH_LOCK_CONFIG's, or
+	// DefaultFile, which may be missing.
+	File string
+
 	// Warnings are printed once by the CLI before it connects.
 	Warnings []string
 
-	sources map[string]source // where each setting came from, by flag name
+	nonblock  bool              // -n: --wait's opposite
+	fileRead  bool              // File existed and was read
+	fileLines map[string]int    // the line of each key in File
+	sources   map[string]source // where each setting came from, by flag name
 }
 
 // Lock is how the lock is taken.
@@ -84,18 +91,21 @@ type Supervision struct {
 
 // Output is what with-lock prints, and whether it runs a command at all.
 type Output struct {
-	Quiet   bool // no message when the lock is busy
-	Status  bool // --status <name>: print the lock's state, run nothing
-	List    bool // --list: print the locks held, run nothing
-	All     bool // --list --all: also names with only a last-run record
-	Break   bool // --break <name>: remove the lock, run nothing
-	JSON    bool // print --status or --list as JSON
-	Version bool // print the version, run nothing
+	Quiet       bool // no message when the lock is busy
+	Status      bool // --status <name>: print the lock's state, run nothing
+	List        bool // --list: print the locks held, run nothing
+	All         bool // --list --all: also names with only a last-run record
+	Break       bool // --break <name>: remove the lock, run nothing
+	JSON        bool // print --status, --list or --print-config as JSON
+	Version     bool // print the version, run nothing
+	PrintConfig bool // print the effective settings, run nothing
 }
 
-// Parse reads args (without the program name) and the environment lookup
-// getenv: a flag beats its variable, which beats the default. Flags stop
-// at the lock's name. Errors wrap ErrUsage or are ErrHelp.
+// Parse reads args (without the program name), the environment lookup
+// getenv and the config file: a flag beats its variable, which beats the
+// file, which beats the default. Flags stop at the lock's name. Errors are
+// ErrHelp, or wrap ErrUsage (the command line or a variable) or ErrConfig
+// (the config file).
 func Parse(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	fs := newFlagSet(c)
@@ -116,11 +126,17 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	if err := c.applyEnv(fs, getenv); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	if err := c.applyFile(fs); err != nil {
+		return nil, err
+	}
+	if err := c.resolveWait(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	c.resolveConnection(getenv)
 	rest := fs.Args()
-	if c.List {
+	if c.List || c.PrintConfig {
 		if len(rest) != 0 {
-			return nil, fmt.Errorf("%w: --list takes no lock name and no command", ErrUsage)
+			return nil, fmt.Errorf("%w: --list and --print-config take no lock name and no command", ErrUsage)
 		}
 		return c.validated()
 	}
@@ -147,47 +163,89 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	return c.validated()
 }
 
-// validated returns c, or its first contradiction or out-of-range value as
-// a usage error.
+// resolveWait settles -n against --wait: both on the command line
+// contradict each other; -n beats a --wait from a variable or the file.
+func (c *Config) resolveWait() error {
+	switch {
+	case !c.nonblock:
+	case c.source("wait") == fromFlag && c.Wait != 0:
+		return fmt.Errorf("-n/--nonblock and --wait %s contradict each other: give one", c.Wait)
+	default:
+		c.Wait, c.sources["wait"] = 0, fromFlag
+	}
+	return nil
+}
+
+// validated returns c, or its first contradiction or out-of-range value:
+// a config error when the value came from the config file, else a usage
+// error.
 func (c *Config) validated() (*Config, error) {
 	if err := c.validate(); err != nil {
+		var bad *badValue
+		if errors.As(err, &bad) && c.source(bad.name) == fromFile {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return c, nil
+}
+
+// badValue is a setting's value out of its range; its message names the
+// setting as the user gave it (see origin).
+type badValue struct{ name, msg string }
+
+func (e *badValue) Error() string { return e.msg }
+
+// bad returns a badValue for the setting name: its origin, then
+// format's text.
+func (c *Config) bad(name, format string, args ...any) error {
+	return &badValue{name, c.origin(name) + " " + fmt.Sprintf(format, args...)}
 }
 
 func (c *Config) validate() error {
 	if err := c.validateActions(); err != nil {
 		return err
 	}
+	if !c.PrintConfig && !c.List {
+		if err := c.validateRun(); err != nil {
+			return err
+		}
+	}
 	switch {
-	case c.Name == "" && !c.List:
-		return errors.New("lock name is empty")
-	case strings.ContainsFunc(c.Name, unicode.IsControl):
-		return fmt.Errorf("lock name %q contains control characters", c.Name)
-	case c.action() == "" && !c.List && c.Command[0] == "":
-		return errors.New("command is empty")
 	case c.TTL < MinTTL:
-		return fmt.Errorf("%s %s is below the minimum of %s", c.origin("ttl"), c.TTL, MinTTL)
+		return c.bad("ttl", "%s is below the minimum of %s", c.TTL, MinTTL)
 	case c.RedisTimeout <= 0:
-		return fmt.Errorf("%s %s must be positive", c.origin("redis-timeout"), c.RedisTimeout)
+		return c.bad("redis-timeout", "%s must be positive", c.RedisTimeout)
 	case c.Wait < 0:
-		return fmt.Errorf("%s %s is negative", c.origin("wait"), c.Wait)
+		return c.bad("wait", "%s is negative", c.Wait)
 	case c.ConflictExit < 0 || c.ConflictExit > 255:
-		return fmt.Errorf("%s %d is outside 0-255", c.origin("conflict-exit-code"), c.ConflictExit)
+		return c.bad("conflict-exit-code", "%d is outside 0-255", c.ConflictExit)
 	case c.MinHold < 0:
-		return fmt.Errorf("%s %s is negative", c.origin("min-hold"), c.MinHold)
+		return c.bad("min-hold", "%s is negative", c.MinHold)
 	case c.MinReplicas < 0:
-		return fmt.Errorf("%s %d is negative", c.origin("min-replicas"), c.MinReplicas)
+		return c.bad("min-replicas", "%d is negative", c.MinReplicas)
 	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
 		// Counters on independent masters are not one sequence.
 		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
 	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
-		return fmt.Errorf("%s %q: expected %s or %s", c.origin("on-lost"), c.OnLost, OnLostTerm, OnLostIgnore)
+		return c.bad("on-lost", "%q: expected %s or %s", c.OnLost, OnLostTerm, OnLostIgnore)
 	case c.KillAfter < 0:
-		return fmt.Errorf("%s %s is negative", c.origin("kill-after"), c.KillAfter)
+		return c.bad("kill-after", "%s is negative", c.KillAfter)
 	}
 	return c.validateConnection()
+}
+
+// validateRun checks what a run or --status needs beyond the settings.
+func (c *Config) validateRun() error {
+	switch {
+	case c.Name == "":
+		return errors.New("lock name is empty")
+	case strings.ContainsFunc(c.Name, unicode.IsControl):
+		return fmt.Errorf("lock name %q contains control characters", c.Name)
+	case c.action() == "" && c.Command[0] == "":
+		return errors.New("command is empty")
+	}
+	return nil
 }
 
 // DefaultRecordTTL is how long a last-run record is kept: a few weeks, so
@@ -210,20 +268,20 @@ func (c *Config) action() string {
 // validateActions refuses flags that contradict the action requested.
 func (c *Config) validateActions() error {
 	n := 0
-	for _, on := range []bool{c.Status, c.List, c.Break} {
+	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig} {
 		if on {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return errors.New("--status, --list and --break go alone: pick one")
-	case c.JSON && !c.Status && !c.List:
-		return errors.New("--json goes with --status or --list")
+		return errors.New("--status, --list, --break and --print-config go alone: pick one")
+	case c.JSON && !c.Status && !c.List && !c.PrintConfig:
+		return errors.New("--json goes with --status, --list or --print-config")
 	case c.All && !c.List:
 		return errors.New("--all goes with --list")
 	case c.RecordTTL < time.Millisecond:
-		return fmt.Errorf("%s %s is below 1ms (turn records off with --no-record)", c.origin("record-ttl"), c.RecordTTL)
+		return c.bad("record-ttl", "%s is below 1ms (turn records off with --no-record)", c.RecordTTL)
 	}
 	return nil
 }

@@ -59,8 +59,14 @@ func TestParse(t *testing.T) {
 			with(func(c *config.Config) {
 				c.TTL, c.RedisURLs, c.RedisTimeout, c.Prefix, c.Wait = 2*time.Minute, []string{"redis://h:1/2"}, 500*time.Millisecond, "jobs/", time.Minute
 			}), "job", []string{"cmd"}},
-		{"short flags", []string{"-w", "5s", "-E", "0", "-q", "-n", "job", "cmd"}, env(),
+		{"short flags", []string{"-w", "5s", "-E", "0", "-q", "job", "cmd"}, env(),
 			with(func(c *config.Config) { c.Wait, c.ConflictExit, c.Quiet = 5*time.Second, 0, true }), "job", []string{"cmd"}},
+		{"-n", []string{"-n", "job", "cmd"}, env(), defaults, "job", []string{"cmd"}},
+		{"-n beats a wait from the environment", []string{"-n", "job", "cmd"}, env("WITH_LOCK_WAIT", "5"), defaults, "job", []string{"cmd"}},
+		{"bare seconds", []string{"-w", "5", "--ttl", "0.5", "job", "cmd"}, env(),
+			with(func(c *config.Config) { c.Wait, c.TTL = 5*time.Second, 500*time.Millisecond }), "job", []string{"cmd"}},
+		{"redis host:port", []string{"--redis", "cache:6380", "job", "cmd"}, env(),
+			with(func(c *config.Config) { c.RedisURLs = []string{"redis://cache:6380/0"} }), "job", []string{"cmd"}},
 		{"-E 255", []string{"-E", "255", "job", "cmd"}, env(), with(func(c *config.Config) { c.ConflictExit = 255 }), "job", []string{"cmd"}},
 		{"sub-second ttl", []string{"--ttl", "1500ms", "job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = 1500 * time.Millisecond }), "job", []string{"cmd"}},
 		{"the shortest ttl", []string{"--ttl", "200ms", "job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = config.MinTTL }), "job", []string{"cmd"}},

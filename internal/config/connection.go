@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -48,6 +50,9 @@ type Connection struct {
 // resolveConnection reads the passwords from the environment and notes
 // what is worth a warning, once the settings are parsed.
 func (c *Config) resolveConnection(getenv func(string) string) {
+	for i, u := range c.RedisURLs {
+		c.RedisURLs[i] = redisURL(u)
+	}
 	if c.source("redis") == fromFlag && hasPassword(c.RedisURLs...) {
 		c.Warnings = append(c.Warnings, "a password in --redis is visible to other users (ps, /proc); use --password-file or "+EnvPassword)
 	}
@@ -60,6 +65,28 @@ func (c *Config) resolveConnection(getenv func(string) string) {
 		c.Warnings = append(c.Warnings, c.origin("insecure")+": the Redis server's TLS certificate is not verified")
 	}
 }
+
+// redisURL reads "host" and "host:port", as redis-cli users write them,
+// as redis://host[:6379]/0; anything with a scheme is left to the URL
+// parser.
+func redisURL(s string) string {
+	if s == "" || strings.Contains(s, "://") || strings.ContainsAny(s, "/@?# ") {
+		return s
+	}
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		s = net.JoinHostPort(strings.Trim(s, "[]"), "6379")
+	}
+	return "redis://" + s + "/0"
+}
+
+// RedisIsDefault reports whether no flag, variable or config file named a
+// Redis: with-lock then locks on DefaultRedisURL, a Redis on this host, and
+// so only against other runs on this host.
+func (c *Config) RedisIsDefault() bool { return c.source("redis") == fromDefault }
+
+// LocalOnlyWarning says what RedisIsDefault means, in one line.
+const LocalOnlyWarning = "no Redis configured: using " + DefaultRedisURL +
+	", so this host locks only against itself; set redis in " + DefaultFile + ", " + EnvRedis + " or --redis"
 
 // hasPassword reports whether any of the URLs carries a password.
 func hasPassword(urls ...string) bool {

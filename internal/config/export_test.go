@@ -21,3 +21,14 @@ func Env() map[string]string {
 	}
 	return m
 }
+
+// Tests read no /etc/with-lock.conf the machine may have: the default
+// file is one that does not exist, unless a test sets it.
+func init() { defaultFile = "/nonexistent/with-lock.conf" }
+
+// SetDefaultFile makes path the default config file until the test ends.
+func SetDefaultFile(t interface{ Cleanup(func()) }, path string) {
+	old := defaultFile
+	defaultFile = path
+	t.Cleanup(func() { defaultFile = old })
+}

@@ -16,6 +16,7 @@ type setting struct {
 	name  string // the long flag, without "--"
 	short string // the one-letter flag, or ""
 	env   string // the WITH_LOCK_* variable; "" for an action, which no environment should turn on
+	cli   bool   // set only by its flag or variable, never by a key of the config file
 	list  bool   // repeatable; its variable holds the values separated by spaces
 	field any    // pointer to the Config field
 	def   any    // the default, of the field's type; nil for the zero value
@@ -60,7 +61,7 @@ func settings(c *Config) []group {
 				help: "the lock expires `DUR` (at least " + MinTTL.String() + ") after it was last set or renewed"},
 			{name: "wait", short: "w", env: "WITH_LOCK_WAIT", field: &c.Wait,
 				help: "wait up to `DUR` for a busy lock instead of failing"},
-			{name: "nonblock", short: "n", field: new(bool), help: "fail at once when the lock is busy (the default)"},
+			{name: "nonblock", short: "n", field: &c.nonblock, help: "fail at once when the lock is busy (the default)"},
 			{name: "conflict-exit-code", short: "E", env: "WITH_LOCK_CONFLICT_EXIT_CODE", field: &c.ConflictExit, def: DefaultConflictExit,
 				help: "exit with `N` (0-255) when the lock is busy"},
 			{name: "min-hold", env: "WITH_LOCK_MIN_HOLD", field: &c.MinHold,
@@ -81,6 +82,11 @@ func settings(c *Config) []group {
 				help: "keep the record of the last run (host, pid, times, exit code) for `DUR`"},
 			{name: "no-record", env: "WITH_LOCK_NO_RECORD", field: &c.NoRecord, help: "do not store a record of the run"},
 		}},
+		{"Configuration", []setting{
+			{name: "config", env: EnvConfig, cli: true, field: &c.File, def: defaultFile,
+				help: "read settings from the TOML `FILE`; keys are the long flags' names"},
+			{name: "print-config", field: &c.PrintConfig, help: "print the effective settings, where each came from, and exit"},
+		}},
 		{"Output", []setting{
 			{name: "quiet", short: "q", env: "WITH_LOCK_QUIET", field: &c.Quiet, help: "say nothing when the lock is busy"},
 			{name: "status", field: &c.Status, help: "print who holds lock <name> and exit: 0 held, 1 free (no command)"},
@@ -88,7 +94,7 @@ func settings(c *Config) []group {
 			{name: "all", field: &c.All, help: "with --list, also the last runs of names not held now"},
 			{name: "break", field: &c.Break,
 				help: "remove lock <name> whoever holds it and exit: 0 removed, 1 nothing held; the holder stops with 125"},
-			{name: "json", field: &c.JSON, help: "with --status or --list, print JSON"},
+			{name: "json", field: &c.JSON, help: "with --status, --list or --print-config, print JSON"},
 			{name: "version", field: &c.Version, help: "print the version and exit"},
 			{name: "help", short: "h", field: new(bool), help: "show this help"},
 		}},
@@ -116,26 +122,30 @@ func (s *setting) define(fs *pflag.FlagSet) {
 		fs.IntVarP(p, s.name, s.short, def, help)
 	case *time.Duration:
 		def, _ := s.def.(time.Duration)
-		fs.DurationVarP(p, s.name, s.short, def, help)
+		fs.VarP(newDurationValue(def, p), s.name, s.short, help)
 	default:
 		panic(fmt.Sprintf("setting --%s: unsupported field type %T", s.name, s.field))
 	}
 }
 
-// source is where a setting's value came from. A config file would slot
-// in between fromDefault and fromEnv.
+// inFile reports whether the config file may set s: every setting that
+// has a variable, except those only the command line and environment set.
+func (s *setting) inFile() bool { return s.env != "" && !s.cli }
+
+// source is where a setting's value came from.
 type source int
 
 // Sources from the weakest to the strongest: a flag beats its variable,
-// which beats the built-in default.
+// which beats the config file, which beats the built-in default.
 const (
 	fromDefault source = iota
+	fromFile
 	fromEnv
 	fromFlag
 )
 
 func (s source) String() string {
-	return [...]string{"default", "environment", "flag"}[s]
+	return [...]string{"default", "file", "environment", "flag"}[s]
 }
 
 // newFlagSet returns the flag set of c: every setting, in --help order.
@@ -179,7 +189,7 @@ func (c *Config) applyEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 				// Value.Set, not fs.Set: the flag stays unchanged, and
 				// the error does not call the variable a flag.
 				if err := f.Value.Set(v); err != nil {
-					return fmt.Errorf("%s: %w", s.env, err)
+					return fmt.Errorf("%s: %q: %w", s.env, v, err)
 				}
 			}
 			c.sources[s.name] = fromEnv
@@ -191,19 +201,29 @@ func (c *Config) applyEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 // source says where the setting named by its flag came from.
 func (c *Config) source(name string) source { return c.sources[name] }
 
-// origin names a setting in a message as the user gave it: its flag, or
-// its variable when the value came from the environment.
+// origin names a setting in a message as the user gave it: its flag, its
+// variable when the value came from the environment, or the file, line
+// and key when it came from the config file.
 func (c *Config) origin(name string) string {
-	if c.source(name) == fromEnv {
-		for _, g := range settings(c) {
-			for _, s := range g.settings {
-				if s.name == name {
-					return s.env
-				}
+	switch c.source(name) {
+	case fromEnv:
+		return lookup(name).env
+	case fromFile:
+		return fmt.Sprintf("%s:%d: %s", c.File, c.fileLines[name], name)
+	}
+	return "--" + name
+}
+
+// lookup returns the setting named by its flag.
+func lookup(name string) setting {
+	for _, g := range settings(&Config{}) {
+		for _, s := range g.settings {
+			if s.name == name {
+				return s
 			}
 		}
 	}
-	return "--" + name
+	panic("no setting --" + name)
 }
 
 // Usage writes the help text to w.
@@ -212,7 +232,8 @@ func Usage(w io.Writer) {
 
 Run a command only if the Redis lock <name> is free, and release it after.
 A busy lock makes with-lock exit at once with 75 without running anything.
-A flag beats its [$VARIABLE], which beats the default.
+A flag beats its [$VARIABLE], which beats the config file (`+DefaultFile+`
+unless --config names another), which beats the default.
 `)
 	for _, g := range settings(&Config{}) {
 		fs := pflag.NewFlagSet(g.title, pflag.ContinueOnError)

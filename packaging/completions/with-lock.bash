@@ -18,7 +18,7 @@ _with_lock()
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
-                --sentinel-password-file | --min-replicas)
+                --sentinel-password-file | --min-replicas | --config)
                 ((i++))
                 ;;
             -*) ;;
@@ -39,7 +39,7 @@ _with_lock()
             COMPREPLY=($(compgen -W 'term ignore' -- "$cur"))
             return
             ;;
-        --cacert | --cert | --key | --password-file | --sentinel-password-file)
+        --cacert | --cert | --key | --password-file | --sentinel-password-file | --config)
             _filedir
             return
             ;;
@@ -56,7 +56,8 @@ _with_lock()
             --record-ttl --no-record -w --wait
             -E --conflict-exit-code -n --nonblock -q --quiet --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
-            --sentinel-password-file --cluster --min-replicas --version -h --help' -- "$cur"))
+            --sentinel-password-file --cluster --min-replicas --config --print-config
+            --version -h --help' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock

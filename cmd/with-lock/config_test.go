@@ -1,0 +1,141 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// conf writes a config file into the test's directory and returns its path.
+func (e *env) conf(name, text string) string {
+	e.t.Helper()
+	path := e.path(name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
+}
+
+// Two hosts configured once each, by their config file, on one Redis:
+// a lock taken with one file is busy for the other, while a host whose
+// file names another Redis is not excluded.
+func TestConfigFilesOnOneRedisExcludeEachOther(t *testing.T) {
+	e := setup(t)
+	other := redistest.Start(t)
+	hostA := e.conf("a.conf", "redis = \""+e.srv.Addr()+"\"\nttl = 5\n")
+	hostB := e.conf("b.conf", "redis = [\""+e.srv.URL()+"\"]\n")
+	elsewhere := e.conf("c.conf", "redis = \""+other.URL()+"\"\n")
+
+	a := clitest.Start(t, []string{"WITH_LOCK_CONFIG=" + hostA}, "nightly", "sh", "-c", "touch "+e.path("a-runs")+"; exec sleep 30")
+	a.WaitFile(e.path("a-runs"))
+	if ttl := e.rdb.PTTL(t.Context(), "lock:nightly").Val(); ttl <= 0 || ttl > 5*time.Second {
+		t.Errorf("lock:nightly has TTL %v, want at most the file's ttl = 5", ttl)
+	}
+	r := clitest.Run(t, nil, "--config", hostB, "nightly", "touch", e.path("b-ran"))
+	if r.Code != 75 {
+		t.Errorf("host B: exit %d, want 75 (busy); stderr %q", r.Code, r.Stderr)
+	}
+	e.notRun("b-ran")
+	r = clitest.Run(t, nil, "--config", elsewhere, "nightly", "touch", e.path("c-ran"))
+	if r.Code != 0 || !e.exists("c-ran") {
+		t.Errorf("a host on another Redis: exit %d, stderr %q; want 0 and its command run", r.Code, r.Stderr)
+	}
+}
+
+// A bare number is seconds, as with flock -w; and --redis host:port is
+// redis://host:port/0, as redis-cli users write it.
+func TestBareSecondsAndHostPort(t *testing.T) {
+	e := setup(t)
+	holder := clitest.Start(t, nil, "--redis", e.srv.Addr(), "job", "sh", "-c", "touch "+e.path("held")+"; exec sleep 30")
+	holder.WaitFile(e.path("held"))
+	r := clitest.Run(t, nil, "--redis", e.srv.Addr(), "-w", "0.5", "job", "touch", e.path("ran"))
+	if r.Code != 75 || r.Duration < 400*time.Millisecond || r.Duration > 5*time.Second {
+		t.Errorf("-w 0.5 on a held lock: exit %d after %v, want 75 after about half a second; stderr %q", r.Code, r.Duration, r.Stderr)
+	}
+	e.notRun("ran")
+}
+
+// --print-config's output is a config file: it parses as TOML, names
+// where each setting came from in its comments, and masks passwords.
+func TestPrintConfigShowsSourcesAndMasksPasswords(t *testing.T) {
+	e := &env{t: t, dir: t.TempDir()}
+	const secret = "hunter2-pw"
+	conf := e.conf("host.conf", "# this host\nredis = [\"redis://app:"+secret+"@cache:6380/0\"]\nttl = \"45s\"\nprefix = \"file/\"\n")
+	r := clitest.Run(t, []string{"WITH_LOCK_CONFIG=" + conf, "WITH_LOCK_PREFIX=env/", "WITH_LOCK_PASSWORD=" + secret}, "--print-config", "-w", "5")
+	if r.Code != 0 || strings.Contains(r.Stdout+r.Stderr, secret) {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want 0 and no password", r.Code, r.Stdout, r.Stderr)
+	}
+	var values map[string]any
+	if err := toml.Unmarshal([]byte(r.Stdout), &values); err != nil {
+		t.Fatalf("--print-config is not TOML: %v\n%s", err, r.Stdout)
+	}
+	sources := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^([a-z-]+) = .*# (.*)$`).FindAllStringSubmatch(r.Stdout, -1) {
+		sources[m[1]] = m[2]
+	}
+	for key, want := range map[string][2]string{
+		"redis":    {"[redis://app:***@cache:6380/0]", "file " + conf + ":2"},
+		"ttl":      {"45s", "file " + conf + ":3"},
+		"prefix":   {"env/", "env WITH_LOCK_PREFIX"},
+		"wait":     {"5s", "flag --wait"},
+		"min-hold": {"0s", "default"},
+	} {
+		if got := toString(values[key]); got != want[0] || sources[key] != want[1] {
+			t.Errorf("%s = %s from %q, want %s from %q", key, got, sources[key], want[0], want[1])
+		}
+	}
+	if !strings.Contains(r.Stdout, "# password: set by env WITH_LOCK_PASSWORD (not shown)") {
+		t.Errorf("--print-config does not say where the password comes from:\n%s", r.Stdout)
+	}
+	if strings.Contains(r.Stdout, "locks only against") {
+		t.Errorf("a configured Redis is called local-only:\n%s", r.Stdout)
+	}
+
+	r = clitest.Run(t, []string{"WITH_LOCK_CONFIG=" + conf}, "--print-config", "--json")
+	var out struct {
+		ConfigFile     string `json:"config_file"`
+		ConfigFileRead bool   `json:"config_file_read"`
+		RedisIsDefault bool   `json:"redis_is_default"`
+		Settings       []struct {
+			Name   string `json:"name"`
+			Value  any    `json:"value"`
+			Source string `json:"source"`
+		} `json:"settings"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || r.Code != 0 {
+		t.Fatalf("--print-config --json: exit %d, %v: %q", r.Code, err, r.Stdout)
+	}
+	if out.ConfigFile != conf || !out.ConfigFileRead || out.RedisIsDefault || out.Settings[0].Name != "redis" ||
+		toString(out.Settings[0].Value) != "[redis://app:***@cache:6380/0]" || out.Settings[0].Source != "file "+conf+":2" {
+		t.Errorf("--print-config --json = %+v", out)
+	}
+}
+
+// With no Redis configured, --print-config says plainly that this host
+// locks only against itself.
+func TestPrintConfigWarnsOfTheLocalDefault(t *testing.T) {
+	e := &env{t: t, dir: t.TempDir()}
+	empty := e.conf("empty.conf", "# nothing configured\n")
+	r := clitest.Run(t, nil, "--config", empty, "--print-config")
+	if r.Code != 0 || !regexp.MustCompile(`(?m)^redis = \["redis://127.0.0.1:6379/0"\] +# default: locks only against a Redis on this host$`).MatchString(r.Stdout) ||
+		!strings.Contains(r.Stdout, "# WARNING: no Redis configured") {
+		t.Errorf("exit %d, stdout:\n%s\nwant the redis line to say the default locks only against this host", r.Code, r.Stdout)
+	}
+	r = clitest.Run(t, nil, "--config", empty, "--print-config", "--json")
+	if !strings.Contains(r.Stdout, `"redis_is_default":true`) {
+		t.Errorf("--print-config --json = %q, want redis_is_default true", r.Stdout)
+	}
+}
+
+// toString shows a decoded value without quotes: 45s, [a,b].
+func toString(v any) string {
+	b, _ := json.Marshal(v)
+	return strings.ReplaceAll(string(b), `"`, "")
+}
