@@ -136,7 +136,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 	rest := fs.Args()
 	if c.List || c.PrintConfig {
 		if len(rest) != 0 {
-			return nil, fmt.Errorf("%w: --list and --print-config take no lock name and no command", ErrUsage)
+			only := "--list"
+			if c.PrintConfig {
+				only = "--print-config"
+			}
+			return nil, fmt.Errorf("%w: %s takes no lock name or command", ErrUsage, only)
 		}
 		return c.validated()
 	}
