@@ -315,7 +315,7 @@ func (q *quorum) status(ctx context.Context, key string) (*Status, error) {
 		if len(t) >= q.need {
 			slices.Sort(t)
 			// The quorum-th longest: after it, fewer than a majority remain.
-			st.Held, st.Holder, st.TTL = true, holderOf(token), t[len(t)-q.need]
+			st.Held, st.Holder, st.TTL, st.Since = true, holderOf(token), t[len(t)-q.need], sinceOf(token)
 		}
 	}
 	return st, nil

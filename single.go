@@ -159,7 +159,7 @@ func (s *single) status(ctx context.Context, key string) (*Status, error) {
 	}
 	st := &Status{Key: key, Fence: v.fence}
 	if v.token != "" {
-		st.Held, st.Holder, st.TTL = true, holderOf(v.token), v.ttl
+		st.Held, st.Holder, st.TTL, st.Since = true, holderOf(v.token), v.ttl, sinceOf(v.token)
 	}
 	return st, nil
 }
