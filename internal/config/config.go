@@ -82,11 +82,19 @@ type Supervision struct {
 
 // Output is what with-lock prints, and whether it runs a command at all.
 type Output struct {
-	Quiet   bool // no message when the lock is busy
-	Status  bool // --status <name>: print the lock's state, run nothing
-	JSON    bool // print --status as JSON
-	Version bool // print the version, run nothing
+	Quiet     bool   // errors only: no busy message, no warnings
+	Verbose   bool   // one line per event on stderr
+	LogFormat string // LogText or LogJSON
+	Status    bool   // --status <name>: print the lock's state, run nothing
+	JSON      bool   // print --status as JSON
+	Version   bool   // print the version, run nothing
 }
+
+// What --log-format can say.
+const (
+	LogText = "text" // lines for people: "with-lock: ..."
+	LogJSON = "json" // one JSON object per line, for journald, Loki, ELK
+)
 
 // Parse reads args (without the program name) and the environment lookup
 // getenv: a flag beats its variable, which beats the default. Flags stop
@@ -172,6 +180,10 @@ func (c *Config) validate() error {
 		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
 	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
 		return fmt.Errorf("%s %q: expected %s or %s", c.origin("on-lost"), c.OnLost, OnLostTerm, OnLostIgnore)
+	case c.LogFormat != LogText && c.LogFormat != LogJSON:
+		return fmt.Errorf("%s %q: expected %s or %s", c.origin("log-format"), c.LogFormat, LogText, LogJSON)
+	case c.Quiet && c.Verbose:
+		return fmt.Errorf("%s and %s contradict each other", c.origin("quiet"), c.origin("verbose"))
 	case c.KillAfter < 0:
 		return fmt.Errorf("%s %s is negative", c.origin("kill-after"), c.KillAfter)
 	}

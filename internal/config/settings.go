@@ -79,7 +79,12 @@ func settings(c *Config) []group {
 				help: "after --on-lost term's SIGTERM, SIGKILL the command after `DUR`"},
 		}},
 		{"Output", []setting{
-			{name: "quiet", short: "q", env: "WITH_LOCK_QUIET", field: &c.Quiet, help: "say nothing when the lock is busy"},
+			{name: "quiet", short: "q", env: "WITH_LOCK_QUIET", field: &c.Quiet,
+				help: "print errors only: nothing when the lock is busy, no warnings"},
+			{name: "verbose", short: "v", env: "WITH_LOCK_VERBOSE", field: &c.Verbose,
+				help: "print one line per event on stderr: acquired, waiting, slow renewal, lost, released, exited"},
+			{name: "log-format", env: "WITH_LOCK_LOG_FORMAT", field: &c.LogFormat, def: LogText,
+				help: "`FORMAT` of what with-lock prints on stderr: text, or json (one object per line)"},
 			{name: "status", field: &c.Status, help: "print who holds lock <name> and exit: 0 held, 1 free (no command)"},
 			{name: "json", field: &c.JSON, help: "with --status, print JSON"},
 			{name: "version", field: &c.Version, help: "print the version and exit"},
