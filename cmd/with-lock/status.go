@@ -43,7 +43,7 @@ func (r *runner) status() int {
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
 		code := redisExit(err)
-		warn("%v%s", err, hint(code, err))
+		warn("%s%s", r.inUserWords(err), hint(code, err))
 		return code
 	}
 	if r.cfg.JSON {
