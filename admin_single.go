@@ -19,7 +19,7 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 	}
 	v := lockView{st: &Status{Key: key, Fence: n.fence}, token: n.token}
 	if n.token != "" {
-		v.st.Held, v.st.Holder, v.st.TTL = true, holderOf(n.token), n.ttl
+		v.st.Held, v.st.Holder, v.st.TTL, v.st.Since = true, holderOf(n.token), n.ttl, sinceOf(n.token)
 	}
 	if n.record != "" {
 		v.records = []string{n.record}
@@ -65,7 +65,7 @@ func (s *single) breakLock(ctx context.Context, key string) (lockView, error) {
 	}
 	v := lockView{st: &Status{Key: key}, token: token}
 	if token != "" {
-		v.st.Held, v.st.Holder = true, holderOf(token)
+		v.st.Held, v.st.Holder, v.st.Since = true, holderOf(token), sinceOf(token)
 	}
 	return v, nil
 }

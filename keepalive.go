@@ -59,6 +59,14 @@ type KeepAliveOptions struct {
 	// work. 0 means a tenth of the TTL plus 100ms, at most a quarter of the
 	// TTL.
 	Margin time.Duration
+	// OnRenew, if not nil, is called after each renewal that got an answer
+	// or failed, before the KeepAlive acts on it: took is the time from
+	// sending it to its outcome, err nil on success, ErrLockNotHeld when the
+	// lock turned out lost, or why the attempt failed (it is retried). It is
+	// not called for a renewal still in flight when the lock is presumed
+	// lost or renewal stops. It runs on the KeepAlive's goroutine and must
+	// not block: it is for logging slow or failed renewals.
+	OnRenew func(took time.Duration, err error)
 }
 
 // defaultMargin is the KeepAlive margin for a lock with the given TTL: a
@@ -74,6 +82,7 @@ type KeepAlive struct {
 	lock     *Lock
 	interval time.Duration
 	margin   time.Duration
+	onRenew  func(time.Duration, error)
 
 	ctx    context.Context // cancelled with the loss as cause, or on Stop
 	cancel context.CancelCauseFunc
@@ -114,6 +123,9 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 	if opts != nil && opts.Margin > 0 {
 		k.margin = min(opts.Margin, l.ttl-time.Millisecond)
 	}
+	if opts != nil {
+		k.onRenew = opts.OnRenew
+	}
 	k.interval = max(min(k.interval, (l.ttl-k.margin)/2), time.Millisecond)
 	k.ctx, k.cancel = context.WithCancelCause(ctx)
 	loopCtx, stop := context.WithCancel(k.ctx)
@@ -150,6 +162,7 @@ func (k *KeepAlive) Stop() {
 // renewal is the outcome of one Extend.
 type renewal struct {
 	sent time.Time
+	took time.Duration
 	err  error
 }
 
@@ -199,10 +212,14 @@ func (k *KeepAlive) run(ctx context.Context) {
 			go func() {
 				defer inflight.Done()
 				sent := time.Now() // before sending: the key lives at least until sent+TTL
-				results <- renewal{sent: sent, err: l.Extend(ctx, l.ttl)}
+				err := l.Extend(ctx, l.ttl)
+				results <- renewal{sent: sent, took: time.Since(sent), err: err}
 			}()
 		case r := <-results:
 			busy = false
+			if k.onRenew != nil && ctx.Err() == nil {
+				k.onRenew(r.took, r.err)
+			}
 			switch {
 			case r.err == nil:
 				// A successful compare-and-PEXPIRE proves the key held our

@@ -247,3 +247,71 @@ func kaWaitGone(t *testing.T, rdb *redis.Client, key string, timeout time.Durati
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// OnRenew reports every renewal with its round trip: quick ones, one held
+// up by a paused Redis, and the one that finds the lock taken over, which
+// it reports before Lost is closed.
+func TestKeepAliveOnRenewReportsEachRenewal(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	const ttl = 600 * time.Millisecond // a renewal every 200ms
+	l, err := kaClient(t, srv, time.Second).TryAcquire(ctx, "ka-onrenew", ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type report struct {
+		took       time.Duration
+		err        error
+		lostBefore bool
+	}
+	reports := make(chan report, 100)
+	var ka *withlock.KeepAlive
+	ready := make(chan struct{})
+	ka = l.KeepAlive(ctx, &withlock.KeepAliveOptions{OnRenew: func(took time.Duration, err error) {
+		<-ready
+		lost := false
+		select {
+		case <-ka.Lost():
+			lost = true
+		default:
+		}
+		reports <- report{took, err, lost}
+	}})
+	close(ready)
+	defer ka.Stop()
+	next := func() report {
+		t.Helper()
+		select {
+		case r := <-reports:
+			return r
+		case <-time.After(5 * time.Second):
+			t.Fatal("no renewal reported within 5s")
+			return report{}
+		}
+	}
+	if r := next(); r.err != nil || r.took > 150*time.Millisecond {
+		t.Fatalf("first renewal: took %s, err %v; want a quick success", r.took, r.err)
+	}
+	// Held up: the next renewal is due in about 200ms and waits for the pause.
+	if err := rdb.Do(ctx, "CLIENT", "PAUSE", 300, "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := next(); r.err != nil || r.took < 50*time.Millisecond {
+		t.Errorf("renewal during a 300ms CLIENT PAUSE: took %s, err %v; want a slow success", r.took, r.err)
+	}
+	if err := rdb.Set(ctx, l.Key(), "otherhost:1:x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r := next()
+		if r.err == nil {
+			continue // a renewal sent before the takeover
+		}
+		if !errors.Is(r.err, withlock.ErrLockNotHeld) || r.lostBefore {
+			t.Errorf("after a takeover: err %v, Lost already closed %v; want ErrLockNotHeld reported before the loss", r.err, r.lostBefore)
+		}
+		break
+	}
+	waitLost(t, ka, 5*time.Second)
+}

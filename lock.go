@@ -120,7 +120,7 @@ func (c *Client) Key(name string) string { return c.prefix + name }
 // token NX PX ttl (EX when ttl is whole seconds). ttl must be at least a
 // millisecond.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
-	token, err := newToken(c.owner)
+	token, err := newToken(c.owner, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 // when ctx ends is completed, bounded by the Redis client's read timeout,
 // so that it cannot leave behind a lock nobody knows of.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
-	token, err := newToken(c.owner)
+	token, err := newToken(c.owner, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func holder(t *testing.T) string {
 }
 
 func tokenPattern(t *testing.T) *regexp.Regexp {
-	return regexp.MustCompile(`^` + regexp.QuoteMeta(holder(t)) + `:[0-9a-f]{32}$`)
+	return regexp.MustCompile(`^` + regexp.QuoteMeta(holder(t)) + `:[0-9a-z]+\.[0-9a-f]{32}$`)
 }
 
 // randomPart is the secret part of a token: what follows the last colon.
@@ -58,7 +58,7 @@ func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
 		t.Errorf("Name, Key = %q, %q; want job, lock:job", l.Name(), l.Key())
 	}
 	if !tokenPattern(t).MatchString(l.Token()) {
-		t.Errorf("token %q is not <host>:<pid>:<32 hex> with %s", l.Token(), holder(t))
+		t.Errorf("token %q is not <host>:<pid>:<ms36>.<32 hex> with %s", l.Token(), holder(t))
 	}
 	if got := rdb.Get(ctx, "lock:job").Val(); got != l.Token() {
 		t.Errorf("key holds %q, want the lock's token %q", got, l.Token())

@@ -22,6 +22,10 @@ type Status struct {
 	// TTL is the owner's remaining time: 0 when free, -1 when the key
 	// exists without an expiry (not set by this package).
 	TTL time.Duration
+	// Since is when the holder began to acquire the lock, by its own clock
+	// (a holder that waited for it shows the start of its wait); zero when
+	// free or unknown (a token from an older version or another program).
+	Since time.Time
 	// Fence is the last fencing number drawn for this name — the holder's
 	// own if it acquired with LockOptions.Fence — or 0 if none ever was.
 	Fence int64
@@ -145,7 +149,7 @@ func majority(key string, views []nodeStatus, need int) (lockView, error) {
 		if len(t) >= need {
 			slices.Sort(t)
 			v.token = token
-			v.st.Held, v.st.Holder, v.st.TTL = true, holderOf(token), t[len(t)-need]
+			v.st.Held, v.st.Holder, v.st.TTL, v.st.Since = true, holderOf(token), t[len(t)-need], sinceOf(token)
 		}
 	}
 	return v, nil

@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // tokenRandomBytes is the random part of a token: 128 bits make a collision
@@ -22,16 +24,24 @@ func ownerPrefix() string {
 	return fmt.Sprintf("%s:%d:", host, os.Getpid())
 }
 
-// newToken returns prefix followed by 128 random bits in hex, built in one
-// allocation: it is on the path of every acquisition.
-func newToken(prefix string) (string, error) {
+// newToken returns prefix, the time now as base-36 Unix milliseconds, a dot
+// and 128 random bits in hex: "<host>:<pid>:<ms36>.<hex>". The time says
+// since when the lock is held (Status.Since); it is the start of the
+// acquisition, which for a waiting Acquire is the start of the wait, since
+// every try of one acquisition sends the same token. The token is built in
+// one allocation: it is on the path of every acquisition.
+func newToken(prefix string, now time.Time) (string, error) {
 	var b [tokenRandomBytes]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("read random token: %w", err)
 	}
+	var ms [16]byte
+	stamp := strconv.AppendInt(ms[:0], now.UnixMilli(), 36)
 	var sb strings.Builder
-	sb.Grow(len(prefix) + hex.EncodedLen(len(b)))
+	sb.Grow(len(prefix) + len(stamp) + 1 + hex.EncodedLen(len(b)))
 	sb.WriteString(prefix)
+	sb.Write(stamp)
+	sb.WriteByte('.')
 	var h [2 * tokenRandomBytes]byte
 	hex.Encode(h[:], b[:])
 	sb.Write(h[:])
@@ -47,4 +57,19 @@ func holderOf(token string) string {
 		return "unknown"
 	}
 	return token[:i]
+}
+
+// sinceOf returns the time a token was made (see newToken), or the zero
+// time for a token without one: from an older version, or another program.
+func sinceOf(token string) time.Time {
+	rest := token[strings.LastIndexByte(token, ':')+1:]
+	stamp, random, ok := strings.Cut(rest, ".")
+	if !ok || len(random) != hex.EncodedLen(tokenRandomBytes) {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(stamp, 36, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"syscall"
+	"time"
 
 	withlock "github.com/with-lock/with-lock"
+	"golang.org/x/sys/unix"
 )
 
 // acquire takes the lock, or returns nil and the exit code to leave with.
@@ -14,11 +17,13 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 	defer cancel()
 	var lock *withlock.Lock
 	var err error
+	start := time.Now()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if r.cfg.Wait > 0 {
-			wctx, wcancel := context.WithTimeout(ctx, r.cfg.Wait)
+			r.logWaiting(ctx)
+			wctx, wcancel := context.WithTimeout(ctx, r.cfg.Wait-time.Since(start))
 			defer wcancel()
 			lock, err = r.locker.Acquire(wctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
 			return
@@ -33,22 +38,109 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		if lock != nil {
 			r.release(lock)
 		}
-		warn("%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
+		r.log.error("interrupted", fields{Signal: signalName(sig)}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
 		return nil, 128 + int(sig.(syscall.Signal))
 	}
 	switch {
 	case err == nil:
+		r.acquiredAt = time.Now()
+		took := r.acquiredAt.Sub(start)
+		f := fields{Fence: lock.Fence(), DurationMs: ms(took), TTLMs: r.cfg.TTL.Milliseconds()}
+		if lock.Fence() > 0 {
+			r.log.info("acquired", f, "acquired %s in %s, fence %d, ttl %s", lock.Key(), round(took), lock.Fence(), r.cfg.TTL)
+		} else {
+			r.log.info("acquired", f, "acquired %s in %s, ttl %s", lock.Key(), round(took), r.cfg.TTL)
+		}
 		return lock, 0
 	case errors.Is(err, withlock.ErrNotObtained):
-		if !r.cfg.Quiet && r.cfg.ConflictExit != 0 {
-			warn("%v; command not run", err)
+		if r.cfg.ConflictExit != 0 {
+			if r.cfg.Wait > 0 {
+				r.gaveUp(err, time.Since(start))
+			} else {
+				var held *withlock.NotObtainedError
+				errors.As(err, &held)
+				r.log.warn("busy", fields{Holder: held.Holder, TTLMs: held.TTL.Milliseconds()}, "%v; command not run", err)
+			}
 		}
 		return nil, r.cfg.ConflictExit
 	default:
 		code := redisExit(err)
-		warn("%v; command not run%s", err, hint(code, err))
+		r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
 		return nil, code
 	}
+}
+
+// logWaiting says, with -v, who holds the lock a wait begins for and
+// since when. It only reads (Status): Acquire's place in the waiting line
+// stays what it would be without -v. A lock that turns out free says
+// nothing; Acquire then takes it at once.
+func (r *runner) logWaiting(ctx context.Context) {
+	if !r.log.verbose {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+	defer cancel()
+	st, err := r.locker.Status(sctx, r.cfg.Name)
+	if err != nil || !st.Held {
+		return // Acquire will say what is wrong, or take the lock
+	}
+	who := st.Holder
+	if s := since(st.Since, time.Now()); s != "" {
+		who += " " + s
+	}
+	r.log.info("waiting", fields{Holder: st.Holder, Since: rfc3339(st.Since), TTLMs: st.TTL.Milliseconds()},
+		"waiting up to %s for %s, held by %s", r.cfg.Wait, st.Key, who)
+}
+
+// gaveUp says that a wait ran out: how long it waited, and who holds the
+// lock and since when, asked of Redis now (the holder may have changed
+// while we waited; renewal keeps its remaining time near the TTL, which
+// says little). Hidden by -q, as the busy message.
+func (r *runner) gaveUp(err error, waited time.Duration) {
+	key := r.locker.Key(r.cfg.Name)
+	var held *withlock.NotObtainedError
+	errors.As(err, &held)
+	f := fields{DurationMs: ms(waited)}
+	who := ""
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
+	defer cancel()
+	st, serr := r.locker.Status(ctx, r.cfg.Name)
+	switch {
+	case serr == nil && st.Held:
+		f.Holder, f.Since, f.TTLMs = st.Holder, rfc3339(st.Since), st.TTL.Milliseconds()
+		who = "held by " + st.Holder
+		if s := since(st.Since, time.Now()); s != "" {
+			who += " " + s
+		}
+	case serr == nil:
+		who = "it was held until just now"
+		if held != nil {
+			who = "it was held by " + held.Holder + " until just now"
+		}
+	case held != nil:
+		f.Holder = held.Holder
+		who = "held by " + held.Holder
+	default:
+		who = "held by another owner"
+	}
+	r.log.warn("busy", f, "gave up waiting for %s after %s (-w %s): %s; command not run", key, round(waited), r.cfg.Wait, who)
+}
+
+// round shortens d for a message: milliseconds under a minute, seconds
+// above.
+func round(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// signalName is "SIGTERM" for syscall.SIGTERM.
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok && unix.SignalName(s) != "" {
+		return unix.SignalName(s)
+	}
+	return sig.String()
 }
 
 // lockOptions are the per-acquisition options of this run; nil when there

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/config"
 )
@@ -10,8 +12,9 @@ import (
 // quorum of masters) and a function that closes its connections. Its
 // errors are bad configuration: exit 78.
 func newLocker(cfg *config.Config) (*withlock.Client, func(), error) {
+	log := newLogger(cfg, os.Stderr)
 	for _, w := range cfg.Warnings {
-		warn("warning: %s", w)
+		log.warn("warning", fields{}, "warning: %s", w) // -q hides them: they are not errors
 	}
 	clients, err := cfg.RedisClients()
 	if err != nil {

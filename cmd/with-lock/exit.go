@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
@@ -78,12 +82,63 @@ func hint(code int, err error) string {
 
 // startFailed reports a command that could not be started and returns
 // the exit code a shell would give: 126 or 127.
-func startFailed(err error) int {
+func (r *runner) startFailed(err error) int {
 	var serr *supervise.StartError
 	if errors.As(err, &serr) {
-		warn("%v", serr)
+		r.log.error("error", fields{Code: &serr.Code}, "%v", serr)
 		return serr.Code
 	}
-	warn("%v", err)
+	r.log.error("error", fields{}, "%v", err)
 	return exitInternal
+}
+
+// inUserWords is err's message with every timeout in it said as the
+// setting that bounds it, "timed out after 3s (--redis-timeout)", instead
+// of Go's "i/o timeout" or "context deadline exceeded". A timeout on a
+// connection keeps the address it was on.
+func (r *runner) inUserWords(err error) string {
+	msg := err.Error()
+	said := fmt.Sprintf("timed out after %s (--redis-timeout)", r.cfg.RedisTimeout)
+	for _, t := range timeouts(err, nil) {
+		words := said
+		var op *net.OpError
+		if errors.As(t, &op) && op.Addr != nil {
+			if op.Op == "dial" {
+				words = "connect to " + op.Addr.String() + ": " + said
+			} else {
+				words = "no answer from " + op.Addr.String() + ": " + said
+			}
+		}
+		msg = strings.ReplaceAll(msg, t.Error(), words)
+	}
+	// What a wrapper said in words of its own, not as a wrapped error.
+	return strings.NewReplacer("context deadline exceeded", said, "i/o timeout", said).Replace(msg)
+}
+
+// timeouts appends to found the outermost errors in err's tree that are
+// timeouts: a net.Error that says so, a context deadline or go-redis's
+// wait for a free connection.
+func timeouts(err error, found []error) []error {
+	switch {
+	case err == nil:
+		return found
+	case isTimeout(err), err == context.DeadlineExceeded, err == redis.ErrPoolTimeout:
+		return append(found, err)
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return timeouts(u.Unwrap(), found)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			found = timeouts(e, found)
+		}
+	}
+	return found
+}
+
+// isTimeout reports whether err itself, not something it wraps, is a
+// timeout.
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
 }

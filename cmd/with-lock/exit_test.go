@@ -236,14 +236,15 @@ func TestCommandNotStartable(t *testing.T) {
 		name    string
 		command string
 		code    int
-		locked  bool // found and locked first, failed to start after
+		locked  bool   // found and locked first, failed to start after
+		says    string // beside the command's name
 	}{
-		{"missing", "no-such-command-with-lock-test", 127, false},
-		{"missing path", e.path("nowhere/cmd"), 127, false},
-		{"not executable", write("plain", "#!/bin/sh\ntouch "+e.path("ran")+"\n", 0o644), 126, false},
-		{"directory", e.dir, 126, false},
-		{"bad format", write("garbage", "\x00\x01\x02 not a program\n", 0o755), 126, true},
-		{"missing interpreter", write("orphan", "#!/nonexistent/interpreter\n", 0o755), 127, true},
+		{"missing", "no-such-command-with-lock-test", 127, false, ""},
+		{"missing path", e.path("nowhere/cmd"), 127, false, ""},
+		{"not executable", write("plain", "#!/bin/sh\ntouch "+e.path("ran")+"\n", 0o644), 126, false, ""},
+		{"directory", e.dir, 126, false, ""},
+		{"bad format", write("garbage", "\x00\x01\x02 not a program\n", 0o755), 126, true, ""},
+		{"missing interpreter", write("orphan", "#!/nonexistent/interpreter -e\n", 0o755), 127, false, "interpreter /nonexistent/interpreter not found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,6 +254,9 @@ func TestCommandNotStartable(t *testing.T) {
 				t.Errorf("exit %d, want %d", r.Code, tc.code)
 			}
 			oneLine(t, r, tc.command)
+			if !strings.Contains(r.Stderr, tc.says) {
+				t.Errorf("stderr %q does not say %q", r.Stderr, tc.says)
+			}
 			e.notRun("ran")
 			if n := e.rdb.Exists(ctx, "lock:x").Val(); n != 0 {
 				t.Error("lock:x was left behind")

@@ -87,7 +87,7 @@ const (
 	foreignSecret = "0123456789abcdef0123456789abcdef"
 )
 
-var tokenRE = regexp.MustCompile(`^(.+):(\d+):([0-9a-f]{32})$`)
+var tokenRE = regexp.MustCompile(`^(.+):(\d+):([0-9a-z]+\.[0-9a-f]{32})$`)
 
 func randomPart(token string) string { return token[strings.LastIndexByte(token, ':')+1:] }
 

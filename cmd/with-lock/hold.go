@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,12 +26,13 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	// killed. Without it only the parent-death signal, on Linux, stops the
 	// command, and not its children.
 	if err := child.GuardErr(); err != nil {
-		warn("%v; if with-lock is killed, the command's children may outlive it", err)
+		r.log.warn("warning", fields{}, "%v; if with-lock is killed, the command's children may outlive it", err)
 	}
 	var ka *withlock.KeepAlive
 	var lost <-chan struct{}
+	rn := &renewals{r: r, key: lock.Key(), lastOK: r.acquiredAt}
 	if !r.cfg.NoRenew {
-		ka = lock.KeepAlive(context.Background(), nil)
+		ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{OnRenew: rn.report})
 		lost = ka.Lost()
 	}
 	var killAt time.Time // set once the command is being stopped
@@ -39,6 +41,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 		select {
 		case <-child.Done():
 			code := child.Wait()
+			r.logExit(child, code)
 			if !killAt.IsZero() {
 				r.drain(child, killAt)
 				code = exitLockLost
@@ -50,30 +53,43 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			return code
 		case sig := <-r.sigs:
 			if err := child.Signal(sig.(syscall.Signal)); err != nil {
-				warn("forward %v to the command: %v", sig, err)
+				r.log.warn("warning", fields{}, "forward %v to the command: %v", sig, err)
 			}
 		case <-lost:
 			lost = nil
+			why, f := r.lostReason(lock, ka.Err(), rn)
 			if r.cfg.OnLost == config.OnLostIgnore {
-				warn("%s; --on-lost ignore: the command goes on without the lock", r.lostReason(lock, ka.Err()))
+				r.log.error("lost", f, "%s; --on-lost ignore: the command goes on without the lock", why)
 				continue
 			}
 			// Stop first, explain after: finding out who took the lock
 			// costs a round trip the command must not run on for.
 			killAt = time.Now().Add(r.cfg.KillAfter)
 			if err := child.Signal(syscall.SIGTERM); err != nil {
-				warn("stop the command: %v", err)
+				r.log.warn("warning", fields{}, "stop the command: %v", err)
 			}
 			kill = time.After(r.cfg.KillAfter)
-			warn("%s; stopping the command (SIGTERM, SIGKILL after %s), exit %d",
-				r.lostReason(lock, ka.Err()), r.cfg.KillAfter, exitLockLost)
+			r.log.error("lost", f, "%s; stopping the command (SIGTERM, SIGKILL after %s), exit %d",
+				why, r.cfg.KillAfter, exitLockLost)
 		case <-kill:
 			kill = nil
 			if err := child.Signal(syscall.SIGKILL); err != nil {
-				warn("kill the command: %v", err)
+				r.log.warn("warning", fields{}, "kill the command: %v", err)
 			}
 		}
 	}
+}
+
+// logExit says, with -v, how the command ended and after how long.
+func (r *runner) logExit(child *supervise.Child, code int) {
+	took := time.Since(child.Started())
+	f := fields{Code: &code, DurationMs: ms(took)}
+	if sig, ok := child.KilledBy(); ok {
+		f.Signal = signalName(sig)
+		r.log.info("exited", f, "command killed by %s after %s (exit %d)", f.Signal, round(took), code)
+		return
+	}
+	r.log.info("exited", f, "command exited with code %d after %s", code, round(took))
 }
 
 // drain waits, after a lost lock stopped the command's leader, until the
@@ -91,25 +107,6 @@ func (r *runner) drain(child *supervise.Child, killAt time.Time) {
 	}
 }
 
-// lostReason says in a few words why the lock was lost. When Redis said the
-// lock is no longer ours it asks who holds it now.
-func (r *runner) lostReason(lock *withlock.Lock, err error) string {
-	if !errors.Is(err, withlock.ErrLockNotHeld) {
-		return err.Error()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
-	defer cancel()
-	st, serr := r.locker.Status(ctx, lock.Name())
-	switch {
-	case serr != nil:
-		return fmt.Sprintf("lock %s lost: it expired or was taken over", lock.Key())
-	case st.Held:
-		return fmt.Sprintf("lock %s lost: taken over by %s", lock.Key(), st.Holder)
-	default:
-		return fmt.Sprintf("lock %s lost: it expired", lock.Key())
-	}
-}
-
 // releaseHeld releases the lock unless its loss already showed it is not
 // ours. After a presumed loss (Redis silent until the deadline) it may
 // still be ours, so it tries, quietly if it was not.
@@ -121,8 +118,10 @@ func (r *runner) releaseHeld(lock *withlock.Lock, ka *withlock.KeepAlive) {
 	if errors.Is(ka.Err(), withlock.ErrLockNotHeld) {
 		return
 	}
+	// The loss was said already; that Redis still does not answer is no
+	// news, except with -v.
 	if err := lock.Release(context.Background()); err != nil && !errors.Is(err, withlock.ErrLockNotHeld) {
-		warn("%v; the lock will expire by itself", err)
+		r.log.event(levelWarn, "warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))
 	}
 }
 
@@ -132,9 +131,124 @@ func (r *runner) release(lock *withlock.Lock) {
 	err := lock.Release(context.Background())
 	switch {
 	case err == nil:
+		held := time.Since(r.acquiredAt)
+		if left := r.cfg.MinHold - held; left > 0 {
+			r.log.info("released", fields{DurationMs: ms(held)}, "released %s after %s; its key stays %s more (--min-hold %s)",
+				lock.Key(), round(held), round(left), r.cfg.MinHold)
+			return
+		}
+		r.log.info("released", fields{DurationMs: ms(held)}, "released %s after %s", lock.Key(), round(held))
 	case errors.Is(err, withlock.ErrLockNotHeld):
-		warn("lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
+		r.log.warn("warning", fields{}, "lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
 	default:
-		warn("%v; the lock will expire by itself", err)
+		r.log.warn("warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))
 	}
+}
+
+// renewals is what hold learns from KeepAlive's reports (OnRenew): it says
+// with -v when a renewal was slow or failed, and keeps when the last one
+// succeeded, to tell a key that expired from one that vanished.
+type renewals struct {
+	r   *runner
+	key string
+
+	mu       sync.Mutex
+	lastOK   time.Time // when the last successful renewal, or the acquisition, was sent
+	lastSent time.Time // when the last renewal that got an outcome was sent
+	failed   int       // attempts failed since lastOK
+}
+
+// slowRenewal is a renewal that took more than half of the renewal
+// interval (a third of the TTL, KeepAlive's default): two such in a row
+// leave no room for a retry before the lock is in danger.
+func (r *runner) slowRenewal() time.Duration { return r.cfg.TTL / 6 }
+
+// report is KeepAliveOptions.OnRenew.
+func (rn *renewals) report(took time.Duration, err error) {
+	now := time.Now()
+	sent := now.Add(-took)
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.lastSent = sent
+	log, slow := rn.r.log, rn.r.slowRenewal()
+	switch {
+	case err == nil:
+		f := fields{DurationMs: ms(took), TTLMs: rn.r.cfg.TTL.Milliseconds()}
+		switch {
+		case rn.failed > 0:
+			log.event(levelWarn, "renewed", f, "renewed %s after %d failed attempts, %s since the last success",
+				rn.key, rn.failed, round(sent.Sub(rn.lastOK)))
+		case took > slow:
+			log.event(levelWarn, "renewed", f, "renewed %s slowly: took %s (slow: more than %s, half the renewal interval)",
+				rn.key, round(took), round(slow))
+		}
+		rn.lastOK, rn.failed = sent, 0
+	case errors.Is(err, withlock.ErrLockNotHeld):
+		// The loss: hold says why.
+	default:
+		rn.failed++
+		left := rn.lastOK.Add(rn.r.cfg.TTL - keepAliveMargin(rn.r.cfg.TTL)).Sub(now)
+		words := rn.r.inUserWords(err)
+		log.event(levelWarn, "renew_failed", fields{DurationMs: ms(took), Error: words},
+			"renewing %s failed (attempt %d): %s; retrying, %s left before it is presumed lost", rn.key, rn.failed, words, round(max(left, 0)))
+	}
+}
+
+// snapshot returns lastOK and lastSent.
+func (rn *renewals) snapshot() (lastOK, lastSent time.Time) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.lastOK, rn.lastSent
+}
+
+// keepAliveMargin is KeepAlive's default margin (keepalive.go): how long
+// before the key could expire a lock that was not renewed is presumed lost.
+func keepAliveMargin(ttl time.Duration) time.Duration { return min(ttl/10+100*time.Millisecond, ttl/4) }
+
+// lostReason says exactly why the lock was lost, and the fields of the
+// "lost" event, judged by this host's clock:
+//   - Redis did not answer renewals until the key could have expired:
+//     "Redis unreachable for longer than the TTL allows";
+//   - no renewal was even tried in time (with-lock was paused or starved):
+//     taken over by host:pid if Redis says so, else "it expired";
+//   - Redis said the lock is no longer ours: taken over by host:pid if
+//     another owner holds it; else the key is gone, and it "expired" only
+//     when the renewal that found it gone came within twice the margin of
+//     the TTL (a clock running faster on Redis could then explain it);
+//     earlier, the key "vanished": a restart without persistence, a
+//     FLUSHALL, a DEL or --break, a failover to a replica that lacked it.
+func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (string, fields) {
+	ttl := r.cfg.TTL
+	lastOK, lastSent := rn.snapshot()
+	var lerr *withlock.LostError
+	if errors.As(err, &lerr) && lerr.Err != nil && !errors.Is(err, withlock.ErrLockNotHeld) {
+		// Stop first, explain after has already happened; asking Redis
+		// now would only wait out another timeout.
+		return fmt.Sprintf("lock %s presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for %s of its %s TTL (last attempt: %s)",
+			lock.Key(), round(time.Since(lastOK)), ttl, r.inUserWords(lerr.Err)), fields{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
+	defer cancel()
+	st, serr := r.locker.Status(ctx, lock.Name())
+	if serr == nil && st.Held {
+		who := st.Holder
+		if s := since(st.Since, time.Now()); s != "" {
+			who += " " + s
+		}
+		return fmt.Sprintf("lock %s lost: taken over by %s", lock.Key(), who), fields{Holder: st.Holder, Since: rfc3339(st.Since)}
+	}
+	if !errors.Is(err, withlock.ErrLockNotHeld) {
+		return fmt.Sprintf("lock %s lost: it expired: not renewed for %s of its %s TTL (was with-lock paused or starved of CPU?)",
+			lock.Key(), round(time.Since(lastOK)), ttl), fields{}
+	}
+	if serr != nil {
+		return fmt.Sprintf("lock %s lost: it expired or was taken over (asking Redis which failed: %s)", lock.Key(), r.inUserWords(serr)), fields{}
+	}
+	if lastSent.Sub(lastOK) >= ttl-2*keepAliveMargin(ttl) {
+		return fmt.Sprintf("lock %s lost: it expired: the renewal that found it gone came %s after the last success (TTL %s)",
+			lock.Key(), round(lastSent.Sub(lastOK)), ttl), fields{}
+	}
+	early := round(max(lastOK.Add(ttl).Sub(lastSent), 0))
+	return fmt.Sprintf("lock %s lost: the key vanished %s before it was due to expire (Redis restarted or flushed, or the key deleted?)",
+		lock.Key(), early), fields{}
 }

@@ -37,7 +37,7 @@ func TestTakeoverStopsCommandWithinOneInterval(t *testing.T) {
 		}, foreign, "taken over by otherhost:4242"},
 		{"PEXPIRE to 1ms", func(rdb *redis.Client, key string) error {
 			return rdb.PExpire(context.Background(), key, time.Millisecond).Err()
-		}, "", "expired"},
+		}, "", "the key vanished"},
 	}
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -162,7 +162,7 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	resume()
 	res := p.Wait(10 * time.Second)
 	t.Logf("with-lock exited %d, %s after Redis resumed", res.Code, time.Since(pausedAt.Add(2*ttl)).Round(time.Millisecond))
-	if res.Code != 125 || !hasLine(res.Stderr, "lock:stalled-redis", "presumed lost", "no answer from Redis", "SIGTERM") {
+	if res.Code != 125 || !hasLine(res.Stderr, "lock:stalled-redis", "presumed lost: Redis unreachable for longer than the TTL", "no answer from Redis", "SIGTERM") {
 		t.Errorf("exit %d, stderr %q; want 125 and a presumed loss", res.Code, res.Stderr)
 	}
 	if !srv.Client().SetNX(context.Background(), "lock:stalled-redis", foreign, time.Minute).Val() {

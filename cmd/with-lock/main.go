@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
@@ -56,7 +57,7 @@ func run(args []string) int {
 	case cfg.PrintConfig:
 		return printConfig(os.Stdout, cfg) // printconfig.go
 	}
-	r := &runner{cfg: cfg, sigs: make(chan os.Signal, 4)}
+	r := &runner{cfg: cfg, sigs: make(chan os.Signal, 4), log: newLogger(cfg, os.Stderr)}
 	return r.run()
 }
 
@@ -66,6 +67,9 @@ type runner struct {
 	cfg    *config.Config
 	locker *withlock.Client
 	sigs   chan os.Signal
+	log    *logger // what with-lock says on stderr: log.go
+	// acquiredAt is when the lock was obtained.
+	acquiredAt time.Time
 }
 
 func (r *runner) run() int {
@@ -79,11 +83,11 @@ func (r *runner) run() int {
 	}
 	path, err := supervise.Resolve(r.cfg.Command[0])
 	if err != nil {
-		return startFailed(err)
+		return r.startFailed(err)
 	}
 	locker, closeRedis, err := newLocker(r.cfg)
 	if err != nil {
-		warn("%v", err)
+		r.log.error("error", fields{}, "%v", err)
 		return exitConfig
 	}
 	defer closeRedis()
@@ -100,7 +104,7 @@ func (r *runner) run() int {
 	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock))
 	if err != nil {
 		r.release(lock)
-		return startFailed(err)
+		return r.startFailed(err)
 	}
 	return r.hold(child, lock) // hold.go: renew, stop the command on loss, release
 }

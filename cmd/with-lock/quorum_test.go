@@ -209,7 +209,7 @@ func TestQuorumCLIMajorityLostMidRun(t *testing.T) {
 		// restart takes long enough on a loaded machine that a renewal in
 		// between would rightly repair the first master before the second
 		// goes, and the lock would survive.
-		{"emptied at once", flushAll, []string{"lost: it expired"}, interval + 300*time.Millisecond},
+		{"emptied at once", flushAll, []string{"lost: the key vanished"}, interval + 300*time.Millisecond},
 		{"killed", func(_ *testing.T, srv *redistest.Server) { srv.Kill() }, []string{"presumed lost", "no majority"}, ttl - margin + 300*time.Millisecond},
 	}
 	for _, tt := range tests {

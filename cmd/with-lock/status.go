@@ -120,7 +120,9 @@ func (r *runner) status() int {
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
-		return redisFailed(err)
+		code := redisExit(err)
+		warn("%s%s", r.inUserWords(err), hint(code, err))
+		return code
 	}
 	if r.cfg.JSON {
 		if err := printJSON(newStatusJSON(st)); err != nil {

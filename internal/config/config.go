@@ -91,15 +91,23 @@ type Supervision struct {
 
 // Output is what with-lock prints, and whether it runs a command at all.
 type Output struct {
-	Quiet       bool // no message when the lock is busy
-	Status      bool // --status <name>: print the lock's state, run nothing
-	List        bool // --list: print the locks held, run nothing
-	All         bool // --list --all: also names with only a last-run record
-	Break       bool // --break <name>: remove the lock, run nothing
-	JSON        bool // print --status, --list or --print-config as JSON
-	Version     bool // print the version, run nothing
-	PrintConfig bool // print the effective settings, run nothing
+	Quiet       bool   // errors only: no busy message, no warnings
+	Verbose     bool   // one line per event on stderr
+	LogFormat   string // LogText or LogJSON
+	Status      bool   // --status <name>: print the lock's state, run nothing
+	List        bool   // --list: print the locks held, run nothing
+	All         bool   // --list --all: also names with only a last-run record
+	Break       bool   // --break <name>: remove the lock, run nothing
+	JSON        bool   // print --status, --list or --print-config as JSON
+	Version     bool   // print the version, run nothing
+	PrintConfig bool   // print the effective settings, run nothing
 }
+
+// What --log-format can say.
+const (
+	LogText = "text" // lines for people: "with-lock: ..."
+	LogJSON = "json" // one JSON object per line, for journald, Loki, ELK
+)
 
 // Parse reads args (without the program name), the environment lookup
 // getenv and the config file: a flag beats its variable, which beats the
@@ -233,6 +241,10 @@ func (c *Config) validate() error {
 		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
 	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
 		return c.bad("on-lost", "%q: expected %s or %s", c.OnLost, OnLostTerm, OnLostIgnore)
+	case c.LogFormat != LogText && c.LogFormat != LogJSON:
+		return c.bad("log-format", "%q: expected %s or %s", c.LogFormat, LogText, LogJSON)
+	case c.Quiet && c.Verbose:
+		return fmt.Errorf("%s and %s contradict each other", c.origin("quiet"), c.origin("verbose"))
 	case c.KillAfter < 0:
 		return c.bad("kill-after", "%s is negative", c.KillAfter)
 	}

@@ -37,6 +37,7 @@ func TestParse(t *testing.T) {
 		Connection:  config.Connection{RedisURLs: []string{config.DefaultRedisURL}, RedisTimeout: config.DefaultRedisTimeout},
 		Lock:        config.Lock{Prefix: config.DefaultPrefix, TTL: config.DefaultTTL, ConflictExit: config.DefaultConflictExit},
 		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL},
+		Output:      config.Output{LogFormat: config.LogText},
 	}
 	with := func(f func(c *config.Config)) config.Config {
 		c := defaults

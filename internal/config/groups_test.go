@@ -10,6 +10,7 @@ import (
 
 func TestParseSupervisionFlags(t *testing.T) {
 	term := config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL}
+	text := config.Output{LogFormat: config.LogText}
 	tests := []struct {
 		args   []string
 		want   config.Supervision
@@ -17,16 +18,19 @@ func TestParseSupervisionFlags(t *testing.T) {
 		name   string
 		cmd    int // length of the command
 	}{
-		{[]string{"job", "true"}, term, config.Output{}, "job", 1},
+		{[]string{"job", "true"}, term, text, "job", 1},
 		{[]string{"--no-renew", "--on-lost", "ignore", "--kill-after", "1s", "job", "sh", "-c", "x"},
-			config.Supervision{NoRenew: true, OnLost: "ignore", KillAfter: time.Second, RecordTTL: config.DefaultRecordTTL}, config.Output{}, "job", 3},
-		{[]string{"--kill-after=0", "job", "true"}, config.Supervision{OnLost: "term", RecordTTL: config.DefaultRecordTTL}, config.Output{}, "job", 1},
+			config.Supervision{NoRenew: true, OnLost: "ignore", KillAfter: time.Second, RecordTTL: config.DefaultRecordTTL}, text, "job", 3},
+		{[]string{"--kill-after=0", "job", "true"}, config.Supervision{OnLost: "term", RecordTTL: config.DefaultRecordTTL}, text, "job", 1},
 		{[]string{"--no-record", "--record-ttl", "1h", "job", "true"},
-			config.Supervision{OnLost: "term", KillAfter: config.DefaultKillAfter, NoRecord: true, RecordTTL: time.Hour}, config.Output{}, "job", 1},
-		{[]string{"--list", "--all", "--json"}, term, config.Output{List: true, All: true, JSON: true}, "", 0},
-		{[]string{"--break", "job"}, term, config.Output{Break: true}, "job", 0},
-		{[]string{"--status", "job"}, term, config.Output{Status: true}, "job", 0},
-		{[]string{"--status", "--json", "job"}, term, config.Output{Status: true, JSON: true}, "job", 0},
+			config.Supervision{OnLost: "term", KillAfter: config.DefaultKillAfter, NoRecord: true, RecordTTL: time.Hour}, text, "job", 1},
+		{[]string{"--list", "--all", "--json"}, term, config.Output{List: true, All: true, JSON: true, LogFormat: config.LogText}, "", 0},
+		{[]string{"--break", "job"}, term, config.Output{Break: true, LogFormat: config.LogText}, "job", 0},
+		{[]string{"--status", "job"}, term, config.Output{Status: true, LogFormat: config.LogText}, "job", 0},
+		{[]string{"--status", "--json", "job"}, term, config.Output{Status: true, JSON: true, LogFormat: config.LogText}, "job", 0},
+		{[]string{"-v", "job", "true"}, term, config.Output{Verbose: true, LogFormat: config.LogText}, "job", 1},
+		{[]string{"--verbose", "--log-format", "json", "job", "true"}, term, config.Output{Verbose: true, LogFormat: config.LogJSON}, "job", 1},
+		{[]string{"-q", "--log-format=json", "job", "true"}, term, config.Output{Quiet: true, LogFormat: config.LogJSON}, "job", 1},
 	}
 	for _, tt := range tests {
 		c, err := config.Parse(tt.args, env())
@@ -72,9 +76,24 @@ func TestParseSupervisionAndStatusErrors(t *testing.T) {
 		{"--all", "--status", "job"},
 		{"--json", "--break", "job"},
 		{"--record-ttl", "0", "job", "true"},
+		{"--log-format", "xml", "job", "true"},
+		{"-q", "-v", "job", "true"},
 	} {
 		if _, err := config.Parse(args, env()); !errors.Is(err, config.ErrUsage) {
 			t.Errorf("%q: err = %v, want ErrUsage", args, err)
 		}
+	}
+}
+
+// -v and --log-format have their WITH_LOCK_* variables, as every setting.
+func TestLogSettingsFromEnvironment(t *testing.T) {
+	c, err := config.Parse([]string{"job", "true"}, func(k string) string {
+		return map[string]string{"WITH_LOCK_VERBOSE": "true", "WITH_LOCK_LOG_FORMAT": "json"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Verbose || c.LogFormat != config.LogJSON {
+		t.Errorf("Verbose %v, LogFormat %q from the environment; want true, json", c.Verbose, c.LogFormat)
 	}
 }

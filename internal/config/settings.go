@@ -88,7 +88,12 @@ func settings(c *Config) []group {
 			{name: "print-config", field: &c.PrintConfig, help: "print the effective settings, where each came from, and exit"},
 		}},
 		{"Output", []setting{
-			{name: "quiet", short: "q", env: "WITH_LOCK_QUIET", field: &c.Quiet, help: "say nothing when the lock is busy"},
+			{name: "quiet", short: "q", env: "WITH_LOCK_QUIET", field: &c.Quiet,
+				help: "print errors only: nothing when the lock is busy, no warnings"},
+			{name: "verbose", short: "v", env: "WITH_LOCK_VERBOSE", field: &c.Verbose,
+				help: "print one line per event on stderr: acquired, waiting, slow renewal, lost, released, exited"},
+			{name: "log-format", env: "WITH_LOCK_LOG_FORMAT", field: &c.LogFormat, def: LogText,
+				help: "`FORMAT` of what with-lock prints on stderr: text, or json (one object per line)"},
 			{name: "status", field: &c.Status, help: "print who holds lock <name> and exit: 0 held, 1 free (no command)"},
 			{name: "list", field: &c.List, help: "list the locks held under the prefix and exit (no name, no command)"},
 			{name: "all", field: &c.All, help: "with --list, also the last runs of names not held now"},

@@ -6,14 +6,18 @@
 package supervise
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,16 +41,28 @@ func (e *StartError) Error() string { return e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
 
 // Resolve finds argv0 as the shell would (PATH unless it has a slash) and
-// checks it can be executed, before anything is locked.
+// checks it can be executed, before anything is locked: a script whose
+// #! line names an interpreter that does not exist is refused here too.
 func Resolve(argv0 string) (string, error) {
 	path, err := exec.LookPath(argv0)
-	if err == nil {
-		return path, nil
+	if err != nil {
+		return "", startError(argv0, path, err)
 	}
-	return "", startError(argv0, err)
+	if interp, ok := missingInterpreter(path); ok {
+		return "", badInterpreter(argv0, interp)
+	}
+	return path, nil
 }
 
-func startError(argv0 string, err error) *StartError {
+// startError is the StartError for exec's err on argv0, found at path. The
+// kernel says ENOENT both for a missing file and for a script whose
+// interpreter is missing; the second is named as such.
+func startError(argv0, path string, err error) *StartError {
+	if errors.Is(err, fs.ErrNotExist) && path != "" {
+		if interp, ok := missingInterpreter(path); ok {
+			return badInterpreter(argv0, interp)
+		}
+	}
 	var code int
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
@@ -61,6 +77,40 @@ func startError(argv0 string, err error) *StartError {
 	return &StartError{Code: code, Err: fmt.Errorf("%s: %w", argv0, err)}
 }
 
+// badInterpreter is the StartError for a script whose #! line names the
+// missing interpreter interp: 127, as for a command not found.
+func badInterpreter(argv0, interp string) *StartError {
+	return &StartError{Code: ExitNotFound, Err: fmt.Errorf("%s: interpreter %s not found (named on its #! line): %w", argv0, interp, fs.ErrNotExist)}
+}
+
+// missingInterpreter reports the interpreter named on the #! line of the
+// file at path when that interpreter does not exist. A file that cannot be
+// read, or has no #! line, has none.
+func missingInterpreter(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	var head [256]byte // Linux reads at most this much of a #! line
+	n, _ := io.ReadFull(f, head[:])
+	line, ok := bytes.CutPrefix(head[:n], []byte("#!"))
+	if !ok {
+		return "", false
+	}
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	fields := strings.Fields(string(line))
+	if len(fields) == 0 {
+		return "", false
+	}
+	if _, err := os.Stat(fields[0]); !errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	return fields[0], true
+}
+
 // Child is a running command.
 type Child struct {
 	cmd        *exec.Cmd
@@ -68,7 +118,8 @@ type Child struct {
 	foreground int // the terminal fd whose foreground we took, or -1
 	done       chan struct{}
 	state      *os.ProcessState
-	guardErr   error // see StartGuarded
+	started    time.Time // just before the command was started
+	guardErr   error     // see StartGuarded
 }
 
 // Start runs path with argv and env, stdio inherited. The child leads a new
@@ -101,6 +152,7 @@ func start(path string, argv, env []string, g *guard) (*Child, error) {
 		c.foreground = fd
 	}
 	c.cmd = cmd
+	c.started = time.Now()
 	started := make(chan error, 1)
 	go func() {
 		// The parent-death signal fires when the forking thread exits, not
@@ -126,7 +178,7 @@ func start(path string, argv, env []string, g *guard) (*Child, error) {
 		close(c.done)
 	}()
 	if err := <-started; err != nil {
-		return nil, startError(argv[0], err)
+		return nil, startError(argv[0], path, err)
 	}
 	return c, nil
 }
@@ -147,6 +199,19 @@ func (c *Child) restoreTerminal() {
 	}
 	signal.Ignore(syscall.SIGTTOU)
 	_ = unix.IoctlSetPointerInt(c.foreground, unix.TIOCSPGRP, unix.Getpgrp())
+}
+
+// Started returns when the child was started.
+func (c *Child) Started() time.Time { return c.started }
+
+// KilledBy returns the signal that killed the child, once it has exited,
+// and false when it exited by itself.
+func (c *Child) KilledBy() (syscall.Signal, bool) {
+	<-c.done
+	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal(), true
+	}
+	return 0, false
 }
 
 // Done is closed once the child has exited and been reaped.

@@ -18,7 +18,7 @@ _with_lock()
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
-                --sentinel-password-file | --min-replicas | --config)
+                --sentinel-password-file | --min-replicas | --config | --log-format | --record-ttl)
                 ((i++))
                 ;;
             -*) ;;
@@ -39,6 +39,10 @@ _with_lock()
             COMPREPLY=($(compgen -W 'term ignore' -- "$cur"))
             return
             ;;
+        --log-format)
+            COMPREPLY=($(compgen -W 'text json' -- "$cur"))
+            return
+            ;;
         --cacert | --cert | --key | --password-file | --sentinel-password-file | --config)
             _filedir
             return
@@ -54,7 +58,7 @@ _with_lock()
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --fence --status --json --list --all --break
             --record-ttl --no-record -w --wait
-            -E --conflict-exit-code -n --nonblock -q --quiet --cacert --cert --key
+            -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --config --print-config
             --version -h --help' -- "$cur"))

@@ -8,7 +8,8 @@ function __with_lock_command_start
     set -l words (commandline -opc)
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
         --min-hold -w --wait -E --conflict-exit-code --cacert --cert --key --password-file \
-        --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --config
+        --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --config \
+        --log-format
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
@@ -67,7 +68,9 @@ complete -c with-lock -n $flags -l no-record -d 'do not store a record of the ru
 complete -c with-lock -n $flags -s w -l wait -x -d 'wait up to DUR for a busy lock'
 complete -c with-lock -n $flags -s E -l conflict-exit-code -x -d 'exit code when the lock is busy'
 complete -c with-lock -n $flags -s n -l nonblock -d 'fail at once when the lock is busy'
-complete -c with-lock -n $flags -s q -l quiet -d 'say nothing when the lock is busy'
+complete -c with-lock -n $flags -s q -l quiet -d 'print errors only'
+complete -c with-lock -n $flags -s v -l verbose -d 'print one line per event on stderr'
+complete -c with-lock -n $flags -l log-format -x -a 'text json' -d 'format of what with-lock prints on stderr'
 complete -c with-lock -n $flags -l cacert -r -F -d 'verify the server against these CAs'
 complete -c with-lock -n $flags -l cert -r -F -d 'TLS client certificate'
 complete -c with-lock -n $flags -l key -r -F -d 'TLS client private key'

@@ -1,0 +1,109 @@
+package main_test
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// Every timeout says which setting bounds it, never Go's words for it.
+func TestTimeoutsSayTheSetting(t *testing.T) {
+	e := setup(t)
+	e.srv.Signal(syscall.SIGSTOP)
+	defer e.srv.Signal(syscall.SIGCONT)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"acquire", []string{"x", "touch", e.path("ran")}},
+		{"--status", []string{"--status", "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.run(append([]string{"--redis-timeout", "1s"}, tc.args...)...)
+			if r.Code != 69 {
+				t.Errorf("exit %d, want 69", r.Code)
+			}
+			oneLine(t, r, "timed out after 1s (--redis-timeout)")
+			for _, goWords := range []string{"i/o timeout", "deadline exceeded"} {
+				if strings.Contains(r.Stderr, goWords) {
+					t.Errorf("stderr %q says %q", r.Stderr, goWords)
+				}
+			}
+		})
+	}
+	e.notRun("ran")
+}
+
+// A wait that runs out says how long it waited, who holds the lock and
+// since when.
+func TestWaitRunOutSaysWhoAndSinceWhen(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := holdLock(t, srv, "busy")
+	marker := filepath.Join(t.TempDir(), "ran")
+	r := clitest.Run(t, redisEnv(srv), "-w", "300ms", "busy", "touch", marker)
+	if r.Code != 75 {
+		t.Fatalf("exit %d, want 75; stderr %q", r.Code, r.Stderr)
+	}
+	oneLine(t, r, "gave up waiting for lock:busy after 3")
+	want := regexp.MustCompile(`\(-w 300ms\): held by ` + regexp.QuoteMeta(holderOf(holder.Token())) +
+		` since \d\d:\d\d:\d\d \(\ds ago\); command not run$`)
+	if !want.MatchString(strings.TrimSuffix(r.Stderr, "\n")) {
+		t.Errorf("stderr %q does not match %s", r.Stderr, want)
+	}
+	if exists(marker) {
+		t.Error("the command ran")
+	}
+}
+
+// A lost lock says exactly why, in one line, and with-lock exits 125.
+func TestLostLockSaysWhy(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	const ttl = time.Second
+	// A token of this version, made 90 seconds ago by another host.
+	taker := "otherhost:4242:" + strconv.FormatInt(time.Now().Add(-90*time.Second).UnixMilli(), 36) + "." + foreignSecret
+	tests := []struct {
+		name  string
+		fault func(t *testing.T, key string, p *clitest.Proc)
+		want  *regexp.Regexp
+	}{
+		{"taken over", func(t *testing.T, key string, _ *clitest.Proc) {
+			e.rdb.Set(ctx, key, taker, time.Minute)
+		}, regexp.MustCompile(`lost: taken over by otherhost:4242 since \d\d:\d\d:\d\d \(1m ago\); stopping`)},
+		{"deleted", func(t *testing.T, key string, _ *clitest.Proc) {
+			e.rdb.Del(ctx, key)
+		}, regexp.MustCompile(`lost: the key vanished \S+ before it was due to expire \(Redis restarted or flushed, or the key deleted\?\); stopping`)},
+		{"not renewed in time", func(t *testing.T, key string, p *clitest.Proc) {
+			p.Signal(syscall.SIGSTOP) // paused past its TTL, nobody else takes the lock
+			clitest.Eventually(t, 5*time.Second, "the key did not expire", func() bool { return e.rdb.Exists(ctx, key).Val() == 0 })
+			p.Signal(syscall.SIGCONT)
+		}, regexp.MustCompile(`lost: it expired: not renewed for \S+ of its 1s TTL \(was with-lock paused or starved of CPU\?\); stopping`)},
+		{"Redis unreachable", func(t *testing.T, key string, _ *clitest.Proc) {
+			e.srv.Kill()
+		}, regexp.MustCompile(`presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for \S+ of its 1s TTL \(last attempt: .*connection refused\); stopping`)},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "lost-" + strconv.Itoa(i)
+			p := clitest.Start(t, nil, "--redis", e.srv.URL(), "--ttl", ttl.String(), name, "sleep", "30")
+			clitest.Eventually(t, waitFor, "with-lock never took the lock", func() bool { return e.rdb.Exists(ctx, "lock:"+name).Val() == 1 })
+			tc.fault(t, "lock:"+name, p)
+			r := p.Wait(clitest.RunTimeout)
+			if r.Code != 125 {
+				t.Errorf("exit %d, want 125", r.Code)
+			}
+			oneLine(t, r, "lock:"+name)
+			if !tc.want.MatchString(r.Stderr) {
+				t.Errorf("stderr %q does not match %s", r.Stderr, tc.want)
+			}
+		})
+	}
+}
