@@ -109,26 +109,29 @@ func (r *runner) drain(child *supervise.Child, killAt time.Time) {
 
 // releaseHeld releases the lock unless its loss already showed it is not
 // ours. After a presumed loss (Redis silent until the deadline) it may
-// still be ours, so it tries, quietly if it was not.
+// still be ours, so it tries.
 func (r *runner) releaseHeld(lock *withlock.Lock, ka *withlock.KeepAlive) {
-	if ka == nil || ka.Err() == nil {
-		r.release(lock)
+	var lost error
+	if ka != nil {
+		lost = ka.Err()
+	}
+	if errors.Is(lost, withlock.ErrLockNotHeld) {
 		return
 	}
-	if errors.Is(ka.Err(), withlock.ErrLockNotHeld) {
-		return
-	}
-	// The loss was said already; that Redis still does not answer is no
-	// news, except with -v.
-	if err := lock.Release(context.Background()); err != nil && !errors.Is(err, withlock.ErrLockNotHeld) {
-		r.log.event(levelWarn, "warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))
-	}
+	r.released(lock, lock.Release(context.Background()), lost)
 }
 
-// release gives the lock up. Failing to is worth a warning but does not
-// change the exit code: the command did run, and the key expires anyway.
+// release gives the lock up.
 func (r *runner) release(lock *withlock.Lock) {
-	err := lock.Release(context.Background())
+	r.released(lock, lock.Release(context.Background()), nil)
+}
+
+// released says how a release went: with -v when it worked, a warning when
+// it did not, as failing to release does not change the exit code (the
+// command did run, and the key expires anyway). After a loss that was
+// already said (lost), Redis saying the lock is not ours, or still not
+// answering, is no news except with -v.
+func (r *runner) released(lock *withlock.Lock, err, lost error) {
 	switch {
 	case err == nil:
 		held := time.Since(r.acquiredAt)
@@ -138,6 +141,9 @@ func (r *runner) release(lock *withlock.Lock) {
 			return
 		}
 		r.log.info("released", fields{DurationMs: ms(held)}, "released %s after %s", lock.Key(), round(held))
+	case lost != nil && errors.Is(err, withlock.ErrLockNotHeld):
+	case lost != nil:
+		r.log.event(levelWarn, "warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))
 	case errors.Is(err, withlock.ErrLockNotHeld):
 		r.log.warn("warning", fields{}, "lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
 	default:

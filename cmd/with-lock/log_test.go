@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -81,8 +82,8 @@ func TestJSONLogOfASimpleRun(t *testing.T) {
 				t.Fatalf("exit %d, want the command's 3; stderr %q", r.Code, r.Stderr)
 			}
 			lines := jsonLines(t, r.Stderr, "simple")
-			if got := strings.Join(events(lines), " "); got != "acquired exited released" {
-				t.Fatalf("events %q, want acquired exited released; stderr %s", got, r.Stderr)
+			if got := strings.Join(events(lines), " "); got != "acquired exited released recorded" {
+				t.Fatalf("events %q, want acquired exited released recorded; stderr %s", got, r.Stderr)
 			}
 			acq, exited, rel := lines[0], lines[1], lines[2]
 			if acq.Fence <= 0 || acq.DurationMs == nil || acq.TTLMs != 30000 || acq.Level != "info" {
@@ -108,7 +109,7 @@ func TestVerboseTextLog(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
 	stamp := regexp.MustCompile(`^with-lock: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d) `)
-	want := []string{"acquired lock:text in ", "command killed by SIGTERM after ", "released lock:text after "}
+	want := []string{"acquired lock:text in ", "command killed by SIGTERM after ", "released lock:text after ", "recorded the run of lock:text"}
 	if len(lines) != len(want) {
 		t.Fatalf("stderr %q: want %d lines", r.Stderr, len(want))
 	}
@@ -138,8 +139,8 @@ func TestJSONLogOfAWait(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	lines := jsonLines(t, r.Stderr, "waited")
-	if got := strings.Join(events(lines), " "); got != "waiting acquired exited released" {
-		t.Fatalf("events %q, want waiting acquired exited released", got)
+	if got := strings.Join(events(lines), " "); got != "waiting acquired exited released recorded" {
+		t.Fatalf("events %q, want waiting acquired exited released recorded", got)
 	}
 	if w := lines[0]; w.Holder != holderOf(holder.Token()) || w.Since == "" || w.TTLMs <= 0 {
 		t.Errorf("waiting %+v: want the holder %s, since when and its TTL", w, holderOf(holder.Token()))
@@ -164,8 +165,8 @@ func TestJSONLogOfATakeover(t *testing.T) {
 			lost = &lines[i]
 		}
 	}
-	if got := events(lines); got[0] != "acquired" || lost == nil || got[len(got)-1] != "exited" {
-		t.Fatalf("events %q: want acquired, lost, exited", got)
+	if got := events(lines); got[0] != "acquired" || lost == nil || got[len(got)-2] != "exited" || got[len(got)-1] != "recorded" {
+		t.Fatalf("events %q: want acquired, lost, exited, recorded", got)
 	}
 	if lost.Level != "error" || lost.Holder != "otherhost:4242" || !strings.Contains(lost.Msg, "taken over by otherhost:4242") {
 		t.Errorf("lost %+v: want an error naming otherhost:4242", *lost)
@@ -212,4 +213,31 @@ func TestQuietSilencesWarningsNotErrors(t *testing.T) {
 		t.Errorf("-q without the password: exit %d, want 77", r.Code)
 	}
 	oneLine(t, r, "NOAUTH")
+}
+
+// With -v, a host that names no Redis is told that it locks only against
+// itself; without -v the run stays as terse as before. The command does
+// not exist, so nothing connects to the default address.
+func TestVerboseWarnsThatTheDefaultRedisIsLocalOnly(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "empty.conf")
+	if err := os.WriteFile(conf, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"WITH_LOCK_CONFIG=" + conf}
+	for _, tt := range []struct {
+		args  []string
+		lines int
+	}{
+		{[]string{"-v", "job", "/nonexistent/command"}, 2},
+		{[]string{"job", "/nonexistent/command"}, 1},
+	} {
+		r := clitest.Run(t, env, tt.args...)
+		lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
+		if r.Code != 127 || len(lines) != tt.lines {
+			t.Fatalf("%q: exit %d, stderr %q; want 127 and %d lines", tt.args, r.Code, r.Stderr, tt.lines)
+		}
+		if warned := strings.Contains(r.Stderr, "locks only against itself"); warned != (tt.lines == 2) {
+			t.Errorf("%q: stderr %q: the local-only note shown = %v", tt.args, r.Stderr, warned)
+		}
+	}
 }

@@ -73,10 +73,15 @@ type runner struct {
 }
 
 func (r *runner) run() int {
-	if r.cfg.Status && r.cfg.RedisIsDefault() && isTerminal(os.Stderr) {
+	if r.cfg.RedisIsDefault() {
 		// Someone at a terminal asks who holds a lock that no other host
-		// can see; a script or cron job gets the answer alone.
-		warn("note: %s", config.LocalOnlyWarning)
+		// can see, or debugs a run with -v; a script or cron job gets its
+		// answer alone.
+		if r.cfg.Status && isTerminal(os.Stderr) {
+			warn("note: %s", config.LocalOnlyWarning)
+		} else {
+			r.log.event(levelWarn, "warning", fields{}, "note: %s", config.LocalOnlyWarning)
+		}
 	}
 	if code, ok := r.admin(); ok { // status.go: --status, --list, --break
 		return code

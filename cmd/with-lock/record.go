@@ -9,9 +9,8 @@ import (
 
 // finish ends a run: it releases the lock as releaseHeld does and, unless
 // --no-record, stores the run's last-run record in the same round trip.
-// Neither changes the exit code. A Redis that is down costs one warning:
-// the release's, which then says that the record was not written either;
-// a record that alone failed is a warning that -q silences.
+// Neither changes the exit code. A Redis that is down costs one warning,
+// the release's; a record that alone failed is a warning that -q silences.
 func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	if r.cfg.NoRecord {
 		r.releaseHeld(lock, ka)
@@ -23,19 +22,14 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	}
 	run := withlock.Run{ExitCode: code, Lost: lost != nil}
 	relErr, recErr := split(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
+	r.released(lock, relErr, lost)
 	switch {
-	case relErr == nil, errors.Is(relErr, withlock.ErrLockNotHeld) && lost != nil:
-		// Released, or known to be lost: nothing to say about the lock.
-	case errors.Is(relErr, withlock.ErrLockNotHeld):
-		warn("lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
-	case recErr != nil:
-		warn("%v; the lock will expire by itself; the run was not recorded", relErr)
-		return
+	case recErr == nil:
+		r.log.info("recorded", fields{}, "recorded the run of %s (kept %s)", lock.Key(), r.cfg.RecordTTL)
+	case relErr != nil && !errors.Is(relErr, withlock.ErrLockNotHeld):
+		// Redis did not answer the release either: its warning says enough.
 	default:
-		warn("%v; the lock will expire by itself", relErr)
-	}
-	if recErr != nil && !r.cfg.Quiet {
-		warn("warning: %v", recErr)
+		r.log.warn("warning", fields{}, "%s", r.inUserWords(recErr))
 	}
 }
 
