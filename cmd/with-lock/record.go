@@ -22,14 +22,18 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	}
 	run := withlock.Run{ExitCode: code, Lost: lost != nil}
 	relErr, recErr := split(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
-	r.released(lock, relErr, lost)
 	switch {
 	case recErr == nil:
+		r.released(lock, relErr, lost)
 		r.log.info("recorded", fields{}, "recorded the run of %s (kept %s)", lock.Key(), r.cfg.RecordTTL)
-	case relErr != nil && !errors.Is(relErr, withlock.ErrLockNotHeld):
-		// Redis did not answer the release either: its warning says enough.
-	default:
+	case relErr == nil || errors.Is(relErr, withlock.ErrLockNotHeld):
+		r.released(lock, relErr, lost)
 		r.log.warn("warning", fields{}, "%s", r.inUserWords(recErr))
+	case lost != nil:
+		r.released(lock, relErr, lost) // Redis is still silent after a loss that was said
+	default:
+		// Redis did not answer: one warning says both.
+		r.log.warn("warning", fields{}, "%s; the lock will expire by itself; the run was not recorded", r.inUserWords(relErr))
 	}
 }
 
