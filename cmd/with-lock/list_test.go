@@ -24,6 +24,7 @@ type lockJSON struct {
 	Host     string `json:"host"`
 	PID      int    `json:"pid"`
 	TTLMs    int64  `json:"ttl_ms"`
+	Fence    int64  `json:"fence"`
 	Finished bool   `json:"finished"`
 	LastRun  *struct {
 		Holder     string    `json:"holder"`

@@ -23,12 +23,7 @@ var rlRows = []rlRow{
 			tr.res.waitFor(5*time.Second, "the paused holder's command refused after the new holder wrote", func() bool {
 				return next.Accepted > 0 && old.Refused > 0
 			})
-			resumed := time.Now()
-			a.Signal(syscall.SIGCONT)
-			end := tr.res.waitEnd(old, 5*time.Second)
-			tr.lost(a)
-			tr.stop(b)
-			return end.Sub(resumed)
+			return tr.resume(a, old, b)
 		},
 	},
 	{
@@ -47,12 +42,7 @@ var rlRows = []rlRow{
 				tr.t.Fatal(err)
 			}
 			tr.res.waitFor(5*time.Second, "the woken command's write refused", func() bool { return old.Refused > 0 })
-			resumed := time.Now()
-			a.Signal(syscall.SIGCONT)
-			end := tr.res.waitEnd(old, 5*time.Second)
-			tr.lost(a)
-			tr.stop(b)
-			return end.Sub(resumed)
+			return tr.resume(a, old, b)
 		},
 	},
 	{
@@ -199,4 +189,16 @@ func (tr *rlTrial) overtaken(fault func(), args ...string) time.Duration {
 	tr.lost(a)
 	tr.stop(b)
 	return end.Sub(at)
+}
+
+// resume ends a trial whose first holder a (running command old) was paused
+// while b took the lock: it resumes a and returns the time from then until
+// old's end.
+func (tr *rlTrial) resume(a *clitest.Proc, old *frHolder, b *clitest.Proc) time.Duration {
+	resumed := time.Now()
+	a.Signal(syscall.SIGCONT)
+	end := tr.res.waitEnd(old, 5*time.Second)
+	tr.lost(a)
+	tr.stop(b)
+	return end.Sub(resumed)
 }

@@ -43,15 +43,7 @@ func TestStatusReportsFreeOrHolderTTLAndFence(t *testing.T) {
 	}
 	res = clitest.Run(t, env, "--status", "--json", "st")
 	t.Logf("held, JSON: %q", res.Stdout)
-	var js struct {
-		Key    string `json:"key"`
-		Held   bool   `json:"held"`
-		Holder string `json:"holder"`
-		Host   string `json:"host"`
-		PID    int    `json:"pid"`
-		TTLMs  int64  `json:"ttl_ms"`
-		Fence  int64  `json:"fence"`
-	}
+	var js lockJSON // list_test.go
 	if err := json.Unmarshal([]byte(res.Stdout), &js); err != nil {
 		t.Fatalf("JSON %q: %v", res.Stdout, err)
 	}
