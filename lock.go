@@ -37,12 +37,18 @@ type NotObtainedError struct {
 	Key    string        // the lock's Redis key
 	Holder string        // "<host>:<pid>" of the owner, or "unknown"
 	TTL    time.Duration // the owner's remaining time; 0 if unknown or gone
+	Since  time.Time     // when the owner began acquiring it; zero if unknown
 }
 
-// Error names the key, the holder and its remaining time. It never shows the
-// holder's full token.
+// Error names the key, the holder, how long it has held the lock when
+// known, and its remaining time, which renewal keeps near the TTL. It never
+// shows the holder's full token.
 func (e *NotObtainedError) Error() string {
-	return fmt.Sprintf("lock %s is held by %s (expires in %s)", e.Key, e.Holder, e.TTL.Round(time.Millisecond))
+	held := ""
+	if !e.Since.IsZero() {
+		held = " for " + time.Since(e.Since).Round(time.Second).String()
+	}
+	return fmt.Sprintf("lock %s is held by %s%s (expires in %s)", e.Key, e.Holder, held, e.TTL.Round(time.Millisecond))
 }
 
 // Is makes errors.Is(err, ErrNotObtained) true.
@@ -53,7 +59,7 @@ func (e *NotObtainedError) Is(target error) bool { return target == ErrNotObtain
 func notObtained(key, token string, ttl time.Duration) *NotObtainedError {
 	e := &NotObtainedError{Key: key, Holder: "unknown", TTL: ttl}
 	if token != "" {
-		e.Holder = holderOf(token)
+		e.Holder, e.Since = holderOf(token), sinceOf(token)
 	}
 	return e
 }

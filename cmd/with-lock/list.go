@@ -44,9 +44,12 @@ func (r *runner) list() int {
 	}
 	now := time.Now()
 	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tHOLDER\tEXPIRES IN\tFENCE\tLAST RUN")
+	fmt.Fprintln(w, "NAME\tHOLDER\tHELD FOR\tEXPIRES IN\tFENCE\tLAST RUN")
 	for _, st := range locks {
-		holder, ttl, fence, last := "-", "-", "-", "-"
+		holder, heldFor, ttl, fence, last := "-", "-", "-", "-", "-"
+		if st.Held && !st.Since.IsZero() {
+			heldFor = now.Sub(st.Since).Round(time.Second).String()
+		}
 		switch {
 		case st.Finished:
 			holder = st.Holder + " (finished, --min-hold)"
@@ -65,7 +68,7 @@ func (r *runner) list() int {
 		if st.LastRun != nil {
 			last = runLine(st.LastRun, now)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", strings.TrimPrefix(st.Key, r.cfg.Prefix), holder, ttl, fence, last)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", strings.TrimPrefix(st.Key, r.cfg.Prefix), holder, heldFor, ttl, fence, last)
 	}
 	if err := w.Flush(); err != nil {
 		warn("write the list: %v", err)

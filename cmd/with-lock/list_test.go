@@ -17,15 +17,16 @@ import (
 
 // lockJSON is one line of --list --json, or --status --json.
 type lockJSON struct {
-	Name     string `json:"name"`
-	Key      string `json:"key"`
-	Held     bool   `json:"held"`
-	Holder   string `json:"holder"`
-	Host     string `json:"host"`
-	PID      int    `json:"pid"`
-	TTLMs    int64  `json:"ttl_ms"`
-	Fence    int64  `json:"fence"`
-	Finished bool   `json:"finished"`
+	Name     string     `json:"name"`
+	Key      string     `json:"key"`
+	Held     bool       `json:"held"`
+	Holder   string     `json:"holder"`
+	Host     string     `json:"host"`
+	PID      int        `json:"pid"`
+	TTLMs    int64      `json:"ttl_ms"`
+	Fence    int64      `json:"fence"`
+	Since    *time.Time `json:"since"`
+	Finished bool       `json:"finished"`
 	LastRun  *struct {
 		Holder     string    `json:"holder"`
 		Started    time.Time `json:"started"`
@@ -100,6 +101,10 @@ func seeAndClearLocks(t *testing.T, args ...string) {
 	l := parseLocks(t, r.Stdout)["held-job"]
 	if r.Code != 0 || !l.Held || l.Holder != host+":"+pid || l.TTLMs <= 0 || l.TTLMs > 1000 {
 		t.Errorf("--list --json with a holder: exit %d, stdout %q", r.Code, r.Stdout)
+	}
+	// Since when: from the holder's token, before this list and not long before.
+	if l.Since == nil || l.Since.After(time.Now()) || time.Since(*l.Since) > time.Minute {
+		t.Errorf("--list --json: since %v, want when the holder started", l.Since)
 	}
 	if _, ok := parseLocks(t, r.Stdout)["done-job"]; ok {
 		t.Errorf("--list without --all shows a free name: %q", r.Stdout)

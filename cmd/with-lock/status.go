@@ -55,16 +55,17 @@ func redisFailed(err error) int {
 // statusJSON is --status --json's output, one object on one line, and
 // --list --json's, one per lock.
 type statusJSON struct {
-	Name     string   `json:"name,omitempty"` // --list only
-	Key      string   `json:"key"`
-	Held     bool     `json:"held"`
-	Holder   string   `json:"holder,omitempty"` // "<host>:<pid>"
-	Host     string   `json:"host,omitempty"`
-	PID      int      `json:"pid,omitempty"`
-	TTLMs    int64    `json:"ttl_ms"`             // remaining time; -1: no expiry
-	Fence    int64    `json:"fence,omitempty"`    // last fencing number drawn
-	Finished bool     `json:"finished,omitempty"` // the holder's run ended; only --min-hold keeps the key
-	LastRun  *runJSON `json:"last_run,omitempty"`
+	Name     string     `json:"name,omitempty"` // --list only
+	Key      string     `json:"key"`
+	Held     bool       `json:"held"`
+	Holder   string     `json:"holder,omitempty"` // "<host>:<pid>"
+	Host     string     `json:"host,omitempty"`
+	PID      int        `json:"pid,omitempty"`
+	TTLMs    int64      `json:"ttl_ms"`             // remaining time; -1: no expiry
+	Fence    int64      `json:"fence,omitempty"`    // last fencing number drawn
+	Since    *time.Time `json:"since,omitempty"`    // when the holder began acquiring, if known
+	Finished bool       `json:"finished,omitempty"` // the holder's run ended; only --min-hold keeps the key
+	LastRun  *runJSON   `json:"last_run,omitempty"`
 }
 
 // runJSON is a last-run record.
@@ -86,6 +87,9 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 		out.TTLMs = -1
 	}
 	out.Host, out.PID = splitHolder(st.Holder)
+	if st.Held && !st.Since.IsZero() {
+		out.Since = &st.Since
+	}
 	if run := st.LastRun; run != nil {
 		out.LastRun = &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
 			DurationMs: run.Finished.Sub(run.Started).Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence}
