@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,4 +139,57 @@ func TestPrintConfigWarnsOfTheLocalDefault(t *testing.T) {
 func toString(v any) string {
 	b, _ := json.Marshal(v)
 	return strings.ReplaceAll(string(b), `"`, "")
+}
+
+// --print-config describes a single Redis, a Cluster and a quorum alike, and
+// what it prints is a config file that reaches the same deployment: a
+// --status through it finds the lock free (1), then held (0).
+func TestPrintConfigRoundTripsOnEveryDeployment(t *testing.T) {
+	single := redistest.Start(t)
+	cluster := redistest.StartCluster(t, 3)
+	_, _, quorumArgs, _ := quorumMasters(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"single", []string{"--redis", single.URL()}},
+		{"cluster", append([]string{"--cluster"}, seedArgs(cluster.Seeds())...)},
+		{"quorum", quorumArgs},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &env{t: t, dir: t.TempDir()}
+			r := clitest.Run(t, nil, append(tt.args, "--print-config")...)
+			if r.Code != 0 || strings.Contains(r.Stdout, "locks only against") {
+				t.Fatalf("--print-config: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
+			}
+			for i, arg := range tt.args {
+				if arg != "--redis" {
+					continue
+				}
+				addr := strings.TrimSuffix(strings.TrimPrefix(tt.args[i+1], "redis://"), "/0")
+				if !strings.Contains(r.Stdout, addr) {
+					t.Errorf("--print-config does not show %s:\n%s", addr, r.Stdout)
+				}
+			}
+			printed := []string{"--config", e.conf("printed.conf", r.Stdout)}
+			if r := clitest.Run(t, nil, append(printed, "--status", "rt")...); r.Code != 1 {
+				t.Fatalf("--status through the printed config: exit %d, stderr %q; want 1 (free)", r.Code, r.Stderr)
+			}
+			p := clitest.Start(t, nil, append(printed, "rt", "sleep", "30")...)
+			clitest.Eventually(t, 10*time.Second, "the lock held through the printed config", func() bool {
+				return clitest.Run(t, nil, append(printed, "--status", "rt")...).Code == 0
+			})
+			p.Signal(syscall.SIGTERM)
+			p.Wait(10 * time.Second)
+		})
+	}
+}
+
+// seedArgs turns cluster seeds into --redis flags.
+func seedArgs(seeds []string) []string {
+	var args []string
+	for _, s := range seeds {
+		args = append(args, "--redis", s)
+	}
+	return args
 }
