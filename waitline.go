@@ -47,11 +47,16 @@ const (
 // subscription uses: released, subscribed, unsubscribed, disconnected.
 type waitLine struct {
 	mu     sync.Mutex
-	busy   atomic.Int32 // len(queues), read without mu so the uncontended path stays lock-free
+	busy   atomic.Int32 // len(queues)+len(rooms), read without mu so the uncontended path stays lock-free
 	queues map[string]*queue
 	sub    *subscription // nil when there are no queues
 	poll   time.Duration // 0: defaultPoll
 	linger time.Duration // 0: defaultLinger
+
+	// The fair line (line.go): this Client's rooms by lock key, and its
+	// id in the line, drawn with the first room.
+	rooms map[string]*room
+	cid   string
 }
 
 // queue is the line for one lock key. Its fields are guarded by the
