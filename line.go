@@ -96,13 +96,13 @@ type room struct {
 type liner struct {
 	want  *Lock
 	entry string
-	proof time.Time  // when a command was sent that found (or put) the entry queued
+	proof time.Time       // when a command was sent that found (or put) the entry queued
 	got   chan lineResult // capacity 1
-	gone  bool       // gave up: a hand-over to it is for leaveLine to pass on
+	gone  bool            // gave up: a hand-over to it is for leaveLine to pass on
 }
 
-func (r *room) queue() string            { return r.base + ":q" }
-func (r *room) alive(cid string) string  { return r.base + ":c:" + cid }
+func (r *room) queue() string             { return r.base + ":q" }
+func (r *room) alive(cid string) string   { return r.base + ":c:" + cid }
 func (r *room) channel(cid string) string { return r.base + ":w:" + cid }
 
 func (r *room) tend() {
