@@ -67,6 +67,8 @@ type results struct {
 	cli       map[string][]time.Duration
 
 	pairedRatio float64 // with-lock over the raw floor, uncontended, set by targets
+
+	unlined *libResult // with-lock's Clients on a key without the line, fair modes only
 }
 
 // libResult holds one library's figures, one entry per round.
