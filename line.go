@@ -196,7 +196,7 @@ func (ln *waitLine) roomFor(rdb redis.UniversalClient, key, base string) *room {
 	ln.busy.Add(1)
 	r.ps = rdb.SSubscribe(context.Background(), r.channel(ln.cid))
 	go ln.listen(r)
-	go ln.keep(r, ln.cid)
+	go ln.keep(r, ln.cid, ln.pollInterval())
 	return r
 }
 
@@ -437,8 +437,7 @@ func (ln *waitLine) listen(r *room) {
 
 // keep refreshes the Client's liveness key while r has waiters and runs
 // the check when it is due, until r is dropped.
-func (ln *waitLine) keep(r *room, cid string) {
-	poll := ln.pollInterval()
+func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
 	timer := time.NewTimer(aliveEvery)
 	defer timer.Stop()
 	ctx := context.Background()
@@ -455,9 +454,12 @@ func (ln *waitLine) keep(r *room, cid string) {
 		ln.mu.Lock()
 		headDue := !r.headAt.IsZero() && !now.Before(r.headAt)
 		for _, w := range r.waiters {
-			if r.recover || headDue || now.Sub(w.proof) >= poll {
+			// A handed-over lock counts from w.proof: keep it fresher
+			// than a quarter of the TTL, so that KeepAlive has time.
+			every := min(poll, w.want.ttl/4)
+			if r.recover || headDue || now.Sub(w.proof) >= every {
 				due = append(due, w)
-			} else if at := w.proof.Add(poll + rand.N(poll/4+1)); at.Before(next) {
+			} else if at := w.proof.Add(every + rand.N(every/4+1)); at.Before(next) {
 				next = at
 			}
 		}

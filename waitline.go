@@ -26,9 +26,13 @@ const (
 	expiryMargin = time.Millisecond
 )
 
-// waitLine is where a Client's waiting Acquires wait: one queue per lock
-// that has waiters, and one subscription to release messages shared by all
-// queues. It owns all of that state, guarded by mu; the subscription and
+// waitLine is where a Client's waiting Acquires wait. On one Redis
+// deployment, plain and min-hold acquisitions wait in the fair line across
+// Clients (line.go, the rooms below). What follows here is the waiting
+// without that line: on a quorum, for fenced or replicated acquisitions,
+// and where Redis refuses the line's subscription (before 7.0, or an ACL
+// without it): one queue per lock that has waiters, and one subscription
+// to release messages shared by all queues. It owns all of that state, guarded by mu; the subscription and
 // Client reach it only through the line's methods. It exists only while
 // someone waits (and for the linger time after).
 //
