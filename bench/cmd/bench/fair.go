@@ -27,7 +27,14 @@ func runFair(c config, res *results, addr string, adm *redis.Client) error {
 	}
 	res.unlined = &libResult{lib: lib{name: "with-lock without the line (before it)"}, modes: map[string]*modeResult{}}
 	fmt.Printf("fair line: %d rounds of %s per library and mode, a Client per waiter, hold %s\n", c.fairRounds, c.runFor, holdFor)
+	floor := newGoRedis(addr)
+	defer floor.Close()
 	for round := range c.fairRounds {
+		r, err := runRoundTrip(floor, c.runFor)
+		if err != nil {
+			return err
+		}
+		res.fairFloor.add(r)
 		for _, m := range fairModes {
 			for i := range res.libs {
 				lr := res.libs[(i+round)%len(res.libs)]
@@ -119,6 +126,9 @@ func (r *results) fairTable() string {
 			}
 		}
 		rows = append(rows, row)
+	}
+	if f := &r.fairFloor; len(f.latencies) > 0 {
+		rows = append(rows, []string{"floor: one round trip", "—", "5.0", fmtMS(f.p(50)), fmtMS(f.p(99)), "—", "—", "—", "—", "—", "—"})
 	}
 	b.WriteString(mdTable([]string{"library",
 		"8 Clients: fairness min–max", "cmds/acq", "handoff p50", "p99", "acq/s",
