@@ -211,3 +211,30 @@ func lineLenOn(rdb *redis.Client, key string) int64 {
 	}
 	return rdb.LLen(context.Background(), base+":q").Val()
 }
+
+// Through Sentinel the line lives on the master: a waiter on another
+// Client is handed the lock by the release.
+func TestLineThroughSentinel(t *testing.T) {
+	g := redistest.StartSentinels(t)
+	holder := mustAcquire(t, withlock.New(g.Client(nil), nil), "s-line", time.Minute)
+	waiter := withlock.New(g.Client(nil), nil)
+	withlock.SetWaitTimings(waiter, longPoll, time.Minute)
+	got := acquireAsync(context.Background(), waiter, "s-line", time.Minute)
+	admin := g.Client(nil)
+	clitest.Eventually(t, promptly, "waiter never in line", func() bool {
+		return admin.LLen(context.Background(), "{lock:s-line}:q").Val() == 1
+	})
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o := wait(t, got, promptly, "waiter")
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if v := admin.Get(context.Background(), "lock:s-line").Val(); v != o.lock.Token() {
+		t.Errorf("key holds %q, want the waiter's token", v)
+	}
+	if err := o.lock.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
