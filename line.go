@@ -151,21 +151,54 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, s *single, ba
 		ln.mu.Unlock()
 		return ln.waitPlain(ctx, tctx, c, want, opts)
 	}
-	if err := ln.join(tctx, r, w, 0); err != nil {
-		// The RPUSH may have landed: take the entry out again.
-		_, _ = ln.leaveLine(context.WithoutCancel(ctx), tctx, r, w, true)
-		return nil, err
-	}
-	select {
-	case res := <-w.got:
+	for {
+		if err := ln.join(tctx, r, w, 0); err != nil {
+			// The RPUSH may have landed: take the entry out again.
+			_, _ = ln.leaveLine(context.WithoutCancel(ctx), tctx, r, w, true)
+			return nil, err
+		}
+		var res lineResult
+		select {
+		case res = <-w.got:
+		case <-ctx.Done():
+			return ln.leaveLine(ctx, tctx, r, w, true)
+		}
 		if res.err != nil {
 			// The check failed on the wire and may yet hand us the
 			// lock: leave, passing on whatever we were handed.
 			_, _ = ln.leaveLine(context.WithoutCancel(ctx), tctx, r, w, true)
+			return nil, res.err
 		}
-		return res.l, res.err
-	case <-ctx.Done():
-		return ln.leaveLine(ctx, tctx, r, w, true)
+		l := res.l
+		if time.Since(l.acquired) <= l.ttl/8 {
+			return l, nil
+		}
+		// Handed over at an unknown moment after l.acquired, so long ago
+		// that KeepAlive would have little time left: renew once, and
+		// count from then.
+		sent := time.Now()
+		err := s.extend(tctx, l, l.ttl)
+		switch {
+		case err == nil:
+			l.acquired = sent
+			return l, nil
+		case !errors.Is(err, ErrLockNotHeld):
+			_ = s.release(context.WithoutCancel(tctx), l, 0)
+			return nil, err
+		}
+		// It expired before we heard of it: queue again.
+		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
+		ln.mu.Lock()
+		r = ln.roomFor(s.rdb, want.key, base)
+		r.waiters = append(r.waiters, w)
+		if r.linger != nil {
+			r.linger.Stop()
+		}
+		ln.mu.Unlock()
+		<-r.confirmed
+		if r.err != nil {
+			return nil, fmt.Errorf("acquire %s: %w", want.key, r.err)
+		}
 	}
 }
 
@@ -224,6 +257,7 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 	if err != nil {
 		return fmt.Errorf("join the line for %s: %w", r.key, err)
 	}
+	r.tend() // to time w's check
 	if push.Val() == 1 {
 		return ln.check(ctx, r, []*liner{w}, depth)
 	}
@@ -454,9 +488,7 @@ func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
 		ln.mu.Lock()
 		headDue := !r.headAt.IsZero() && !now.Before(r.headAt)
 		for _, w := range r.waiters {
-			// A handed-over lock counts from w.proof: keep it fresher
-			// than a quarter of the TTL, so that KeepAlive has time.
-			every := min(poll, w.want.ttl/4)
+			every := poll
 			if r.recover || headDue || now.Sub(w.proof) >= every {
 				due = append(due, w)
 			} else if at := w.proof.Add(every + rand.N(every/4+1)); at.Before(next) {
