@@ -94,11 +94,12 @@ type room struct {
 
 // liner is one waiting Acquire in a room.
 type liner struct {
-	want  *Lock
-	entry string
-	proof time.Time       // when a command was sent that found (or put) the entry queued
-	got   chan lineResult // capacity 1
-	gone  bool            // gave up: a hand-over to it is for leaveLine to pass on
+	want    *Lock
+	entry   string
+	proof   time.Time       // when a command was sent that found (or put) the entry queued
+	pushing bool            // its RPUSH is in flight: a check cannot tell where it is
+	got     chan lineResult // capacity 1
+	gone    bool            // gave up: a hand-over to it is for leaveLine to pass on
 }
 
 func (r *room) queue() string             { return r.base + ":q" }
@@ -238,6 +239,11 @@ func (ln *waitLine) roomFor(rdb redis.UniversalClient, key, base string) *room {
 // free key nobody will release: the check then hands it over.
 func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) error {
 	ln.mu.Lock()
+	if w.pushing || w.gone || !slices.Contains(r.waiters, w) {
+		ln.mu.Unlock()
+		return nil // someone else is putting w in line, or it is done
+	}
+	w.pushing = true
 	refresh := time.Since(r.lastAlive) >= aliveEvery
 	now := time.Now()
 	if refresh {
@@ -254,6 +260,9 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 		push = p.RPush(ctx, r.queue(), w.entry)
 		return nil
 	})
+	ln.mu.Lock()
+	w.pushing = false
+	ln.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("join the line for %s: %w", r.key, err)
 	}
@@ -294,8 +303,8 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 		r.expires = sent.Add(time.Duration(pttl)*time.Millisecond + expiryMargin)
 	}
 	for i, w := range ws {
-		if w.gone || !slices.Contains(r.waiters, w) {
-			continue // delivered meanwhile, or gave up
+		if w.gone || w.pushing || !slices.Contains(r.waiters, w) {
+			continue // delivered meanwhile, gave up, or joining
 		}
 		pos, _ := res[2+i].(int64)
 		switch {
@@ -489,6 +498,9 @@ func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
 		headDue := !r.headAt.IsZero() && !now.Before(r.headAt)
 		for _, w := range r.waiters {
 			every := poll
+			if w.pushing || w.proof.IsZero() {
+				continue // not in line yet: its join takes care
+			}
 			if r.recover || headDue || now.Sub(w.proof) >= every {
 				due = append(due, w)
 			} else if at := w.proof.Add(every + rand.N(every/4+1)); at.Before(next) {
