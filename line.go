@@ -50,6 +50,14 @@ const (
 	aliveEvery = time.Second
 )
 
+// hasLine reports whether key has a line: lineBase without building it.
+func hasLine(key string) bool {
+	if open := strings.IndexByte(key, '{'); open >= 0 && strings.IndexByte(key[open+1:], '}') > 0 {
+		return true
+	}
+	return !strings.Contains(key, "}")
+}
+
 // lineBase is the hash-tagged base of key's line names, in key's slot, as
 // fenceKey uses; false for a key with '}' but no hash tag, which waits
 // without a line (the release script makes the same choice).
@@ -114,21 +122,28 @@ func (r *room) tend() {
 }
 
 // waitFair is Acquire in the line for want.key, whose names start with base.
-func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, s *single, base string, want *Lock, opts *LockOptions) (*Lock, error) {
+func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, s *single, want *Lock, opts *LockOptions) (*Lock, error) {
 	if want.ttl < time.Millisecond {
 		return nil, fmt.Errorf("ttl %s is below 1ms", want.ttl)
 	}
-	ln.mu.Lock()
-	r := ln.rooms[want.key]
-	ln.mu.Unlock()
+	var r *room
+	if ln.busy.Load() > 0 {
+		ln.mu.Lock()
+		r = ln.rooms[want.key]
+		ln.mu.Unlock()
+	}
 	if r == nil {
 		// Nobody here waited for it lately: the seed's one SET NX first.
 		l, err := c.tryAcquire(tctx, want.name, want.token, want.ttl, opts)
-		var held *NotObtainedError
-		if err == nil || !errors.As(err, &held) {
-			return l, err
+		if err == nil {
+			return l, nil
+		}
+		var held *NotObtainedError // declared here: errors.As makes it escape to the heap
+		if !errors.As(err, &held) {
+			return nil, err
 		}
 	}
+	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
 	ln.mu.Lock()
 	r = ln.roomFor(s.rdb, want.key, base)

@@ -26,10 +26,8 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 	if opts != nil {
 		want.minHold = opts.MinHold
 	}
-	if s, ok := c.b.(*single); ok && queues(opts) {
-		if base, ok := lineBase(want.key); ok {
-			return ln.waitFair(ctx, tctx, c, s, base, want, opts)
-		}
+	if s, ok := c.b.(*single); ok && queues(opts) && hasLine(want.key) {
+		return ln.waitFair(ctx, tctx, c, s, want, opts)
 	}
 	return ln.waitPlain(ctx, tctx, c, want, opts)
 }
