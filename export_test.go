@@ -16,10 +16,14 @@ func SetWaitTimings(c *Client, poll, linger time.Duration) {
 func Waiting(c *Client, name string) int {
 	c.line.mu.Lock()
 	defer c.line.mu.Unlock()
+	n := 0
 	if q := c.line.queues[c.Key(name)]; q != nil {
-		return len(q.waiters)
+		n += len(q.waiters)
 	}
-	return 0
+	if r := c.line.rooms[c.Key(name)]; r != nil {
+		n += len(r.waiters)
+	}
+	return n
 }
 
 // HolderOf is holderOf: the "<host>:<pid>" part of a token.

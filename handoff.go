@@ -2,6 +2,7 @@ package withlock
 
 import (
 	"context"
+	"time"
 )
 
 // handOffResult is what a Release that handed its lock to a waiter of the
@@ -36,6 +37,20 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 		return false, nil
 	}
 	ln.mu.Lock()
+	if r := ln.rooms[l.key]; r != nil {
+		// The fair line: the release script hands the lock to the head of
+		// the line, and names the token when it is one of ours.
+		cid := ln.cid
+		ln.mu.Unlock()
+		sent := time.Now()                                   // the hand-over's SET runs after this
+		to, err := l.c.b.(*single).releaseTo(ctx, l, 0, cid) // rooms exist on single only
+		if to != "" {
+			ln.mu.Lock()
+			ln.deliverToken(r, to, sent)
+			ln.mu.Unlock()
+		}
+		return true, err
+	}
 	q := ln.queues[l.key]
 	if q == nil || len(q.waiters) == 0 {
 		ln.mu.Unlock()

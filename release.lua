@@ -1,12 +1,33 @@
--- Release if still ours (see releaseScript). KEYS[1]: key. ARGV: token, ms to keep.
-if redis.call('get', KEYS[1]) ~= ARGV[1] then
+-- Release if still ours, handing the lock to the first live waiter in line
+-- (see releaseScript). KEYS[1]: key. ARGV: token, ms to keep[, our Client id].
+local k = KEYS[1]
+if redis.call('get', k) ~= ARGV[1] then
   return 0
 end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
-  redis.call('pexpire', KEYS[1], keep)
+  redis.call('pexpire', k, keep)
   return 1
 end
-redis.call('del', KEYS[1])
-redis.call('publish', KEYS[1], '')
+local o = string.find(k, '{', 1, true)
+local c = o and string.find(k, '}', o + 1, true)
+local b
+if c and c > o + 1 then
+  b = k
+elseif not string.find(k, '}', 1, true) then
+  b = '{' .. k .. '}'
+end
+while b do
+  local e = redis.pcall('lpop', b .. ':q')
+  if type(e) ~= 'string' then
+    break
+  end
+  local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
+  if id and (id == ARGV[3] or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0) then
+    redis.call('set', k, tok, 'PX', ttl)
+    return tok
+  end
+end
+redis.call('del', k)
+redis.call('publish', k, '')
 return 1

@@ -8,15 +8,27 @@ import _ "embed"
 var (
 	// releaseScript releases a lock only if it is still ours, in one atomic
 	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
-	// milliseconds the key must still live (min-hold) or 0. It returns 1 when
-	// the lock was ours and 0 when it was not (the key is left untouched).
-	// With a min-hold left, a short job keeps the key until it passes, so a
-	// server whose cron fires late does not run the same job again.
-	// Otherwise it deletes the key and publishes on a channel named exactly
-	// like the key, which wakes waiting Acquires at once (one ACL pattern
-	// covers both). Its explanations live here rather than in release.lua:
-	// the script's text travels with every release and Redis hashes it each
-	// time, so the Lua is kept short.
+	// milliseconds the key must still live (min-hold) or 0, and ARGV[3],
+	// sent only by a Client that has waiters of its own for the key, that
+	// Client's id (line.go). It returns 0 when the lock was not ours (the
+	// key is left untouched). With a min-hold left, a short job keeps the
+	// key until it passes, so a server whose cron fires late does not run
+	// the same job again; it returns 1.
+	//
+	// Otherwise it serves the fair line (line.go): it pops entries
+	// "<client id>|<ttl ms>|<token>" off "{key}:q" (the key itself when it
+	// has a hash tag) until one belongs to a live Client: the releaser's own
+	// (ARGV[3]), or one whose liveness key "{key}:c:<id>" exists and whose
+	// sharded channel "{key}:w:<id>" has a subscriber to take the token
+	// published on it. It sets the key to that waiter's token with its TTL
+	// and returns the token: the lock never comes free while a live waiter
+	// is queued. With nobody live in line it deletes the key, publishes on
+	// a channel named exactly like the key (which wakes waiters that do not
+	// queue: quorum Clients, fenced acquisitions, older versions) and
+	// returns 1. A key with '}' but no hash tag has no line. Its
+	// explanations live here rather than in release.lua: the script's text
+	// travels with every release and Redis hashes it each time, so the Lua
+	// is kept short.
 	//go:embed release.lua
 	releaseScript string
 	//go:embed extend.lua
@@ -45,4 +57,14 @@ var (
 	acquireFencedScript string
 	//go:embed claim.lua
 	claimScript string
+	// lineCheckScript is the fair line's check (line.go): KEYS[1] is the
+	// lock key, ARGV[1] the Client's id, ARGV[2] the life in ms of its
+	// liveness key, which it refreshes, and ARGV[3:] entries of that
+	// Client's waiters. If the key is free (its holder crashed or a
+	// min-hold ran out, so no release served the line) it hands the lock to
+	// the first live waiter as releaseScript does, publishing to it even
+	// when that is the caller. It returns the key's holder ("" if free),
+	// its PTTL, and each entry's position in the line (-1 when absent).
+	//go:embed line_check.lua
+	lineCheckScript string
 )

@@ -124,10 +124,30 @@ func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 }
 
 func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {
-	return s.ifOurs(ctx, "release", releaseScript, l, keep)
+	_, err := s.releaseTo(ctx, l, keep, "")
+	return err
 }
 
-// ifOurs runs a token-checked script of op (extend.lua or release.lua) on
+// releaseTo runs the release script for l; with cid, the id of l's Client
+// in the fair line, the script may hand the lock to a waiter of that
+// Client without publishing. It returns the token the lock went to, or "".
+func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
+	args := []any{l.token, keep.Milliseconds()}
+	if cid != "" {
+		args = append(args, cid)
+	}
+	v, err := s.rdb.Eval(ctx, releaseScript, []string{l.key}, args...).Result()
+	if err != nil {
+		return "", opError("release", l.key, err)
+	}
+	to, ok := releaseReply(v)
+	if !ok {
+		return "", ErrLockNotHeld
+	}
+	return to, nil
+}
+
+// ifOurs runs a token-checked script of op (extend.lua) on
 // l with its duration argument in ms: 1 means done, anything else that the
 // lock is not ours.
 func (s *single) ifOurs(ctx context.Context, op, script string, l *Lock, d time.Duration) error {

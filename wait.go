@@ -31,6 +31,18 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 		}
 		return l
 	}
+	if s, ok := c.b.(*single); ok && queues(opts) && hasLine(want.key) {
+		return ln.waitFair(ctx, tctx, c, s, want, opts)
+	}
+	return ln.waitPlain(ctx, tctx, c, want, opts)
+}
+
+// waitPlain is Acquire without the fair line (line.go): on a quorum, for
+// fenced or replicated acquisitions, and where Redis refuses the line's
+// subscription. Waiters of this Client queue up; across Clients every
+// release wakes the first waiter of each, and they race.
+func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, opts *LockOptions) (*Lock, error) {
+	name, token, ttl := want.name, want.token, want.ttl
 	var seen *queue // a listening queue seen before our first try
 	var events uint64
 	if ln.busy.Load() > 0 {

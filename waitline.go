@@ -26,9 +26,13 @@ const (
 	expiryMargin = time.Millisecond
 )
 
-// waitLine is where a Client's waiting Acquires wait: one queue per lock
-// that has waiters, and one subscription to release messages shared by all
-// queues. It owns all of that state, guarded by mu; the subscription and
+// waitLine is where a Client's waiting Acquires wait. On one Redis
+// deployment, plain and min-hold acquisitions wait in the fair line across
+// Clients (line.go, the rooms below). What follows here is the waiting
+// without that line: on a quorum, for fenced or replicated acquisitions,
+// and where Redis refuses the line's subscription (before 7.0, or an ACL
+// without it): one queue per lock that has waiters, and one subscription
+// to release messages shared by all queues. It owns all of that state, guarded by mu; the subscription and
 // Client reach it only through the line's methods. It exists only while
 // someone waits (and for the linger time after).
 //
@@ -47,11 +51,16 @@ const (
 // subscription uses: released, subscribed, unsubscribed, disconnected.
 type waitLine struct {
 	mu     sync.Mutex
-	busy   atomic.Int32 // len(queues), read without mu so the uncontended path stays lock-free
+	busy   atomic.Int32 // len(queues)+len(rooms), read without mu so the uncontended path stays lock-free
 	queues map[string]*queue
 	sub    *subscription // nil when there are no queues
 	poll   time.Duration // 0: defaultPoll
 	linger time.Duration // 0: defaultLinger
+
+	// The fair line (line.go): this Client's rooms by lock key, and its
+	// id in the line, drawn with the first room.
+	rooms map[string]*room
+	cid   string
 }
 
 // queue is the line for one lock key. Its fields are guarded by the

@@ -60,6 +60,16 @@ func subscribers(t *testing.T, rdb *redis.Client, channel string) int64 {
 	return n[channel]
 }
 
+// inLine is the length of the fair line of the lock key key.
+func inLine(t *testing.T, rdb *redis.Client, key string) int64 {
+	t.Helper()
+	n, err := rdb.LLen(context.Background(), "{"+key+"}:q").Result()
+	if err != nil {
+		t.Fatalf("LLEN: %v", err)
+	}
+	return n
+}
+
 // commandCalls returns the calls of each command since the last CONFIG
 // RESETSTAT, Lua-internal calls included, from INFO commandstats.
 func commandCalls(t *testing.T, rdb *redis.Client) map[string]int {
@@ -144,8 +154,8 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	c := waitClient(t, srv)
 
 	got := acquireAsync(context.Background(), c, "job", time.Minute)
-	clitest.Eventually(t, promptly, "waiter never subscribed to the lock's channel", func() bool {
-		return subscribers(t, rdb, holder.Key()) == 1 && withlock.Waiting(c, "job") == 1
+	clitest.Eventually(t, promptly, "waiter never joined the lock's line", func() bool {
+		return inLine(t, rdb, holder.Key()) == 1 && withlock.Waiting(c, "job") == 1
 	})
 	resetStats(t, rdb)
 	released := time.Now()

@@ -29,15 +29,25 @@ func holdLock(t *testing.T, srv *redistest.Server, name string) *withlock.Lock {
 }
 
 // startWaiting starts with-lock -w on a held lock and returns once it
-// listens for the lock's release.
+// waits in the lock's line.
 func startWaiting(t *testing.T, srv *redistest.Server, rdb *redis.Client, key string, args ...string) *clitest.Proc {
 	t.Helper()
+	before := lineLen(t, rdb, key)
 	p := clitest.Start(t, redisEnv(srv), args...)
-	clitest.Eventually(t, waitFor, "with-lock never subscribed to the lock's release messages", func() bool {
-		n, err := rdb.PubSubNumSub(context.Background(), key).Result()
-		return err == nil && n[key] == 1
+	clitest.Eventually(t, waitFor, "with-lock never joined the lock's line", func() bool {
+		return lineLen(t, rdb, key) == before+1
 	})
 	return p
+}
+
+// lineLen is how many wait in the fair line of the lock key key.
+func lineLen(t *testing.T, rdb *redis.Client, key string) int64 {
+	t.Helper()
+	n, err := rdb.LLen(context.Background(), "{"+key+"}:q").Result()
+	if err != nil {
+		t.Fatalf("LLEN of the line of %s: %v", key, err)
+	}
+	return n
 }
 
 // -w gives up with 75 once the wait is over, naming the holder, and runs
@@ -91,8 +101,8 @@ func TestWaitRunsAfterRelease(t *testing.T) {
 	}
 }
 
-// SIGINT while waiting: 130, nothing run, the holder's lock untouched, no
-// subscription left.
+// SIGINT while waiting: 130, nothing run, the holder's lock untouched, the
+// line left.
 func TestWaitInterruptedExits130(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -113,8 +123,11 @@ func TestWaitInterruptedExits130(t *testing.T) {
 	if v, _ := rdb.Get(context.Background(), "lock:job").Result(); v != holder.Token() {
 		t.Errorf("lock:job holds %q, want the holder's token untouched", v)
 	}
-	if n, _ := rdb.PubSubNumSub(context.Background(), "lock:job").Result(); n["lock:job"] != 0 {
+	if chs, _ := rdb.PubSubShardChannels(context.Background(), "{lock:job}:w:*").Result(); len(chs) != 0 {
 		t.Errorf("still subscribed after with-lock exited")
+	}
+	if n := lineLen(t, rdb, "lock:job"); n != 0 {
+		t.Errorf("%d entries left in the line after with-lock exited", n)
 	}
 }
 

@@ -29,7 +29,9 @@ type contended struct {
 // another goroutine has acquired, so every handoff goes to a goroutine that
 // is already waiting; otherwise the releaser competes at once (the plain
 // loop). Mutual exclusion is checked on every acquisition.
-func runContended(lb lib, shared locker, adm *redis.Client, goroutines int, handoff bool, d time.Duration) (contended, error) {
+// With own, goroutine g uses own[g] instead of shared: a Client per
+// waiter, as separate processes or machines would have.
+func runContended(lb lib, shared locker, own []locker, adm *redis.Client, goroutines int, handoff bool, d time.Duration) (contended, error) {
 	var (
 		owner     atomic.Int32 // goroutine holding the lock, -1 if none
 		released  atomic.Int64 // when the last release started, unix ns; 0 once taken
@@ -52,6 +54,9 @@ func runContended(lb lib, shared locker, adm *redis.Client, goroutines int, hand
 	for g := range goroutines {
 		wg.Go(func() {
 			l := shared
+			if own != nil {
+				l = own[g]
+			}
 			for time.Now().Before(stop) {
 				unlock, err := l.lock(ctx, "contended")
 				now := time.Now()

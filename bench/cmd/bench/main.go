@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +31,7 @@ var modes = []struct {
 // config of one benchmark run.
 type config struct {
 	rounds, pairs, cRounds, cliRuns int
+	fairRounds                      int
 	runFor                          time.Duration
 	root, out, svg                  string
 	only                            string
@@ -40,11 +43,12 @@ func main() {
 	flag.IntVar(&c.pairs, "pairs", 800, "lock+unlock pairs per library per round (uncontended)")
 	flag.IntVar(&c.cRounds, "contended-rounds", 3, "interleaved rounds of the contended measurement")
 	flag.DurationVar(&c.runFor, "run", 1500*time.Millisecond, "length of one contended run")
+	flag.IntVar(&c.fairRounds, "fair-rounds", 3, "interleaved rounds of the fair-line measurement (a Client per waiter)")
 	flag.IntVar(&c.cliRuns, "cli-runs", 150, "runs of each CLI way")
 	flag.StringVar(&c.root, "root", "..", "the with-lock checkout")
 	flag.StringVar(&c.out, "out", "../BENCHMARKS.md", "where to write the report ('' for nowhere)")
 	flag.StringVar(&c.svg, "svg", "handoff.svg", "where to write the chart ('' for nowhere)")
-	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended or cli) and write no files, for profiling")
+	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair or cli) and write no files, for profiling")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -92,6 +96,9 @@ func run(c config) error {
 		if c.only != "cli" {
 			c.cliRuns = 0
 		}
+		if c.only != "fair" {
+			c.fairRounds = 0
+		}
 	}
 	fmt.Printf("uncontended: %d rounds of %d pairs, 1 and 16 goroutines\n", c.rounds, c.pairs)
 	for round := -1; round < c.rounds && c.rounds > 0; round++ {
@@ -132,7 +139,7 @@ func run(c config) error {
 				if !lr.lib.contended {
 					continue
 				}
-				r, err := runContended(lr.lib, lockers[lr.lib.name], adm, m.goroutines, m.handoff, c.runFor)
+				r, err := runContended(lr.lib, lockers[lr.lib.name], nil, adm, m.goroutines, m.handoff, c.runFor)
 				if err != nil {
 					return err
 				}
@@ -140,6 +147,10 @@ func run(c config) error {
 				fmt.Printf("  round %d %-9s %-30s %5d acquisitions, p50 %s, %d errors\n", round+1, m.key, lr.lib.name, r.acquired, fmtMS(median(r.latencies)), r.errors)
 			}
 		}
+	}
+
+	if err := runFair(c, res, srv.Addr(), adm); err != nil {
+		return err
 	}
 
 	if c.cliRuns > 0 {
@@ -186,6 +197,12 @@ func checkClean(adm *redis.Client) error {
 	if err != nil {
 		return err
 	}
+	// A waiting Client's liveness key in the fair line outlives the run
+	// by at most its 3s life.
+	keys = slices.DeleteFunc(keys, func(k string) bool {
+		ttl := adm.PTTL(context.Background(), k).Val()
+		return strings.Contains(k, "}:c:") && ttl > 0 && ttl <= 3*time.Second
+	})
 	if len(keys) > 0 {
 		return fmt.Errorf("keys left behind: %v", keys)
 	}

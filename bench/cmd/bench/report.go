@@ -23,6 +23,7 @@ func (r *results) report() report {
 	var b strings.Builder
 	b.WriteString(r.uncontendedTable())
 	b.WriteString(r.contendedTable())
+	b.WriteString(r.fairTable())
 	b.WriteString(r.cliTable())
 	rep := report{targets: r.targets()}
 	b.WriteString("\n### Targets (issue 4), ratios from this run\n\n")
@@ -45,6 +46,8 @@ func (r *results) partial(part string) string {
 		return r.uncontendedTable() + fmt.Sprintf("\nwith-lock / raw floor, median of per-round ratios: %.3f\n", r.pairedRatio)
 	case "contended":
 		return r.contendedTable()
+	case "fair":
+		return r.fairTable()
 	}
 	return r.cliTable()
 }

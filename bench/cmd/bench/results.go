@@ -67,6 +67,9 @@ type results struct {
 	cli       map[string][]time.Duration
 
 	pairedRatio float64 // with-lock over the raw floor, uncontended, set by targets
+
+	unlined   *libResult // with-lock's Clients on a key without the line, fair modes only
+	fairFloor modeResult // the handoff floor, measured in the fair rounds
 }
 
 // libResult holds one library's figures, one entry per round.

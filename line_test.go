@@ -1,0 +1,240 @@
+package withlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// Waiters of different Clients (processes, machines) are served in the
+// order they joined the line.
+func TestLineServesClientsInArrivalOrder(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "fifo", time.Minute)
+	const n = 8
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range n {
+		c := waitClient(t, srv)
+		wg.Go(func() {
+			l, err := c.Acquire(context.Background(), "fifo", time.Minute, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := l.Release(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+		// The next Client starts only once this one is queued.
+		clitest.Eventually(t, promptly, "waiter never joined the line", func() bool { return inLine(t, rdb, holder.Key()) == int64(i+1) })
+	}
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	want := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	if !slices.Equal(order, want) {
+		t.Errorf("acquired in order %v, want %v", order, want)
+	}
+}
+
+// A handed-over acquisition costs the same number of Redis commands with 4
+// or 16 waiting Clients, and at most 8: only the head of the line is woken.
+func TestLineHandOffCommandsDoNotGrowWithWaiters(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	per := map[int]float64{}
+	for _, n := range []int{4, 16} {
+		name := fmt.Sprint("cost-", n)
+		clients := make([]*withlock.Client, n)
+		for i := range clients {
+			clients[i] = waitClient(t, srv)
+			// Warm up: each Client's room and subscription exist.
+			if err := mustAcquire(t, clients[i], name, time.Minute).Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		holder := mustAcquire(t, clients[0], name, time.Minute)
+		var wg sync.WaitGroup
+		var total atomic.Int64
+		start := make(chan struct{})
+		for _, c := range clients[1:] {
+			wg.Go(func() {
+				<-start
+				for range 20 {
+					l, err := c.Acquire(context.Background(), name, time.Minute, nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					total.Add(1)
+					time.Sleep(200 * time.Microsecond)
+					if err := l.Release(context.Background()); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		// Steady state: everyone queued before the first release.
+		resetStats(t, rdb)
+		close(start)
+		clitest.Eventually(t, promptly, "waiters never queued", func() bool { return inLine(t, rdb, holder.Key()) == int64(n-1) })
+		resetStats(t, rdb)
+		if err := holder.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		sum := 0
+		for cmd, k := range commandCallsExceptSetup(t, rdb) {
+			if cmd != "llen" { // our polling above
+				sum += k
+			}
+		}
+		per[n] = float64(sum) / float64(total.Load())
+		t.Logf("%d Clients: %.2f commands per acquisition", n, per[n])
+	}
+	if per[4] > 8 || per[16] > 8 || per[16] > per[4]+0.5 {
+		t.Errorf("commands per acquisition %v, want at most 8, not growing with waiters", per)
+	}
+}
+
+// A waiter that gives up leaves the line at once: its entry is gone
+// before Acquire returns, and the next release serves the one behind it.
+func TestLineLeavesAtOnceOnCancel(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "leave", time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := acquireAsync(ctx, waitClient(t, srv), "leave", time.Minute)
+	clitest.Eventually(t, promptly, "first never in line", func() bool { return inLine(t, rdb, holder.Key()) == 1 })
+	second := acquireAsync(context.Background(), waitClient(t, srv), "leave", time.Minute)
+	clitest.Eventually(t, promptly, "second never in line", func() bool { return inLine(t, rdb, holder.Key()) == 2 })
+	cancel()
+	if o := wait(t, first, promptly, "cancelled waiter"); !errors.Is(o.err, context.Canceled) || !errors.Is(o.err, withlock.ErrNotObtained) {
+		t.Fatalf("cancelled waiter: lock %v, error %v", o.lock, o.err)
+	}
+	if n := inLine(t, rdb, holder.Key()); n != 1 {
+		t.Errorf("%d in line right after a waiter gave up, want 1", n)
+	}
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if o := wait(t, second, promptly, "second waiter"); o.err != nil {
+		t.Fatalf("second waiter: %v", o.err)
+	}
+}
+
+// Locks pass back and forth between two Clients, each in turn waiting
+// while the other releases at a moment spread over its SET, SSUBSCRIBE and
+// RPUSH: no hand-over is lost (the waiters poll only once a minute).
+func TestLineNoLostHandOffBetweenClients(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, linger := range []time.Duration{time.Microsecond, time.Minute} {
+		t.Run(fmt.Sprint("linger ", linger), func(t *testing.T) {
+			cs := [2]*withlock.Client{waitClient(t, srv), waitClient(t, srv)}
+			for _, c := range cs {
+				withlock.SetWaitTimings(c, longPoll, linger)
+			}
+			l := mustAcquire(t, cs[0], "pingpong", time.Minute)
+			for i := range 150 {
+				got := acquireAsync(context.Background(), cs[(i+1)%2], "pingpong", time.Minute)
+				time.Sleep(time.Duration(i%30) * 50 * time.Microsecond)
+				if err := l.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				o := wait(t, got, promptly, fmt.Sprintf("iteration %d", i))
+				if o.err != nil {
+					t.Fatalf("iteration %d: %v", i, o.err)
+				}
+				l = o.lock
+			}
+			if err := l.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// On Cluster the line, the liveness keys and the wake channel live in the
+// lock key's slot: a waiter on another Client is handed the lock.
+func TestLineOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	holders := withlock.New(cl.Client(), nil)
+	waiter := withlock.New(cl.Client(), nil)
+	withlock.SetWaitTimings(waiter, longPoll, time.Minute)
+	for _, name := range []string{"c-line", "{tag}c-line"} {
+		holder := mustAcquire(t, holders, name, time.Minute)
+		got := acquireAsync(context.Background(), waiter, name, time.Minute)
+		node := cl.NodeFor(holder.Key())
+		clitest.Eventually(t, promptly, "waiter never in line", func() bool {
+			return lineLenOn(node.Client(), holder.Key()) == 1
+		})
+		if err := holder.Release(context.Background()); err != nil {
+			t.Fatalf("%s: Release: %v", name, err)
+		}
+		o := wait(t, got, promptly, name)
+		if o.err != nil {
+			t.Fatalf("%s: %v", name, o.err)
+		}
+		if v := node.Client().Get(context.Background(), holder.Key()).Val(); v != o.lock.Token() {
+			t.Errorf("%s: key holds %q, want the waiter's token", name, v)
+		}
+		if err := o.lock.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lineLenOn is the length of key's line, read on rdb.
+func lineLenOn(rdb *redis.Client, key string) int64 {
+	base := "{" + key + "}"
+	if strings.Contains(key, "{") { // a hash tag of its own
+		base = key
+	}
+	return rdb.LLen(context.Background(), base+":q").Val()
+}
+
+// Through Sentinel the line lives on the master: a waiter on another
+// Client is handed the lock by the release.
+func TestLineThroughSentinel(t *testing.T) {
+	g := redistest.StartSentinels(t)
+	holder := mustAcquire(t, withlock.New(g.Client(nil), nil), "s-line", time.Minute)
+	waiter := withlock.New(g.Client(nil), nil)
+	withlock.SetWaitTimings(waiter, longPoll, time.Minute)
+	got := acquireAsync(context.Background(), waiter, "s-line", time.Minute)
+	admin := g.Client(nil)
+	clitest.Eventually(t, promptly, "waiter never in line", func() bool {
+		return admin.LLen(context.Background(), "{lock:s-line}:q").Val() == 1
+	})
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o := wait(t, got, promptly, "waiter")
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if v := admin.Get(context.Background(), "lock:s-line").Val(); v != o.lock.Token() {
+		t.Errorf("key holds %q, want the waiter's token", v)
+	}
+	if err := o.lock.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
