@@ -51,7 +51,16 @@ type backend interface {
 	// would return; recErr is the record's failure.
 	finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error)
 
-	// The waiting line (wait.go) uses only these two.
+	// The waiting line (wait.go, line.go, handoff.go) uses only these four.
+
+	// lineStore returns the deployment that keeps the fair cross-process
+	// line of waiters (line.go), or nil when this backend keeps none and
+	// waiters wait as before, woken by release messages.
+	lineStore() redis.UniversalClient
+	// releaseTo is release with keep 0 by a Client whose id in the fair line
+	// is cid: the release may hand the lock to that Client's first waiter
+	// without publishing, and returns the token it went to, or "".
+	releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error)
 
 	// subscribe opens the Pub/Sub handle on which the release script's
 	// messages (on a channel named like the lock's key) arrive.

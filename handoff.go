@@ -42,8 +42,8 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 		// the line, and names the token when it is one of ours.
 		cid := ln.cid
 		ln.mu.Unlock()
-		sent := time.Now()                                   // the hand-over's SET runs after this
-		to, err := l.c.b.(*single).releaseTo(ctx, l, 0, cid) // rooms exist on single only
+		sent := time.Now() // the hand-over's SET runs after this
+		to, err := l.c.b.releaseTo(ctx, l, 0, cid)
 		if to != "" {
 			ln.mu.Lock()
 			ln.deliverToken(r, to, sent)

@@ -122,7 +122,7 @@ func (r *room) tend() {
 }
 
 // waitFair is Acquire in the line for want.key, whose names start with base.
-func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, s *single, want *Lock, opts *LockOptions) (*Lock, error) {
+func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, rdb redis.UniversalClient, want *Lock, opts *LockOptions) (*Lock, error) {
 	if want.ttl < time.Millisecond {
 		return nil, fmt.Errorf("ttl %s is below 1ms", want.ttl)
 	}
@@ -146,7 +146,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, s *single, wa
 	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
 	ln.mu.Lock()
-	r = ln.roomFor(s.rdb, want.key, base)
+	r = ln.roomFor(rdb, want.key, base)
 	w.entry = fmt.Sprintf("%s|%d|%s", ln.cid, want.ttl.Milliseconds(), want.token)
 	r.waiters = append(r.waiters, w)
 	if r.linger != nil {
@@ -193,19 +193,19 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, s *single, wa
 		// that KeepAlive would have little time left: renew once, and
 		// count from then.
 		sent := time.Now()
-		err := s.extend(tctx, l, l.ttl)
+		err := c.b.extend(tctx, l, l.ttl)
 		switch {
 		case err == nil:
 			l.acquired = sent
 			return l, nil
 		case !errors.Is(err, ErrLockNotHeld):
-			_ = s.release(context.WithoutCancel(tctx), l, 0)
+			_ = c.b.release(context.WithoutCancel(tctx), l, 0)
 			return nil, err
 		}
 		// It expired before we heard of it: queue again.
 		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
 		ln.mu.Lock()
-		r = ln.roomFor(s.rdb, want.key, base)
+		r = ln.roomFor(rdb, want.key, base)
 		r.waiters = append(r.waiters, w)
 		if r.linger != nil {
 			r.linger.Stop()

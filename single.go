@@ -174,6 +174,9 @@ func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 
 func (s *single) subscribe(ctx context.Context) *redis.PubSub { return s.rdb.Subscribe(ctx) }
 
+// lineStore: one deployment keeps the line beside the lock's key.
+func (s *single) lineStore() redis.UniversalClient { return s.rdb }
+
 // handOver pipelines the release script for from and a SET NX PX for to:
 // a handoff between waiters of one Client costs one round trip, and the
 // release is still the one EVAL whose message wakes other processes.

@@ -22,17 +22,12 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 	if ctx.Done() != nil {
 		tctx = context.WithoutCancel(ctx)
 	}
-	// The lock the waiter wants is built only once it has to wait: the
-	// uncontended path allocates nothing for the line.
-	wanted := func() *Lock {
-		l := &Lock{c: c, name: name, key: c.Key(name), token: token, ttl: ttl}
-		if opts != nil {
-			l.minHold = opts.MinHold
-		}
-		return l
+	want := &Lock{c: c, name: name, key: c.Key(name), token: token, ttl: ttl}
+	if opts != nil {
+		want.minHold = opts.MinHold
 	}
-	if s, ok := c.b.(*single); ok && queues(opts) && hasLine(want.key) {
-		return ln.waitFair(ctx, tctx, c, s, want, opts)
+	if rdb := c.b.lineStore(); rdb != nil && queues(opts) && hasLine(want.key) {
+		return ln.waitFair(ctx, tctx, c, rdb, want, opts)
 	}
 	return ln.waitPlain(ctx, tctx, c, want, opts)
 }
@@ -47,11 +42,11 @@ func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, 
 	var events uint64
 	if ln.busy.Load() > 0 {
 		ln.mu.Lock()
-		if q := ln.queues[c.Key(name)]; q != nil {
+		if q := ln.queues[want.key]; q != nil {
 			if len(q.waiters) > 0 {
 				// Busy with waiters here already: the SET would fail or
 				// take the lock from under them. Queue up behind them.
-				w := q.join(false, wanted(), opts)
+				w := q.join(false, want, opts)
 				ln.mu.Unlock()
 				return ln.waitInLine(ctx, tctx, q, w)
 			}
@@ -78,7 +73,7 @@ func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, 
 	// (a release between our SET and the SUBSCRIBE would otherwise be
 	// missed) unless our SET was already sent while listening and no
 	// message has come since.
-	w := q.join(q.listening && (q != seen || q.events != events), wanted(), opts)
+	w := q.join(q.listening && (q != seen || q.events != events), want, opts)
 	ln.mu.Unlock()
 	return ln.waitInLine(ctx, tctx, q, w)
 }
