@@ -134,7 +134,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, rdb redis.Uni
 	}
 	if r == nil {
 		// Nobody here waited for it lately: the seed's one SET NX first.
-		l, err := c.tryAcquire(tctx, want.name, want.token, want.ttl, opts)
+		l, err := c.take(tctx, want, opts)
 		if err == nil {
 			return l, nil
 		}

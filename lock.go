@@ -137,10 +137,22 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 	if ttl < time.Millisecond {
 		return nil, fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
+	return c.take(ctx, c.newLock(name, token, ttl, opts), opts)
+}
+
+// newLock is the Lock an acquisition of name with token wants.
+func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOptions) *Lock {
 	l := &Lock{c: c, name: name, key: c.Key(name), token: token, ttl: ttl}
 	if opts != nil {
 		l.minHold = opts.MinHold
 	}
+	return l
+}
+
+// take sends l's acquiring command and returns l when it is ours. A
+// waiter's first try takes the Lock it will wait with, so that the
+// uncontended path allocates one Lock.
+func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, error) {
 	l.acquired = time.Now() // before sending: the key cannot outlive acquired+ttl
 	if err := c.b.acquire(ctx, l, opts); err != nil {
 		return nil, err

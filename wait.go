@@ -22,10 +22,10 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 	if ctx.Done() != nil {
 		tctx = context.WithoutCancel(ctx)
 	}
-	want := &Lock{c: c, name: name, key: c.Key(name), token: token, ttl: ttl}
-	if opts != nil {
-		want.minHold = opts.MinHold
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
+	want := c.newLock(name, token, ttl, opts)
 	if rdb := c.b.lineStore(); rdb != nil && queues(opts) && hasLine(want.key) {
 		return ln.waitFair(ctx, tctx, c, rdb, want, opts)
 	}
@@ -37,7 +37,6 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 // subscription. Waiters of this Client queue up; across Clients every
 // release wakes the first waiter of each, and they race.
 func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, opts *LockOptions) (*Lock, error) {
-	name, token, ttl := want.name, want.token, want.ttl
 	var seen *queue // a listening queue seen before our first try
 	var events uint64
 	if ln.busy.Load() > 0 {
@@ -57,7 +56,7 @@ func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, 
 		ln.mu.Unlock()
 	}
 
-	l, err := c.tryAcquire(tctx, name, token, ttl, opts)
+	l, err := c.take(tctx, want, opts)
 	if err == nil {
 		return l, nil
 	}
