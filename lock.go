@@ -165,14 +165,17 @@ func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, e
 // ErrNotObtained and ctx.Err() with errors.Is.
 //
 // A free lock costs what TryAcquire does: one SET. A busy one is waited for
-// without polling: the waiter subscribes to the lock's release messages,
-// then tries again (so a release in between is not missed), and sleeps
-// until a release, the holder's expiry (a crashed holder sends nothing) or
-// a fallback poll of about a second. Waiters of one Client are served in
-// FIFO order and only the first in line sends commands; a Release by the
-// same Client takes the lock for it in its own round trip. A try in flight
-// when ctx ends is completed, bounded by the Redis client's read timeout,
-// so that it cannot leave behind a lock nobody knows of.
+// without polling, in a line kept in Redis beside the lock's key (line.go):
+// waiters of every Client, in any process, are served in the order they
+// joined, and a release hands the lock to the first live waiter and wakes
+// only it. A waiter that gives up leaves the line at once; one whose
+// process died is skipped. Where there is no line (a quorum, fenced or
+// replicated acquisitions, Redis before 7.0) waiters subscribe to the
+// lock's release messages, try again, and sleep until a release, the
+// holder's expiry or a fallback poll of about a second; those of one Client
+// are still served in FIFO order. A try in flight when ctx ends is
+// completed, bounded by the Redis client's read timeout, so that it cannot
+// leave behind a lock nobody knows of.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	token, err := newToken(c.owner, time.Now())
 	if err != nil {

@@ -25,9 +25,9 @@ import (
 // AUTH and PING are what go-redis sends on connecting. MULTI and EXEC let
 // --status read a lock in one transaction, SCAN lets --list find the locks;
 // the last-run record is a SET of {lock:<name>}:last.
-const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* -@all " +
+const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* &{lock:* -@all " +
 	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping " +
-	"+multi +exec +scan"
+	"+multi +exec +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe"
 
 // The original contract's checks (contract_test.go) pass for a Redis ACL
 // user that has exactly the documented permissions.
