@@ -2,6 +2,7 @@ package withlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -62,12 +63,14 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, rec st
 		record  error
 	}
 	res := eachNode(q.nodes, func(rdb redis.UniversalClient) result {
-		release, set := finishOn(ctx, rdb, l, keep, rec, retention)
-		n, err := release.Int64()
-		if redis.IsReadOnlyError(err) { // as fanOut counts it
-			n, err = 0, nil
+		relErr, recErr := finishOn(ctx, rdb, l, keep, rec, retention)
+		switch {
+		case relErr == nil:
+			return result{nodeResult{1, nil}, recErr}
+		case errors.Is(relErr, ErrLockNotHeld), redis.IsReadOnlyError(relErr): // as fanOut counts it
+			return result{nodeResult{}, recErr}
 		}
-		return result{nodeResult{n, err}, set.Err()}
+		return result{nodeResult{0, relErr}, recErr}
 	})
 	releases := make([]nodeResult, len(res))
 	var stored int

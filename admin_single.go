@@ -70,24 +70,33 @@ func (s *single) breakLock(ctx context.Context, key string) (lockView, error) {
 	return v, nil
 }
 
-// finish pipelines the release script and the record's SET: one round
-// trip, both keys in one Cluster slot.
+// finish runs the release and the record's SET as one EVAL (finishScript):
+// one command and one round trip, both keys in one Cluster slot.
 func (s *single) finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
-	release, set := finishOn(ctx, s.rdb, l, keep, rec, retention)
-	return releaseResult(l, release), set.Err()
+	return finishOn(ctx, s.rdb, l, keep, rec, retention)
 }
 
-// finishOn sends l's release script and the SET of its record on rdb in
-// one pipeline, and returns their replies.
-func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time.Duration, rec string, retention time.Duration) (*redis.Cmd, *redis.StatusCmd) {
-	var release *redis.Cmd
-	var set *redis.StatusCmd
-	_, _ = ordinaryConn(ctx, rdb, l.key, func(p redis.Pipeliner) error {
-		release = p.Eval(ctx, releaseScript, []string{l.key}, l.token, keep.Milliseconds())
-		set = p.Set(ctx, recordKey(l.key), rec, retention)
-		return nil
-	})
-	return release, set
+// finishOn runs finishScript for l on rdb and returns the release's error,
+// as release would, and the record's.
+func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
+	// ARGV[3] is the release's Client id in the fair line; none here.
+	v, err := rdb.Eval(ctx, finishScript, []string{l.key, recordKey(l.key)},
+		l.token, keep.Milliseconds(), "", rec, retention.Milliseconds()).Slice()
+	if err != nil {
+		err = opError("release", l.key, err)
+		return err, err
+	}
+	if len(v) != 2 {
+		err := fmt.Errorf("release %s: unexpected reply %v", l.key, v)
+		return err, err
+	}
+	if _, ours := releaseReply(v[0]); !ours {
+		relErr = ErrLockNotHeld
+	}
+	if status, _ := v[1].(string); status != "OK" {
+		recErr = fmt.Errorf("store the record of %s: %s", l.key, status)
+	}
+	return relErr, recErr
 }
 
 // ordinaryConn runs the pipeline fn on a connection of rdb's ordinary pool
@@ -111,16 +120,4 @@ func ordinaryConn(ctx context.Context, rdb redis.UniversalClient, key string, fn
 	conn := node.Conn()
 	defer conn.Close()
 	return conn.Pipelined(ctx, fn)
-}
-
-// releaseResult reads the release script's reply as release does.
-func releaseResult(l *Lock, release *redis.Cmd) error {
-	n, err := release.Int64()
-	switch {
-	case err != nil:
-		return opError("release", l.key, err)
-	case n != 1:
-		return ErrLockNotHeld
-	}
-	return nil
 }
