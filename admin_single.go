@@ -99,25 +99,3 @@ func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time
 	return relErr, recErr
 }
 
-// ordinaryConn runs the pipeline fn on a connection of rdb's ordinary pool
-// (on a Cluster, of key's master). go-redis keeps a pool of its own for
-// pipelines, and its first pipeline dials a new connection, which in a
-// one-shot process costs a TCP handshake and HELLO on top of the pipeline's
-// one round trip; the connection that acquired the lock is idle by then.
-func ordinaryConn(ctx context.Context, rdb redis.UniversalClient, key string, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
-	var node *redis.Client
-	switch c := rdb.(type) {
-	case *redis.Client:
-		node = c
-	case *redis.ClusterClient:
-		if m, err := c.MasterForKey(ctx, key); err == nil {
-			node = m
-		}
-	}
-	if node == nil {
-		return rdb.Pipelined(ctx, fn)
-	}
-	conn := node.Conn()
-	defer conn.Close()
-	return conn.Pipelined(ctx, fn)
-}
