@@ -98,4 +98,3 @@ func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time
 	}
 	return relErr, recErr
 }
-
