@@ -134,13 +134,8 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, rdb redis.Uni
 	}
 	if r == nil {
 		// Nobody here waited for it lately: the seed's one SET NX first.
-		l, err := c.take(tctx, want, opts)
-		if err == nil {
-			return l, nil
-		}
-		var held *NotObtainedError // declared here: errors.As makes it escape to the heap
-		if !errors.As(err, &held) {
-			return nil, err
+		if l, _, err := c.tryBeforeWaiting(tctx, want, opts); l != nil || err != nil {
+			return l, err
 		}
 	}
 	base, _ := lineBase(want.key)

@@ -2,7 +2,6 @@ package withlock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -113,32 +112,6 @@ func TestLineHandOffCommandsDoNotGrowWithWaiters(t *testing.T) {
 	}
 	if per[4] > 8 || per[16] > 8 || per[16] > per[4]+0.5 {
 		t.Errorf("commands per acquisition %v, want at most 8, not growing with waiters", per)
-	}
-}
-
-// A waiter that gives up leaves the line at once: its entry is gone
-// before Acquire returns, and the next release serves the one behind it.
-func TestLineLeavesAtOnceOnCancel(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "leave", time.Minute)
-	ctx, cancel := context.WithCancel(context.Background())
-	first := acquireAsync(ctx, waitClient(t, srv), "leave", time.Minute)
-	clitest.Eventually(t, promptly, "first never in line", func() bool { return inLine(t, rdb, holder.Key()) == 1 })
-	second := acquireAsync(context.Background(), waitClient(t, srv), "leave", time.Minute)
-	clitest.Eventually(t, promptly, "second never in line", func() bool { return inLine(t, rdb, holder.Key()) == 2 })
-	cancel()
-	if o := wait(t, first, promptly, "cancelled waiter"); !errors.Is(o.err, context.Canceled) || !errors.Is(o.err, withlock.ErrNotObtained) {
-		t.Fatalf("cancelled waiter: lock %v, error %v", o.lock, o.err)
-	}
-	if n := inLine(t, rdb, holder.Key()); n != 1 {
-		t.Errorf("%d in line right after a waiter gave up, want 1", n)
-	}
-	if err := holder.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if o := wait(t, second, promptly, "second waiter"); o.err != nil {
-		t.Fatalf("second waiter: %v", o.err)
 	}
 }
 

@@ -56,13 +56,9 @@ func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, 
 		ln.mu.Unlock()
 	}
 
-	l, err := c.take(tctx, want, opts)
-	if err == nil {
-		return l, nil
-	}
-	var held *NotObtainedError // declared here: errors.As makes it escape to the heap
-	if !errors.As(err, &held) {
-		return nil, err
+	l, held, err := c.tryBeforeWaiting(tctx, want, opts)
+	if l != nil || err != nil {
+		return l, err
 	}
 	now := time.Now()
 	ln.mu.Lock()
@@ -170,4 +166,18 @@ func (ln *waitLine) giveUp(ctx context.Context, q *queue, w *waiter) (*Lock, err
 		held.Holder = "unknown"
 	}
 	return nil, fmt.Errorf("%w; gave up waiting: %w", held, context.Cause(ctx))
+}
+
+// tryBeforeWaiting is a waiter's first try: the lock l, or who holds it
+// (held), or an error that waiting cannot help.
+func (c *Client) tryBeforeWaiting(ctx context.Context, want *Lock, opts *LockOptions) (*Lock, *NotObtainedError, error) {
+	l, err := c.take(ctx, want, opts)
+	if err == nil {
+		return l, nil, nil
+	}
+	var held *NotObtainedError // declared here: errors.As makes it escape to the heap
+	if !errors.As(err, &held) {
+		return nil, nil, err
+	}
+	return nil, held, nil
 }

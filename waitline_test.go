@@ -202,26 +202,47 @@ func TestAcquireWakesOnExpiryOfCrashedHolder(t *testing.T) {
 	}
 }
 
-// A waiter that gives up while first in line must not take the next
-// release's wake-up with it.
-func TestFirstInLineGivingUpPassesItsWakeUpOn(t *testing.T) {
-	srv := redistest.Start(t)
-	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "line", time.Minute)
-	c := waitClient(t, srv)
-	short, cancel := context.WithCancel(context.Background())
-	first := acquireAsync(short, c, "line", time.Minute)
-	clitest.Eventually(t, promptly, "first waiter never in line", func() bool { return withlock.Waiting(c, "line") == 1 })
-	second := acquireAsync(context.Background(), c, "line", time.Minute)
-	clitest.Eventually(t, promptly, "second waiter never in line", func() bool { return withlock.Waiting(c, "line") == 2 })
-	cancel()
-	if o := wait(t, first, promptly, "cancelled waiter"); !errors.Is(o.err, context.Canceled) || !errors.Is(o.err, withlock.ErrNotObtained) {
-		t.Fatalf("cancelled waiter: lock %v, error %v", o.lock, o.err)
-	}
-	if err := holder.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if o := wait(t, second, promptly, "second waiter after release"); o.err != nil {
-		t.Fatalf("second waiter: %v", o.err)
+// A waiter that gives up while first in line leaves at once and must not
+// take the next release's turn with it: within one Client (its local
+// queue) and across Clients (the line in Redis, where its entry is gone
+// before Acquire returns).
+func TestFirstInLineGivingUpPassesItsTurnOn(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		oneClient bool
+	}{
+		{"one Client", true},
+		{"two Clients", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.Client()
+			holder := mustAcquire(t, withlock.New(srv.Client(), nil), "line", time.Minute)
+			c1, c2 := waitClient(t, srv), waitClient(t, srv)
+			waiting := func() int { return int(inLine(t, rdb, holder.Key())) }
+			if tc.oneClient {
+				c2 = c1
+				waiting = func() int { return withlock.Waiting(c1, "line") }
+			}
+			short, cancel := context.WithCancel(context.Background())
+			first := acquireAsync(short, c1, "line", time.Minute)
+			clitest.Eventually(t, promptly, "first waiter never in line", func() bool { return waiting() == 1 })
+			second := acquireAsync(context.Background(), c2, "line", time.Minute)
+			clitest.Eventually(t, promptly, "second waiter never in line", func() bool { return waiting() == 2 })
+			cancel()
+			if o := wait(t, first, promptly, "cancelled waiter"); !errors.Is(o.err, context.Canceled) || !errors.Is(o.err, withlock.ErrNotObtained) {
+				t.Fatalf("cancelled waiter: lock %v, error %v", o.lock, o.err)
+			}
+			if n := waiting(); n != 1 {
+				t.Errorf("%d in line right after a waiter gave up, want 1", n)
+			}
+			if err := holder.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if o := wait(t, second, promptly, "second waiter after release"); o.err != nil {
+				t.Fatalf("second waiter: %v", o.err)
+			}
+		})
 	}
 }
 
