@@ -74,11 +74,7 @@ func TestFenceIncreasesAcrossFailoverToLaggingReplica(t *testing.T) {
 	g := redistest.StartSentinels(t)
 	replica := g.Replica.Client()
 	newClient := func() *withlock.Client {
-		rdb := redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: redistest.MasterName, SentinelAddrs: g.Addrs(), DisableIdentity: true, MaxRetries: -1,
-		})
-		t.Cleanup(func() { _ = rdb.Close() })
-		return withlock.New(rdb, nil)
+		return withlock.New(g.Client(&redis.FailoverOptions{MaxRetries: -1}), nil)
 	}
 	c := newClient()
 	fenceKey := withlock.FenceKey(c, "job")

@@ -16,12 +16,10 @@ import (
 // CLI's, with the given read timeout.
 func kaClient(t *testing.T, srv *redistest.Server, readTimeout time.Duration) *withlock.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{
-		Addr: srv.Addr(), DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
+	return withlock.New(srv.ClientWith(&redis.Options{
+		MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: time.Second, ReadTimeout: readTimeout, WriteTimeout: readTimeout,
-	})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return withlock.New(rdb, nil)
+	}), nil)
 }
 
 // waitLost waits up to timeout for ka to report a loss and returns when.

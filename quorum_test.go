@@ -22,10 +22,8 @@ func quorumNodes(t *testing.T) ([]*redistest.Server, []*redis.Client, *withlock.
 		s := redistest.Start(t)
 		servers = append(servers, s)
 		admins = append(admins, s.Client())
-		rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialerRetries: 1, DisableIdentity: true,
-			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second})
-		t.Cleanup(func() { _ = rdb.Close() })
-		nodes = append(nodes, rdb)
+		nodes = append(nodes, s.ClientWith(&redis.Options{MaxRetries: -1, DialerRetries: 1,
+			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second}))
 	}
 	c, err := withlock.NewQuorum(nodes, nil)
 	if err != nil {

@@ -21,9 +21,7 @@ func TestReadOnlyIsLost(t *testing.T) {
 	ctx := context.Background()
 	master := redistest.Start(t, "repl-diskless-sync-delay", "0")
 	replica := redistest.Start(t, "replicaof", fmt.Sprintf("127.0.0.1 %d", master.Port), "repl-diskless-sync-delay", "0")
-	rdb := redis.NewClient(&redis.Options{Addr: master.Addr(), MaxRetries: -1, DisableIdentity: true})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := withlock.New(rdb, nil)
+	c := withlock.New(master.ClientWith(&redis.Options{MaxRetries: -1}), nil)
 
 	var locks []*withlock.Lock
 	for i := range 3 {

@@ -185,14 +185,11 @@ func TestRetriedAcquireThatLandedIsOurs(t *testing.T) {
 			srv := redistest.Start(t)
 			check := srv.Client()
 			check.Set(ctx, "{lock:job}:fence", 41, 0) // earlier fenced acquisitions
-			rdb := redis.NewClient(&redis.Options{
-				Addr:            srv.Addr(),
-				Dialer:          lossyDialer(tc.match),
-				ReadTimeout:     300 * time.Millisecond,
-				MaxRetries:      2, // the retry this test is about
-				DisableIdentity: true,
+			rdb := srv.ClientWith(&redis.Options{
+				Dialer:      lossyDialer(tc.match),
+				ReadTimeout: 300 * time.Millisecond,
+				MaxRetries:  2, // the retry this test is about
 			})
-			defer rdb.Close()
 			l, err := withlock.New(rdb, nil).TryAcquire(ctx, "job", 10*time.Second, tc.opts)
 			if err != nil {
 				t.Fatalf("TryAcquire whose first reply was lost: %v", err)
