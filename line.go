@@ -2,11 +2,8 @@ package withlock
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -221,29 +218,6 @@ type lineResult struct {
 	err error
 }
 
-// roomFor returns key's room, creating it and its subscription. Called
-// with ln.mu held.
-func (ln *waitLine) roomFor(rdb redis.UniversalClient, key, base string) *room {
-	if r := ln.rooms[key]; r != nil {
-		return r
-	}
-	if ln.cid == "" {
-		var b [8]byte
-		_, _ = crand.Read(b[:])
-		ln.cid = hex.EncodeToString(b[:])
-	}
-	r := &room{key: key, base: base, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if ln.rooms == nil {
-		ln.rooms = make(map[string]*room)
-	}
-	ln.rooms[key] = r
-	ln.busy.Add(1)
-	r.ps = rdb.SSubscribe(context.Background(), r.channel(ln.cid))
-	go ln.listen(r)
-	go ln.keep(r, ln.cid, ln.pollInterval())
-	return r
-}
-
 // join puts w at the tail of the line, refreshing the Client's liveness
 // key in the same round trip when it is due. Alone in line, w may face a
 // free key nobody will release: the check then hands it over.
@@ -281,124 +255,6 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 		return ln.check(ctx, r, []*liner{w}, depth)
 	}
 	return nil
-}
-
-// check runs lineCheckScript for the waiters ws of r: it hands a free key
-// to the head of the line, delivers a lock already handed to one of ws
-// (its message lost), notes the holder and arms the head timer, and puts
-// back in line a waiter whose entry is gone (skipped as dead while its
-// Client stalled, or lost in a failover).
-func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) error {
-	ln.mu.Lock()
-	args := []any{ln.cid, aliveFor.Milliseconds()}
-	for _, w := range ws {
-		args = append(args, w.entry)
-	}
-	ln.mu.Unlock()
-	sent := time.Now()
-	res, err := r.rdb.Eval(ctx, lineCheckScript, []string{r.key}, args...).Slice()
-	if err == nil && len(res) != 2+len(ws) {
-		err = fmt.Errorf("unexpected reply %v", res)
-	}
-	if err != nil {
-		return fmt.Errorf("check the line for %s: %w", r.key, err)
-	}
-	holder, _ := res[0].(string)
-	pttl, _ := res[1].(int64)
-	var rejoin []*liner
-	ln.mu.Lock()
-	r.lastAlive = sent
-	r.holder, r.expires = holder, time.Time{}
-	if pttl > 0 {
-		r.expires = sent.Add(time.Duration(pttl)*time.Millisecond + expiryMargin)
-	}
-	for i, w := range ws {
-		if w.gone || w.pushing || !slices.Contains(r.waiters, w) {
-			continue // delivered meanwhile, gave up, or joining
-		}
-		pos, _ := res[2+i].(int64)
-		switch {
-		case holder == w.want.token:
-			ln.deliver(r, w, w.proof)
-		case pos >= 0:
-			w.proof = sent
-			if pos == 0 && pttl > 0 {
-				r.headAt = r.expires
-				r.tend()
-			}
-		case depth < 2:
-			rejoin = append(rejoin, w)
-		}
-	}
-	ln.mu.Unlock()
-	for _, w := range rejoin {
-		if err := ln.join(ctx, r, w, depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// deliver gives w its lock, handed over no earlier than since. Called with
-// ln.mu held.
-func (ln *waitLine) deliver(r *room, w *liner, since time.Time) {
-	ln.removeLiner(r, w)
-	w.want.acquired = since
-	w.got <- lineResult{l: w.want}
-}
-
-// deliverToken delivers the lock to r's waiter with token tok, if it is
-// still waiting: handed over no earlier than since, or than the waiter's
-// proof when since is zero. Called with ln.mu held.
-func (ln *waitLine) deliverToken(r *room, tok string, since time.Time) {
-	for _, w := range r.waiters {
-		if w.want.token == tok {
-			if since.IsZero() {
-				since = w.proof
-			}
-			ln.deliver(r, w, since)
-			return
-		}
-	}
-}
-
-// fail ends the waits of ws with err. Called with ln.mu held.
-func (ln *waitLine) fail(r *room, ws []*liner, err error) {
-	for _, w := range ws {
-		if !w.gone && slices.Contains(r.waiters, w) {
-			ln.removeLiner(r, w)
-			w.got <- lineResult{err: err}
-		}
-	}
-}
-
-// removeLiner takes w out of r and lets r linger once empty. Called with
-// ln.mu held.
-func (ln *waitLine) removeLiner(r *room, w *liner) {
-	if i := slices.Index(r.waiters, w); i >= 0 {
-		r.waiters = slices.Delete(r.waiters, i, i+1)
-	}
-	if len(r.waiters) > 0 {
-		return
-	}
-	if r.linger == nil {
-		r.linger = time.AfterFunc(ln.lingerTime(), func() { ln.dropRoom(r) })
-	} else {
-		r.linger.Reset(ln.lingerTime())
-	}
-}
-
-// dropRoom closes r once it has stayed empty for the linger time.
-func (ln *waitLine) dropRoom(r *room) {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if ln.rooms[r.key] != r || len(r.waiters) > 0 {
-		return
-	}
-	delete(ln.rooms, r.key)
-	ln.busy.Add(-1)
-	close(r.done)
-	_ = r.ps.Close()
 }
 
 // leaveLine is a waiter giving up: it leaves the line at once (LREM), and
@@ -439,107 +295,6 @@ func (ln *waitLine) leaveLine(ctx, tctx context.Context, r *room, w *liner, join
 		err = errors.New("could not join the line")
 	}
 	return nil, fmt.Errorf("%w; gave up waiting: %w", held, err)
-}
-
-// listen delivers the locks published to this Client's channel and notes
-// subscription confirmations, until r is dropped.
-func (ln *waitLine) listen(r *room) {
-	ctx := context.Background()
-	first, failures := true, 0
-	for {
-		msg, err := r.ps.Receive(ctx)
-		select {
-		case <-r.done:
-			return
-		default:
-		}
-		if err != nil {
-			if first && isRedisReply(err) { // no SSUBSCRIBE here (Redis < 7, an ACL)
-				r.err = err
-				close(r.confirmed)
-				return
-			}
-			failures++
-			time.Sleep(min(time.Duration(failures)*50*time.Millisecond, time.Second))
-			continue
-		}
-		failures = 0
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if m.Kind != "ssubscribe" {
-				continue
-			}
-			if first {
-				first = false
-				close(r.confirmed)
-				continue
-			}
-			// Restored after a lost connection: messages may be lost and
-			// releases may have skipped us as dead.
-			ln.mu.Lock()
-			r.recover = true
-			ln.mu.Unlock()
-			r.tend()
-		case *redis.Message:
-			ln.mu.Lock()
-			ln.deliverToken(r, m.Payload, time.Time{})
-			ln.mu.Unlock()
-		}
-	}
-}
-
-// keep refreshes the Client's liveness key while r has waiters and runs
-// the check when it is due, until r is dropped.
-func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
-	timer := time.NewTimer(aliveEvery)
-	defer timer.Stop()
-	ctx := context.Background()
-	for {
-		select {
-		case <-r.done:
-			return
-		case <-r.kick:
-		case <-timer.C:
-		}
-		now := time.Now()
-		next := now.Add(aliveEvery)
-		var due []*liner
-		ln.mu.Lock()
-		headDue := !r.headAt.IsZero() && !now.Before(r.headAt)
-		for _, w := range r.waiters {
-			every := poll
-			if w.pushing || w.proof.IsZero() {
-				continue // not in line yet: its join takes care
-			}
-			if r.recover || headDue || now.Sub(w.proof) >= every {
-				due = append(due, w)
-			} else if at := w.proof.Add(every + rand.N(every/4+1)); at.Before(next) {
-				next = at
-			}
-		}
-		if headDue {
-			r.headAt = time.Time{}
-		} else if !r.headAt.IsZero() && r.headAt.Before(next) {
-			next = r.headAt
-		}
-		r.recover = false
-		refresh := len(r.waiters) > 0 && now.Sub(r.lastAlive) >= aliveEvery
-		if refresh {
-			r.lastAlive = now
-		}
-		ln.mu.Unlock()
-		switch {
-		case len(due) > 0:
-			if err := ln.check(ctx, r, due, 0); err != nil {
-				ln.mu.Lock()
-				ln.fail(r, due, err)
-				ln.mu.Unlock()
-			}
-		case refresh:
-			_ = r.rdb.Set(ctx, r.alive(cid), 1, aliveFor).Err()
-		}
-		timer.Reset(max(time.Until(next), time.Millisecond))
-	}
 }
 
 // releaseReply reads the release script's reply: the token it handed the
