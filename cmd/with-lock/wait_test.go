@@ -79,11 +79,7 @@ func TestWaitTimesOutWith75(t *testing.T) {
 
 // -w runs the command as soon as the holder releases the lock.
 func TestWaitRunsAfterRelease(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	holder := holdLock(t, srv, "job")
-	marker := filepath.Join(t.TempDir(), "ran")
-	p := startWaiting(t, srv, rdb, "lock:job", "-w", "1m", "job", "touch", marker)
+	rdb, holder, marker, p := waitingForJob(t)
 	if exists(marker) {
 		t.Fatalf("the command ran while the lock was held")
 	}
@@ -104,11 +100,7 @@ func TestWaitRunsAfterRelease(t *testing.T) {
 // SIGINT while waiting: 130, nothing run, the holder's lock untouched, the
 // line left.
 func TestWaitInterruptedExits130(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	holder := holdLock(t, srv, "job")
-	marker := filepath.Join(t.TempDir(), "ran")
-	p := startWaiting(t, srv, rdb, "lock:job", "-w", "1m", "job", "touch", marker)
+	rdb, holder, marker, p := waitingForJob(t)
 	p.Signal(syscall.SIGINT)
 	r := p.Wait(waitFor)
 	if r.Code != 130 {
@@ -154,4 +146,16 @@ func TestWaitInterruptRacingReleaseLeavesNoLock(t *testing.T) {
 			t.Fatalf("iteration %d: lock:race left behind after with-lock exited", i)
 		}
 	}
+}
+
+// waitingForJob holds lock:job and starts a with-lock -w 1m that would
+// touch marker, returning once it waits: the admin client, the holder's
+// lock, the marker's path and the waiting process.
+func waitingForJob(t *testing.T) (*redis.Client, *withlock.Lock, string, *clitest.Proc) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	holder := holdLock(t, srv, "job")
+	marker := filepath.Join(t.TempDir(), "ran")
+	return rdb, holder, marker, startWaiting(t, srv, rdb, "lock:job", "-w", "1m", "job", "touch", marker)
 }
