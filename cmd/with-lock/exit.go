@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
@@ -110,6 +111,13 @@ func (r *runner) inUserWords(err error) string {
 			}
 		}
 		msg = strings.ReplaceAll(msg, t.Error(), words)
+	}
+	// A refused connection: nothing listens there (Redis down, or the
+	// wrong port), which Go says as "dial tcp ADDR: connect: connection
+	// refused".
+	var op *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) && errors.As(err, &op) && op.Addr != nil {
+		msg = strings.ReplaceAll(msg, op.Error(), "nothing listens at "+op.Addr.String()+" (connection refused)")
 	}
 	// What a wrapper said in words of its own, not as a wrapped error.
 	return strings.NewReplacer("context deadline exceeded", said, "i/o timeout", said).Replace(msg)

@@ -88,7 +88,7 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 		{"--sentinel-password-file is a directory", nil, job(append(sentinel, "--sentinel-password-file", e.dir)...), 78, "--sentinel-password-file " + e.dir + " is a directory"},
 		{"rediss:// to plain Redis", nil, jobAt("--redis", plainTLS), 78, "speaks plain Redis, not TLS: use redis://"},
 
-		{"nothing listening", nil, jobAt("--redis", "redis://"+nobody+"/0", "--redis-timeout", "1s"), 69, "is Redis up and reachable"},
+		{"nothing listening", nil, jobAt("--redis", "redis://"+nobody+"/0", "--redis-timeout", "1s"), 69, "nothing listens at " + nobody + " (connection refused)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

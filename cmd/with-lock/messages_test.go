@@ -88,7 +88,7 @@ func TestLostLockSaysWhy(t *testing.T) {
 		}, regexp.MustCompile(`lost: it expired: not renewed for \S+ of its 1s TTL \(was with-lock paused or starved of CPU\?\); stopping`)},
 		{"Redis unreachable", func(t *testing.T, key string, _ *clitest.Proc) {
 			e.srv.Kill()
-		}, regexp.MustCompile(`presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for \S+ of its 1s TTL \(last attempt: .*connection refused\); stopping`)},
+		}, regexp.MustCompile(`presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for \S+ of its 1s TTL \(last attempt: .*nothing listens at \S+ \(connection refused\)\); stopping`)},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
