@@ -78,6 +78,7 @@ type Lock struct {
 	MinHold      time.Duration // keep the lock at least this long after acquiring it
 	Fence        bool          // draw a fencing number: WITH_LOCK_FENCE
 	MinReplicas  int           // WAIT for this many replicas after acquiring
+	Slots        int           // holders allowed at once; 1 is the plain lock
 }
 
 // Supervision is what happens to the command while it runs.
@@ -234,6 +235,11 @@ func (c *Config) validate() error {
 		return c.bad("conflict-exit-code", "%d is outside 0-255", c.ConflictExit)
 	case c.MinHold < 0:
 		return c.bad("min-hold", "%s is negative", c.MinHold)
+	case c.Slots < 1 || c.Slots > MaxSlots:
+		return c.bad("slots", "%d is outside 1-%d", c.Slots, MaxSlots)
+	case c.Slots > 1 && !c.Cluster && len(c.RedisURLs) > 1:
+		// A line and a set of slots need one authority; a quorum has none.
+		return errors.New("--slots needs one Redis deployment, not a quorum of masters")
 	case c.MinReplicas < 0:
 		return c.bad("min-replicas", "%d is negative", c.MinReplicas)
 	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
@@ -263,6 +269,10 @@ func (c *Config) validateRun() error {
 	}
 	return nil
 }
+
+// MaxSlots bounds --slots: an acquisition tries the slots one by one in
+// one script, so its cost grows with N.
+const MaxSlots = 1000
 
 // DefaultRecordTTL is how long a last-run record is kept: a few weeks, so
 // that the question "did it run last night?" has its answer after a long

@@ -35,7 +35,7 @@ func settingsOf(c *config.Config) config.Config {
 func TestParse(t *testing.T) {
 	defaults := config.Config{
 		Connection:  config.Connection{RedisURLs: []string{config.DefaultRedisURL}, RedisTimeout: config.DefaultRedisTimeout},
-		Lock:        config.Lock{Prefix: config.DefaultPrefix, TTL: config.DefaultTTL, ConflictExit: config.DefaultConflictExit},
+		Lock:        config.Lock{Prefix: config.DefaultPrefix, TTL: config.DefaultTTL, ConflictExit: config.DefaultConflictExit, Slots: 1},
 		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL},
 		Output:      config.Output{LogFormat: config.LogText},
 	}
@@ -69,6 +69,8 @@ func TestParse(t *testing.T) {
 		{"redis host:port", []string{"--redis", "cache:6380", "job", "cmd"}, env(),
 			with(func(c *config.Config) { c.RedisURLs = []string{"redis://cache:6380/0"} }), "job", []string{"cmd"}},
 		{"-E 255", []string{"-E", "255", "job", "cmd"}, env(), with(func(c *config.Config) { c.ConflictExit = 255 }), "job", []string{"cmd"}},
+		{"--slots", []string{"--slots", "3", "job", "cmd"}, env(), with(func(c *config.Config) { c.Slots = 3 }), "job", []string{"cmd"}},
+		{"slots from the environment", []string{"job", "cmd"}, env("WITH_LOCK_SLOTS", "2"), with(func(c *config.Config) { c.Slots = 2 }), "job", []string{"cmd"}},
 		{"sub-second ttl", []string{"--ttl", "1500ms", "job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = 1500 * time.Millisecond }), "job", []string{"cmd"}},
 		{"the shortest ttl", []string{"--ttl", "200ms", "job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = config.MinTTL }), "job", []string{"cmd"}},
 		{"-- before the name", []string{"--ttl", "5s", "--", "-job", "cmd"}, env(), with(func(c *config.Config) { c.TTL = 5 * time.Second }), "-job", []string{"cmd"}},
@@ -135,6 +137,9 @@ func TestParseUsageErrors(t *testing.T) {
 		{[]string{"-E", "256", "job", "cmd"}, "outside 0-255"},
 		{[]string{"-E", "-1", "job", "cmd"}, "outside 0-255"},
 		{[]string{"-E", "x", "job", "cmd"}, "x"},
+		{[]string{"--slots", "0", "job", "cmd"}, "--slots 0 is outside 1-1000"},
+		{[]string{"--slots", "1001", "job", "cmd"}, "outside 1-1000"},
+		{[]string{"--slots", "3", "--redis", "redis://a:1/0", "--redis", "redis://b:1/0", "--redis", "redis://c:1/0", "job", "cmd"}, "--slots needs one Redis deployment"},
 		{[]string{"--bogus", "job", "cmd"}, "bogus"},
 		{[]string{"-x", "job", "cmd"}, "-x"},
 		{[]string{"--ttl"}, "ttl"},

@@ -69,6 +69,8 @@ func settings(c *Config) []group {
 			// Not WITH_LOCK_FENCE: that is the number given to the command.
 			{name: "fence", env: "WITH_LOCK_FENCING", field: &c.Fence,
 				help: "give the command a fencing number, increasing per acquisition, in " + EnvLockFence},
+			{name: "slots", env: "WITH_LOCK_SLOTS", field: &c.Slots, def: 1,
+				help: "let up to `N` holders run at once (a semaphore); every run of a name must use the same N"},
 			{name: "min-replicas", env: "WITH_LOCK_MIN_REPLICAS", field: &c.MinReplicas,
 				help: "after acquiring, wait until `N` replicas have the lock, else exit 69"},
 		}},

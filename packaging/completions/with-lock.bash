@@ -18,7 +18,7 @@ _with_lock()
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
-                --sentinel-password-file | --min-replicas | --config | --log-format | --record-ttl)
+                --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl)
                 ((i++))
                 ;;
             -*) ;;
@@ -49,7 +49,7 @@ _with_lock()
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --record-ttl)
+            --min-replicas | --slots | --record-ttl)
             return
             ;;
     esac
@@ -60,7 +60,7 @@ _with_lock()
             --record-ttl --no-record -w --wait
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
-            --sentinel-password-file --cluster --min-replicas --config --print-config
+            --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help' -- "$cur"))
     fi
 } &&

@@ -8,7 +8,7 @@ function __with_lock_command_start
     set -l words (commandline -opc)
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
         --min-hold -w --wait -E --conflict-exit-code --cacert --cert --key --password-file \
-        --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --config \
+        --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
         --log-format
     set -l i 2
     while test $i -le (count $words)
@@ -82,6 +82,7 @@ complete -c with-lock -n $flags -l sentinel-user -x -d 'ACL user for the sentine
 complete -c with-lock -n $flags -l sentinel-password-file -r -F -d 'read the sentinels password from FILE'
 complete -c with-lock -n $flags -l cluster -d 'the --redis URLs are Redis Cluster seeds'
 complete -c with-lock -n $flags -l min-replicas -x -d 'wait until N replicas have the lock'
+complete -c with-lock -n $flags -l slots -x -d 'let up to N holders run at once'
 complete -c with-lock -n $flags -l config -r -F -d 'read settings from the TOML FILE'
 complete -c with-lock -n $flags -l print-config -d 'print the effective settings and where each came from'
 complete -c with-lock -n $flags -l version -d 'print the version and exit'
