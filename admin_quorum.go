@@ -49,7 +49,7 @@ func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
 // one token was on a majority of them.
 func (q *quorum) breakLock(ctx context.Context, key string) (lockView, error) {
 	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus {
-		token, err := breakOn(ctx, rdb, key)
+		token, _, err := breakOn(ctx, rdb, key)
 		return nodeStatus{token: token, err: err}
 	})
 	return majority(key, views, q.need)

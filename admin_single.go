@@ -24,6 +24,9 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 	if n.record != "" {
 		v.records = []string{n.record}
 	}
+	if slots, ok := slotsOf(n.token); ok {
+		return s.viewSlots(ctx, v, slots)
+	}
 	return v, nil
 }
 
@@ -59,11 +62,14 @@ func scanKeys(ctx context.Context, rdb redis.Cmdable, match string) ([]string, e
 // breakLock runs the break script where the key lives: on a Cluster the
 // client sends it to the master of the key's slot.
 func (s *single) breakLock(ctx context.Context, key string) (lockView, error) {
-	token, err := breakOn(ctx, s.rdb, key)
+	token, slots, err := breakOn(ctx, s.rdb, key)
 	if err != nil {
 		return lockView{}, err
 	}
 	v := lockView{st: &Status{Key: key}, token: token}
+	if n, ok := slotsOf(token); ok {
+		return brokenSlots(v, n, slots), nil
+	}
 	if token != "" {
 		v.st.Held, v.st.Holder, v.st.Since = true, holderOf(token), sinceOf(token)
 	}
@@ -82,6 +88,11 @@ func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time
 	// ARGV[3] is the release's Client id in the fair line; none here.
 	v, err := rdb.Eval(ctx, finishScript, []string{l.key, recordKey(l.key)},
 		l.token, keep.Milliseconds(), "", rec, retention.Milliseconds()).Slice()
+	return finishReply(l, v, err)
+}
+
+// finishReply reads the reply v (or err) of a finish script for l.
+func finishReply(l *Lock, v []any, err error) (relErr, recErr error) {
 	if err != nil {
 		err = opError("release", l.key, err)
 		return err, err

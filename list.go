@@ -86,29 +86,69 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 var breakScript string
 
 // breakOn runs the break script for key on rdb and returns the token it
-// removed, "" when the key was missing.
-func breakOn(ctx context.Context, rdb redis.UniversalClient, key string) (string, error) {
-	token, err := rdb.Eval(ctx, breakScript, []string{key}).Text()
+// removed, "" when the key was missing; for a semaphore's marker also the
+// tokens it removed from the slots, by slot ("" for a free one).
+func breakOn(ctx context.Context, rdb redis.UniversalClient, key string) (string, []string, error) {
+	b, _ := lineBase(key) // "" for a key that cannot be a semaphore
+	v, err := rdb.Eval(ctx, breakScript, []string{key}, b).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return "", nil
+		return "", nil, nil
 	case isWrongType(err):
-		return "", wrongType(ctx, rdb, key, "key", err)
+		return "", nil, wrongType(ctx, rdb, key, "key", err)
 	case err != nil:
-		return "", opError("break", key, err)
+		return "", nil, opError("break", key, err)
 	}
-	return token, nil
+	switch v := v.(type) {
+	case string:
+		return v, nil, nil
+	case []any:
+		var out []string
+		for _, t := range v {
+			s, _ := t.(string)
+			out = append(out, s)
+		}
+		if len(out) > 0 {
+			return out[0], out[1:], nil
+		}
+	}
+	return "", nil, fmt.Errorf("break %s: unexpected reply %v", key, v)
 }
 
 // isSideKey reports whether key is the fencing counter or last-run record
-// of another key (see sideKey) rather than a lock.
+// of another key (see sideKey), or one of the keys beside it that have its
+// line base (lineBase): its fair line, a waiting Client's liveness key, a
+// semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
 	for _, what := range []string{"fence", "last"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
 			return true
 		}
 	}
-	return false
+	return isLineKey(key)
+}
+
+// isLineKey reports whether key is "B:q", "B:c:<hex id>" or "B:s:<n>" for
+// a line base B (a key with a hash tag).
+func isLineKey(key string) bool {
+	b, ok := strings.CutSuffix(key, ":q")
+	if !ok {
+		i := strings.LastIndexByte(key, ':')
+		j := strings.LastIndexByte(key[:max(i, 0)], ':')
+		if j < 0 {
+			return false
+		}
+		id := key[i+1:]
+		switch key[j:i] {
+		case ":c":
+			ok = id != "" && strings.Trim(id, "0123456789abcdef") == ""
+		case ":s":
+			ok = id != "" && strings.Trim(id, "0123456789") == ""
+		}
+		b = key[:j]
+	}
+	lb, tagged := lineBase(b)
+	return ok && tagged && lb == b && strings.Contains(b, "{")
 }
 
 // lockKeyOfRecord returns the lock key whose last-run record is at key.

@@ -193,6 +193,7 @@ type Lock struct {
 	ttl      time.Duration
 	minHold  time.Duration
 	fence    int64
+	slot     int       // a semaphore's slot (semaphore.go), 0 for a plain lock
 	acquired time.Time // when the acquiring command was sent (monotonic)
 	// renewBy is set by the backend: a time since acquired at which the
 	// lock should be renewed before its regular interval (a quorum repairs

@@ -88,6 +88,9 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 		}
 		return err
 	}
+	if n, ok := slotsOf(holder); ok {
+		return &SlotsError{Key: l.key, Have: n, Want: 1}
+	}
 	if holder != l.token {
 		return notObtained(l.key, holder, ttl)
 	}
@@ -234,10 +237,18 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 // abandon deletes l's key if it still holds l's token, best effort, even
 // when ctx is already cancelled: see abandonAttempts.
 func (s *single) abandon(ctx context.Context, l *Lock) {
+	retryCleanup(ctx, func(ctx context.Context) error {
+		return s.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, 0).Err()
+	})
+}
+
+// retryCleanup runs del, a deletion of our own token, up to abandonAttempts
+// times until Redis answers, even when ctx is already cancelled.
+func retryCleanup(ctx context.Context, del func(context.Context) error) {
 	ctx = context.WithoutCancel(ctx)
 	for i := range abandonAttempts {
 		start := time.Now()
-		err := s.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, 0).Err()
+		err := del(ctx)
 		if err == nil || isRedisReply(err) {
 			return
 		}

@@ -36,6 +36,12 @@ type Status struct {
 	// (LastRun is that run): the key lives on only for its
 	// LockOptions.MinHold.
 	Finished bool
+	// Slots is the number of slots when the name is a semaphore
+	// (NewSemaphore), read from its marker; 0 for a plain lock.
+	Slots int
+	// Holders lists every holder of a semaphore's name by slot; Holder,
+	// TTL and Since above are the first of them. nil for a plain lock.
+	Holders []SlotHolder
 }
 
 // Status reads the lock called name, its remaining time, its fencing

@@ -1,0 +1,352 @@
+package withlock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A semaphore admits up to N holders of one name at once. Its keys, all in
+// the Cluster slot of the name's key K (B is lineBase(K), K's hash tag):
+//
+//   - K holds the marker "#slots=N" (tokens never start with '#'), so that
+//     every user of the name sees how many slots it has: a plain lock's SET
+//     NX fails on it, and a semaphore of another size reads it. Its expiry
+//     is never shorter than any slot's: every command that sets a slot's
+//     expiry to now+t also runs PEXPIRE K t GT (or sets the marker anew). The
+//     last release deletes it.
+//   - "B:s:1" … "B:s:N" hold the holders' tokens, each a plain lock.
+//
+// The fencing counter, the last-run record and the fair line are the
+// plain lock's (fenceKey, recordKey, line.go).
+
+// ErrSlotsMismatch means the lock's name is in use with another number of
+// slots (a plain lock counts as 1). Errors matching it are *SlotsError.
+var ErrSlotsMismatch = errors.New("lock name is used with a different number of slots")
+
+// SlotsError says that a name is in use with Have slots while the caller
+// wanted Want; Have or Want 1 is a plain lock. It matches ErrSlotsMismatch.
+// Waiting does not help: TryAcquire and Acquire return it at once.
+type SlotsError struct {
+	Key        string // the name's Redis key
+	Have, Want int
+}
+
+// Error names both numbers and what to do.
+func (e *SlotsError) Error() string {
+	have := fmt.Sprintf("in use with %d slots", e.Have)
+	if e.Have == 1 {
+		have = "held as a plain lock"
+	}
+	want := strconv.Itoa(e.Want)
+	switch {
+	case e.Want == 1:
+		want = "a plain lock"
+	case e.Have == 1:
+		want = fmt.Sprintf("a semaphore of %d slots", e.Want)
+	}
+	return fmt.Sprintf("lock %s is %s, not %s: every user of a name must use the same number of slots", e.Key, have, want)
+}
+
+// Is makes errors.Is(err, ErrSlotsMismatch) true.
+func (e *SlotsError) Is(target error) bool { return target == ErrSlotsMismatch }
+
+// SlotHolder is one holder of a semaphore's slot, as Status reports it.
+type SlotHolder struct {
+	Slot   int           // 1..N
+	Holder string        // "<host>:<pid>", or "unknown"
+	TTL    time.Duration // remaining time; -1 without expiry
+	Since  time.Time     // when it began acquiring; zero if unknown
+}
+
+// NewSemaphore returns a Client whose locks each admit up to slots holders
+// at once: "at most two backups across the fleet". Everything a Client does
+// works per holder: TryAcquire takes a free slot or fails with a
+// *NotObtainedError naming the holder whose slot frees first; Acquire
+// waits, woken by releases; Do, KeepAlive, Extend, Release, MinHold and
+// ReleaseAndRecord act on the holder's own slot (Lock.Slot); Fence draws one
+// number per acquisition, strictly increasing per name across all slots.
+// Status, List and Break of a semaphore's name work from any Client, a plain
+// one too: Status lists every holder.
+//
+// Every user of a name must use the same number of slots: a plain lock is
+// one slot, and a name in use with another number is refused at once with
+// a *SlotsError (ErrSlotsMismatch), never waited for. slots == 1 is New,
+// the plain lock, command for command; slots < 1 is an error.
+//
+// A semaphore lives on one Redis deployment (a server, Sentinel, or
+// Cluster, where all its keys share the name's slot); there is no quorum
+// semaphore. Names containing '}' without a hash tag are refused, as are
+// LockOptions.MinReplicas (errors.ErrUnsupported).
+func NewSemaphore(rdb redis.UniversalClient, slots int, opts *Options) (*Client, error) {
+	switch {
+	case slots < 1:
+		return nil, fmt.Errorf("withlock: a semaphore needs at least 1 slot, not %d", slots)
+	case slots == 1:
+		return New(rdb, opts), nil
+	}
+	return newClient(&semaphore{single: &single{rdb: rdb}, n: slots}, opts), nil
+}
+
+// Slot returns the semaphore slot the lock holds, 1..N, or 0 for a plain
+// lock.
+func (l *Lock) Slot() int { return l.slot }
+
+// semaphore keeps locks of n slots on one deployment. It is single where
+// the keys are the same (status, listing, breaking, the subscription) and
+// its own wherever a holder's slot is involved.
+type semaphore struct {
+	*single
+	n int
+}
+
+var (
+	// slotsAcquireScript takes a free slot: KEYS[1] is the name's key K,
+	// KEYS[2] its fence counter when fencing; ARGV the base B, the number
+	// of slots N, the token, the TTL in ms. It builds the slot keys
+	// "B:s:<i>" itself: undeclared keys, but in K's Cluster slot, as B is
+	// K's hash tag. It replies {-1, K's value} when K holds a plain token
+	// or another marker; {0, token, pttl} of the holder whose slot frees
+	// first when all are taken; else {slot, fence or 0}, after setting the
+	// slot and the marker (SET PX when missing, PEXPIRE GT otherwise). A
+	// slot already holding our token (an earlier attempt that landed) is
+	// ours. The fence counter is checked first, as acquireFencedScript does.
+	//go:embed slots_acquire.lua
+	slotsAcquireScript string
+	// slotsReleaseScript is releaseScript for a slot: KEYS[1] is K, ARGV
+	// the token, the ms to keep, B, N, the slot (0: find the slot holding
+	// the token, for a clean-up) and the fair line's Client id or "". With
+	// keep it shortens the slot's life and keeps the marker at least as
+	// long; otherwise it deletes the slot, the marker when no slot is left,
+	// and publishes on K so that waiters try. 0 when the slot was not ours.
+	//go:embed slots_release.lua
+	slotsReleaseScript string
+	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
+	// the slot's key, ARGV the token, the TTL in ms and the marker. It
+	// refuses (0) when K holds anything but the marker or nothing.
+	//go:embed slots_extend.lua
+	slotsExtendScript string
+)
+
+// slotsFinishScript is finishScript around slotsReleaseScript.
+var slotsFinishScript = "local function release()\n" + slotsReleaseScript + "\nend\n" +
+	"local r = release()\n" +
+	"local s = redis.pcall('set', KEYS[#KEYS], ARGV[#ARGV-1], 'PX', ARGV[#ARGV])\n" +
+	"if type(s) == 'table' and s.err then return {r, s.err} end\n" +
+	"return {r, 'OK'}\n"
+
+// markerPrefix starts a semaphore's marker "#slots=N".
+const markerPrefix = "#slots="
+
+func marker(n int) string { return markerPrefix + strconv.Itoa(n) }
+
+// slotsOf reads a marker: its number of slots, or false for a token.
+func slotsOf(v string) (int, bool) {
+	s, ok := strings.CutPrefix(v, markerPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0
+}
+
+// slotKey is the key of slot i of the name whose key has the line base b.
+func slotKey(b string, i int) string { return b + ":s:" + strconv.Itoa(i) }
+
+// base is key's line base, or an error for a key with '}' and no hash tag,
+// whose slot keys could not share its Cluster slot.
+func (s *semaphore) base(key string) (string, error) {
+	b, ok := lineBase(key)
+	if !ok {
+		return "", fmt.Errorf("semaphore %s: a name with '}' needs a hash tag {...} before it", key)
+	}
+	return b, nil
+}
+
+func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
+	if opts != nil && opts.MinReplicas > 0 {
+		return fmt.Errorf("acquire %s: MinReplicas for a semaphore: %w", l.key, errors.ErrUnsupported)
+	}
+	b, err := s.base(l.key)
+	if err != nil {
+		return err
+	}
+	keys := []string{l.key}
+	if opts != nil && opts.Fence {
+		keys = append(keys, fenceKey(l.key))
+	}
+	v, err := s.rdb.Eval(ctx, slotsAcquireScript, keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
+	if err == nil && len(v) < 2 {
+		err = fmt.Errorf("unexpected reply %v", v)
+	}
+	switch {
+	case isWrongType(err) && strings.Contains(err.Error(), "fence counter"):
+		return wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
+	case isWrongType(err):
+		return wrongType(ctx, s.rdb, l.key, "key", err)
+	case err != nil:
+		if mayHaveLanded(err) {
+			s.abandonSlot(ctx, l)
+		}
+		return fmt.Errorf("acquire %s: %w", l.key, err)
+	}
+	slot, _ := v[0].(int64)
+	switch {
+	case slot < 0:
+		have, _ := v[1].(string)
+		n, ok := slotsOf(have)
+		if !ok {
+			n = 1
+		}
+		return &SlotsError{Key: l.key, Have: n, Want: s.n}
+	case slot == 0:
+		token, _ := v[1].(string)
+		var ttl int64
+		if len(v) > 2 {
+			ttl, _ = v[2].(int64)
+		}
+		return notObtained(l.key, token, time.Duration(ttl)*time.Millisecond)
+	}
+	l.slot = int(slot)
+	if opts != nil && opts.Fence {
+		l.fence, _ = v[1].(int64)
+	}
+	return nil
+}
+
+// abandonSlot deletes l's token from whichever slot holds it, as abandon
+// does for a plain lock.
+func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
+	b, _ := lineBase(l.key)
+	retryCleanup(ctx, func(ctx context.Context) error {
+		return s.rdb.Eval(ctx, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "").Err()
+	})
+}
+
+func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+	b, _ := lineBase(l.key)
+	n, err := s.rdb.Eval(ctx, slotsExtendScript, []string{l.key, slotKey(b, l.slot)}, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
+	if err != nil {
+		return opError("extend", l.key, err)
+	}
+	if n != 1 {
+		return ErrLockNotHeld
+	}
+	return nil
+}
+
+func (s *semaphore) release(ctx context.Context, l *Lock, keep time.Duration) error {
+	_, err := s.releaseTo(ctx, l, keep, "")
+	return err
+}
+
+func (s *semaphore) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
+	b, _ := lineBase(l.key)
+	v, err := s.rdb.Eval(ctx, slotsReleaseScript, []string{l.key}, l.token, keep.Milliseconds(), b, s.n, l.slot, cid).Result()
+	if err != nil {
+		return "", opError("release", l.key, err)
+	}
+	to, ok := releaseReply(v)
+	if !ok {
+		return "", ErrLockNotHeld
+	}
+	return to, nil
+}
+
+func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
+	b, _ := lineBase(l.key)
+	ms, err := s.rdb.Eval(ctx, pttlScript, []string{slotKey(b, l.slot)}, l.token).Int64()
+	if err != nil {
+		return 0, opError("ttl of", l.key, err)
+	}
+	if ms < 0 {
+		return 0, ErrLockNotHeld
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// finish is single's finish with the slot's release script.
+func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
+	b, _ := lineBase(l.key)
+	v, err := s.rdb.Eval(ctx, slotsFinishScript, []string{l.key, recordKey(l.key)},
+		l.token, keep.Milliseconds(), b, s.n, l.slot, "", rec, retention.Milliseconds()).Slice()
+	return finishReply(l, v, err)
+}
+
+// lineStore is nil: semaphore waiters are woken by release messages.
+func (s *semaphore) lineStore() redis.UniversalClient { return nil }
+
+// handOver is not done: a plain SET NX is not how a slot is taken.
+func (s *semaphore) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {
+	return false, false, nil
+}
+
+// viewSlots completes v, the view of a key that holds the marker of n
+// slots, with the slots' holders, read in one MULTI/EXEC.
+func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, error) {
+	key := v.st.Key
+	b, ok := lineBase(key)
+	if !ok {
+		return v, nil
+	}
+	gets := make([]*redis.StringCmd, n)
+	pttls := make([]*redis.DurationCmd, n)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			gets[i] = p.Get(ctx, slotKey(b, i+1))
+			pttls[i] = p.PTTL(ctx, slotKey(b, i+1))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return lockView{}, fmt.Errorf("status of %s: %w", key, err)
+	}
+	st := v.st
+	st.Slots, st.Held, st.Holder, st.TTL, st.Since = n, false, "", 0, time.Time{}
+	v.token = ""
+	for i := range n {
+		token, err := gets[i].Result()
+		if err != nil {
+			continue
+		}
+		h := SlotHolder{Slot: i + 1, Holder: holderOf(token), Since: sinceOf(token)}
+		switch d := pttls[i].Val(); {
+		case d > 0:
+			h.TTL = d
+		case d == -1:
+			h.TTL = -1
+		}
+		st.Holders = append(st.Holders, h)
+		if !st.Held {
+			st.Held, st.Holder, st.TTL, st.Since = true, h.Holder, h.TTL, h.Since
+			v.token = token
+		}
+	}
+	return v, nil
+}
+
+// brokenSlots completes v, the view of a broken key that held the marker of
+// n slots, with the tokens removed from its slots.
+func brokenSlots(v lockView, n int, tokens []string) lockView {
+	st := v.st
+	st.Slots = n
+	v.token = ""
+	for i, token := range tokens {
+		if token == "" {
+			continue
+		}
+		h := SlotHolder{Slot: i + 1, Holder: holderOf(token), Since: sinceOf(token)}
+		st.Holders = append(st.Holders, h)
+		if !st.Held {
+			st.Held, st.Holder, st.Since = true, h.Holder, h.Since
+			v.token = token
+		}
+	}
+	return v
+}

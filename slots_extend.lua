@@ -1,0 +1,16 @@
+-- Extend a semaphore's slot only if it is still ours (see slotsExtendScript).
+-- KEYS[1]: the name's key, KEYS[2]: the slot's. ARGV: token, TTL in ms, marker.
+if redis.call('get', KEYS[2]) ~= ARGV[1] then
+  return 0
+end
+local m = redis.call('get', KEYS[1])
+if m and m ~= ARGV[3] then
+  return 0
+end
+redis.call('pexpire', KEYS[2], ARGV[2])
+if m then
+  redis.call('pexpire', KEYS[1], ARGV[2], 'GT')
+else
+  redis.call('set', KEYS[1], ARGV[3], 'PX', ARGV[2])
+end
+return 1

@@ -1,0 +1,38 @@
+-- Release a semaphore's slot if it holds our token (see slotsReleaseScript).
+-- KEYS[1]: the name's key. ARGV: token, ms to keep, base, slots, slot (0:
+-- find ours), our Client id or ''. Slot keys are built here from the base.
+local k, b, n, i = KEYS[1], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local want = '#slots=' .. n
+if i == 0 then
+  for j = 1, n do
+    if redis.call('get', b .. ':s:' .. j) == ARGV[1] then
+      i = j
+      break
+    end
+  end
+  if i == 0 then
+    return 0
+  end
+end
+local s = b .. ':s:' .. i
+if redis.call('get', s) ~= ARGV[1] then
+  return 0
+end
+local keep = tonumber(ARGV[2])
+if keep > 0 then
+  redis.call('pexpire', s, keep)
+  if redis.call('pexpire', k, keep, 'GT') == 0 then
+    redis.call('set', k, want, 'NX', 'PX', keep)
+  end
+  return 1
+end
+redis.call('del', s)
+local ks = {}
+for j = 1, n do
+  ks[j] = b .. ':s:' .. j
+end
+if redis.call('exists', unpack(ks)) == 0 and redis.call('get', k) == want then
+  redis.call('del', k)
+end
+redis.call('publish', k, '')
+return 1
