@@ -26,6 +26,14 @@ func newLocker(cfg *config.Config) (*withlock.Client, func(), error) {
 		}
 	}
 	opts := &withlock.Options{Prefix: cfg.Prefix}
+	if len(clients) == 1 && cfg.Slots > 1 {
+		locker, err := withlock.NewSemaphore(clients[0], cfg.Slots, opts)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		return locker, closeAll, nil
+	}
 	if len(clients) == 1 {
 		return withlock.New(clients[0], opts), closeAll, nil
 	}

@@ -30,7 +30,7 @@ const (
 func redisExit(err error) int {
 	switch {
 	case errors.Is(err, config.ErrConfig), config.IsTLSConfigError(err),
-		errors.Is(err, withlock.ErrWrongType), isNoSuchDatabase(err):
+		errors.Is(err, withlock.ErrWrongType), errors.Is(err, withlock.ErrSlotsMismatch), isNoSuchDatabase(err):
 		// Retrying will not help: the configuration or the data is wrong.
 		return exitConfig
 	case redis.IsAuthError(err), redis.IsPermissionError(err):

@@ -46,6 +46,14 @@ func (r *runner) list() int {
 	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tHOLDER\tHELD FOR\tEXPIRES IN\tFENCE\tLAST RUN")
 	for _, st := range locks {
+		name := strings.TrimPrefix(st.Key, r.cfg.Prefix)
+		for _, h := range st.Holders { // a semaphore: a row per holder
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", fmt.Sprintf("%s (slot %d/%d)", name, h.Slot, st.Slots), h.Holder,
+				now.Sub(h.Since).Round(time.Second), h.TTL.Round(time.Millisecond), "-", "-")
+		}
+		if len(st.Holders) > 0 {
+			continue
+		}
 		holder, heldFor, ttl, fence, last := "-", "-", "-", "-", "-"
 		if st.Held && !st.Since.IsZero() {
 			heldFor = now.Sub(st.Since).Round(time.Second).String()
@@ -68,7 +76,7 @@ func (r *runner) list() int {
 		if st.LastRun != nil {
 			last = runLine(st.LastRun, now)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", strings.TrimPrefix(st.Key, r.cfg.Prefix), holder, heldFor, ttl, fence, last)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", name, holder, heldFor, ttl, fence, last)
 	}
 	if err := w.Flush(); err != nil {
 		warn("write the list: %v", err)
@@ -90,6 +98,14 @@ func (r *runner) breakLock() int {
 	if !st.Held {
 		warn("%s was not held; nothing removed", st.Key)
 		return exitNotHeld
+	}
+	if len(st.Holders) > 0 {
+		who := make([]string, len(st.Holders))
+		for i, h := range st.Holders {
+			who[i] = fmt.Sprintf("slot %d by %s", h.Slot, h.Holder)
+		}
+		fmt.Printf("removed %s, held in %s\n", st.Key, strings.Join(who, ", "))
+		return exitBroken
 	}
 	fmt.Printf("removed %s, held by %s\n", st.Key, st.Holder)
 	return exitBroken

@@ -127,6 +127,9 @@ func (r *runner) env(lock *withlock.Lock) []string {
 	if f := lock.Fence(); f > 0 {
 		env = append(env, config.EnvLockFence+"="+strconv.FormatInt(f, 10))
 	}
+	if s := lock.Slot(); s > 0 {
+		env = append(env, config.EnvLockSlot+"="+strconv.Itoa(s))
+	}
 	return env
 }
 

@@ -66,6 +66,18 @@ type statusJSON struct {
 	Since    *time.Time `json:"since,omitempty"`    // when the holder began acquiring, if known
 	Finished bool       `json:"finished,omitempty"` // the holder's run ended; only --min-hold keeps the key
 	LastRun  *runJSON   `json:"last_run,omitempty"`
+	Slots    int        `json:"slots,omitempty"`   // a semaphore's number of slots
+	Holders  []slotJSON `json:"holders,omitempty"` // a semaphore's holders, by slot
+}
+
+// slotJSON is one holder of a semaphore.
+type slotJSON struct {
+	Slot   int        `json:"slot"`
+	Holder string     `json:"holder"`
+	Host   string     `json:"host,omitempty"`
+	PID    int        `json:"pid,omitempty"`
+	TTLMs  int64      `json:"ttl_ms"`
+	Since  *time.Time `json:"since,omitempty"`
 }
 
 // runJSON is a last-run record.
@@ -89,6 +101,15 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 	out.Host, out.PID = splitHolder(st.Holder)
 	if st.Held && !st.Since.IsZero() {
 		out.Since = &st.Since
+	}
+	out.Slots = st.Slots
+	for _, h := range st.Holders {
+		s := slotJSON{Slot: h.Slot, Holder: h.Holder, TTLMs: h.TTL.Milliseconds()}
+		s.Host, s.PID = splitHolder(h.Holder)
+		if !h.Since.IsZero() {
+			s.Since = &h.Since
+		}
+		out.Holders = append(out.Holders, s)
 	}
 	if run := st.LastRun; run != nil {
 		out.LastRun = &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
@@ -135,6 +156,9 @@ func (r *runner) status() int {
 		}
 	} else {
 		fmt.Println(statusLine(st))
+		for _, h := range st.Holders {
+			fmt.Println(holderLine(h, time.Now()))
+		}
 		if st.LastRun != nil {
 			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
 		}
@@ -148,6 +172,8 @@ func (r *runner) status() int {
 func statusLine(st *withlock.Status) string {
 	var b strings.Builder
 	switch {
+	case st.Slots > 0:
+		fmt.Fprintf(&b, "%s is a semaphore: %d of %d slots held", st.Key, len(st.Holders), st.Slots)
 	case !st.Held:
 		fmt.Fprintf(&b, "%s is free", st.Key)
 	case st.Finished:
@@ -162,6 +188,15 @@ func statusLine(st *withlock.Status) string {
 		fmt.Fprintf(&b, ", fence %d", st.Fence)
 	}
 	return b.String()
+}
+
+// holderLine describes one holder of a semaphore, as statusLine a lock's.
+func holderLine(h withlock.SlotHolder, now time.Time) string {
+	line := fmt.Sprintf("slot %d: held by %s", h.Slot, h.Holder)
+	if s := since(h.Since, now); s != "" {
+		line += " " + s
+	}
+	return line + fmt.Sprintf(", expires in %s", h.TTL.Round(time.Millisecond))
 }
 
 // runLine describes a last run: where, when, how long and how it ended.

@@ -87,7 +87,7 @@ func TestEnvValueErrorsNameTheVariable(t *testing.T) {
 // with-lock sets for the command or reads secrets from: a nested with-lock
 // must not read its parent's lock as its own settings.
 func TestSettingVariablesAreDistinct(t *testing.T) {
-	reserved := []string{config.EnvLockName, config.EnvLockKey, config.EnvLockToken, config.EnvLockFence,
+	reserved := []string{config.EnvLockName, config.EnvLockKey, config.EnvLockToken, config.EnvLockFence, config.EnvLockSlot,
 		config.EnvPassword, config.EnvSentinelPassword, config.EnvRedisCLIAuth}
 	seen := map[string]string{}
 	for flag, v := range config.Env() {
