@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -73,8 +74,37 @@ func runFair(c config, res *results, addr string, adm *redis.Client) error {
 				printFair(round, m.key, res.unlined.lib.name, r)
 			}
 		}
+		r, err = runSlots(addr, adm, c.runFor)
+		if err != nil {
+			return err
+		}
+		res.slots.add(r)
+		printFair(round, slotsMode, "with-lock --slots 3", r)
 	}
 	return nil
+}
+
+// fairTargets are issue 11's: fair, herd-free waiting across Clients,
+// and semaphores that never exceed their slots.
+func (r *results) fairTargets(add func(what string, met bool, format string, args ...any)) {
+	if r.cfg.fairRounds == 0 {
+		return
+	}
+	o := r.byName(oursName)
+	for _, m := range fairModes {
+		mr := o.mode(m.key)
+		_, _, fair := mr.fairness()
+		add(fmt.Sprintf("fair line, %d Clients: fairness ≥ 0.8", m.goroutines), fair >= 0.8, "%.2f", fair)
+		c := medianF(mr.commands)
+		add(fmt.Sprintf("fair line, %d Clients: ≤ 8 Redis commands per acquisition", m.goroutines), c <= 8, "%.1f", c)
+		add(fmt.Sprintf("fair line, %d Clients: no overlap", m.goroutines), mr.overlaps == 0, "%d", mr.overlaps)
+	}
+	c8 := o.mode("clients8")
+	add("fair line, 8 Clients: handoff p50 ≤ 0.3 ms", c8.p(50) <= 300*time.Microsecond, "%s", fmtMS(c8.p(50)))
+	add("fair line, 8 Clients: handoff p99 ≤ 1 ms", c8.p(99) <= time.Millisecond, "%s", fmtMS(c8.p(99)))
+	_, _, fair := r.slots.fairness()
+	add("--slots 3, 16 Clients: fairness ≥ 0.8", fair >= 0.8, "%.2f", fair)
+	add("--slots 3, 16 Clients: never more than 3 holders", r.slots.overlaps == 0, "%d times more in %d acquisitions", r.slots.overlaps, sum(r.slots.perWaiter))
 }
 
 func printFair(round int, mode, name string, r contended) {

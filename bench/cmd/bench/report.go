@@ -24,9 +24,10 @@ func (r *results) report() report {
 	b.WriteString(r.uncontendedTable())
 	b.WriteString(r.contendedTable())
 	b.WriteString(r.fairTable())
+	b.WriteString(r.slotsTable())
 	b.WriteString(r.cliTable())
 	rep := report{targets: r.targets()}
-	b.WriteString("\n### Targets (issue 4), ratios from this run\n\n")
+	b.WriteString("\n### Targets, ratios from this run\n\n")
 	for _, t := range rep.targets {
 		mark := "met"
 		if !t.met {
@@ -47,7 +48,12 @@ func (r *results) partial(part string) string {
 	case "contended":
 		return r.contendedTable()
 	case "fair":
-		return r.fairTable()
+		var b strings.Builder
+		b.WriteString(r.fairTable() + r.slotsTable())
+		r.fairTargets(func(what string, met bool, format string, args ...any) {
+			fmt.Fprintf(&b, "- %s: %s — %v\n", what, fmt.Sprintf(format, args...), met)
+		})
+		return b.String()
 	}
 	return r.cliTable()
 }
@@ -182,6 +188,7 @@ func (r *results) targets() []target {
 	cli, gofloor, bash := median(r.cli["with-lock x true"]), median(r.cli["Go floor"]), median(r.cli["bash + redis-cli"])
 	add("CLI wall time ≤ 1.3× the Go floor", float64(cli) <= 1.3*float64(gofloor), "%.2f× (%s vs %s)", float64(cli)/float64(gofloor), fmtMS(cli), fmtMS(gofloor))
 	add("CLI wall time ≤ 0.35× the bash way", float64(cli) <= 0.35*float64(bash), "%.2f× (%s vs %s)", float64(cli)/float64(bash), fmtMS(cli), fmtMS(bash))
+	r.fairTargets(add)
 	return ts
 }
 

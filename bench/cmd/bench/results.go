@@ -70,6 +70,7 @@ type results struct {
 
 	unlined   *libResult // with-lock's Clients on a key without the line, fair modes only
 	fairFloor modeResult // the handoff floor, measured in the fair rounds
+	slots     modeResult // the semaphore mode (slots.go), measured in the fair rounds
 }
 
 // libResult holds one library's figures, one entry per round.
