@@ -1,16 +1,23 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/with-lock/with-lock/internal/redistest"
 )
+
+// cliBaseline names a git revision whose with-lock also runs, interleaved
+// with the rest, so that a change's gain is measured in one run on one
+// load: -cli-baseline HEAD~1, say.
+var cliBaseline = flag.String("cli-baseline", "", "also time `with-lock x true` built at this git `REV`, interleaved (for a change's gain)")
 
 // cliWay is one way to run `true` under a lock from the shell.
 type cliWay struct {
@@ -18,6 +25,7 @@ type cliWay struct {
 	desc string
 	argv []string
 	env  []string
+	code int // the exit code it is expected to end with
 }
 
 // cliWays builds the with-lock CLI and the Go floor into dir and returns
@@ -25,10 +33,19 @@ type cliWay struct {
 func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 	wl := filepath.Join(dir, "with-lock")
 	floor := filepath.Join(dir, "floor")
-	for _, b := range []struct{ dir, out, pkg string }{
+	builds := []struct{ dir, out, pkg string }{
 		{root, wl, "./cmd/with-lock"},
 		{".", floor, "./cmd/floor"},
-	} {
+	}
+	base := filepath.Join(dir, "with-lock-base")
+	if *cliBaseline != "" {
+		src, err := checkout(root, *cliBaseline, filepath.Join(dir, "base-src"))
+		if err != nil {
+			return nil, err
+		}
+		builds = append(builds, struct{ dir, out, pkg string }{src, base, "./cmd/with-lock"})
+	}
+	for _, b := range builds {
 		// The flags of make build, for both.
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b.out, b.pkg)
 		cmd.Dir = b.dir
@@ -40,15 +57,52 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []cliWay{
-		{"with-lock x true", "the with-lock binary, built as make build does", []string{wl, "x", "true"},
-			[]string{"WITH_LOCK_REDIS=redis://" + srv.Addr() + "/0"}},
+	redisEnv := []string{"WITH_LOCK_REDIS=redis://" + srv.Addr() + "/0"}
+	ways := []cliWay{
+		{"with-lock x true", "the with-lock binary, built as make build does", []string{wl, "x", "true"}, redisEnv, 0},
 		{"Go floor", "bench/cmd/floor: SET NX EX, fork/exec, EVAL over a raw socket, same build flags", []string{floor, "x", "true"},
-			[]string{"FLOOR_REDIS=" + srv.Addr()}},
+			[]string{"FLOOR_REDIS=" + srv.Addr()}, 0},
 		{"bash + redis-cli", "bench/seed-with-lock.sh, the seed's way", []string{"bash", seed, "x", "true"},
-			[]string{"REDIS_PORT=" + strconv.Itoa(srv.Port)}},
-		{"flock -n", "flock -n FILE true (util-linux), a local lock for scale", []string{"flock", "-n", filepath.Join(dir, "flock.lock"), "true"}, nil},
-	}, nil
+			[]string{"REDIS_PORT=" + strconv.Itoa(srv.Port)}, 0},
+		{"flock -n", "flock -n FILE true (util-linux), a local lock for scale", []string{"flock", "-n", filepath.Join(dir, "flock.lock"), "true"}, nil, 0},
+		// Start-up and exit alone, without Redis or a command: what the
+		// size of each binary and its package initialisation cost.
+		{"with-lock --version", "start-up and exit only: runtime, package init, flag parsing", []string{wl, "--version"}, nil, 0},
+		{"Go floor, no arguments", "start-up and exit only (it exits 64 at once)", []string{floor}, nil, 64},
+	}
+	if *cliBaseline != "" {
+		ways = append(ways, cliWay{"with-lock x true at " + *cliBaseline, "the same, built at that revision, for the change's gain",
+			[]string{base, "x", "true"}, redisEnv, 0})
+	}
+	return ways, nil
+}
+
+// checkout writes the tree of rev in root's repository to dir and returns
+// it, for building an earlier with-lock beside the current one.
+func checkout(root, rev, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.Command("git", "archive", "--format=tar", rev)
+	archive.Dir = root
+	var stderr strings.Builder
+	archive.Stderr = &stderr
+	tar := exec.Command("tar", "-x", "-C", dir)
+	var err error
+	if tar.Stdin, err = archive.StdoutPipe(); err != nil {
+		return "", err
+	}
+	if err := archive.Start(); err != nil {
+		return "", err
+	}
+	terr := tar.Run()
+	if err := archive.Wait(); err != nil {
+		return "", fmt.Errorf("git archive %s: %w: %s", rev, err, stderr.String())
+	}
+	if terr != nil {
+		return "", fmt.Errorf("untar %s: %w", rev, terr)
+	}
+	return dir, nil
 }
 
 // runCLI runs every way n times, interleaved, and returns each way's wall
@@ -62,8 +116,8 @@ func runCLI(ways []cliWay, n int) (map[string][]time.Duration, error) {
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
 			d := time.Since(start)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w\n%s", w.name, err, out)
+			if code := cmd.ProcessState.ExitCode(); code != w.code {
+				return nil, fmt.Errorf("%s: exit %d (%v), want %d\n%s", w.name, code, err, w.code, out)
 			}
 			if i >= 3 {
 				times[w.name] = append(times[w.name], d)
