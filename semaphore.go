@@ -123,8 +123,11 @@ var (
 	// the token, the ms to keep, B, N, the slot (0: find the slot holding
 	// the token, for a clean-up) and the fair line's Client id or "". With
 	// keep it shortens the slot's life and keeps the marker at least as
-	// long; otherwise it deletes the slot, the marker when no slot is left,
-	// and publishes on K so that waiters try. 0 when the slot was not ours.
+	// long. Otherwise it hands the slot to the first live waiter in line as
+	// releaseScript hands the key (its message, and the reply, read
+	// "<slot>:<token>"), or with nobody live in line deletes the slot, the
+	// marker when no slot is left, and publishes on K so that waiters
+	// outside the line try. 0 when the slot was not ours.
 	//go:embed slots_release.lua
 	slotsReleaseScript string
 	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
@@ -132,6 +135,16 @@ var (
 	// refuses (0) when K holds anything but the marker or nothing.
 	//go:embed slots_extend.lua
 	slotsExtendScript string
+	// slotsLineCheckScript is lineCheckScript for a semaphore: KEYS[1] is
+	// K, ARGV B, N, the Client's id, the life in ms of its liveness key
+	// (refreshed), then entries of its waiters. It hands each free slot to
+	// the first live waiter in line (the message carries "<slot>:<token>"),
+	// and returns the holder whose slot frees first ("" if none), its PTTL,
+	// and for each entry its position, -1 when absent, or "<slot>:<token>"
+	// when it holds a slot; {-1, K's value} when K holds a plain token or
+	// another marker.
+	//go:embed slots_line_check.lua
+	slotsLineCheckScript string
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.
@@ -279,8 +292,64 @@ func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, rec
 	return finishReply(l, v, err)
 }
 
-// lineStore is nil: semaphore waiters are woken by release messages.
-func (s *semaphore) lineStore() redis.UniversalClient { return nil }
+// handed reads "<slot>:<token>", as the slots' release and check scripts
+// hand a slot over.
+func (s *semaphore) handed(v string) (string, int) {
+	i, tok, _ := strings.Cut(v, ":")
+	n, err := strconv.Atoi(i)
+	if err != nil || n < 1 || n > s.n {
+		return "", 0 // not a hand-over of ours: deliver nothing
+	}
+	return tok, n
+}
+
+// mayHold: the name's key holds the marker, not the slots' tokens, so any
+// waiter whose entry left the line may have been handed a slot; releasing
+// by token (slot 0) finds out.
+func (s *semaphore) mayHold(string, string) bool { return true }
+
+// lineCheck runs slotsLineCheckScript: it hands every free slot to the head
+// of the line, and an entry that holds a slot reads "<slot>:<token>". The
+// holder is the one whose slot frees first. A name in use with another
+// number of slots ends the waits with a *SlotsError.
+func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
+	b, err := s.base(key)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	args := []any{b, s.n, cid, aliveFor.Milliseconds()}
+	for _, e := range entries {
+		args = append(args, e)
+	}
+	res, err := s.rdb.Eval(ctx, slotsLineCheckScript, []string{key}, args...).Slice()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	if len(res) == 2 && res[0] == int64(-1) {
+		have, _ := res[1].(string)
+		n, ok := slotsOf(have)
+		if !ok {
+			n = 1
+		}
+		return "", 0, nil, &SlotsError{Key: key, Have: n, Want: s.n}
+	}
+	if len(res) != 2+len(entries) {
+		return "", 0, nil, fmt.Errorf("unexpected reply %v", res)
+	}
+	holder, _ := res[0].(string)
+	pttl, _ := res[1].(int64)
+	seen := make([]lineSeen, len(entries))
+	for i, r := range res[2:] {
+		switch r := r.(type) {
+		case int64:
+			seen[i].pos = r
+		case string:
+			_, seen[i].slot = s.handed(r)
+			seen[i].handed, seen[i].pos = seen[i].slot > 0, -1
+		}
+	}
+	return holder, pttl, seen, nil
+}
 
 // handOver is not done: a plain SET NX is not how a slot is taken.
 func (s *semaphore) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {

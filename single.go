@@ -177,6 +177,36 @@ func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 
 func (s *single) subscribe(ctx context.Context) *redis.PubSub { return s.rdb.Subscribe(ctx) }
 
+// handed: the release script returns, and its message carries, the token.
+func (s *single) handed(v string) (string, int) { return v, 0 }
+
+// mayHold: the key holds the waiter's token.
+func (s *single) mayHold(v, token string) bool { return v == token }
+
+// lineCheck runs lineCheckScript: an entry was handed the lock when the
+// key holds its token.
+func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
+	args := []any{cid, aliveFor.Milliseconds()}
+	for _, e := range entries {
+		args = append(args, e)
+	}
+	res, err := s.rdb.Eval(ctx, lineCheckScript, []string{key}, args...).Slice()
+	if err == nil && len(res) != 2+len(entries) {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
+	if err != nil {
+		return "", 0, nil, err
+	}
+	holder, _ := res[0].(string)
+	pttl, _ := res[1].(int64)
+	seen := make([]lineSeen, len(entries))
+	for i, e := range entries {
+		seen[i].pos, _ = res[2+i].(int64)
+		seen[i].handed = holder != "" && holder == entryToken(e)
+	}
+	return holder, pttl, seen, nil
+}
+
 // lineStore: one deployment keeps the line beside the lock's key.
 func (s *single) lineStore() redis.UniversalClient { return s.rdb }
 

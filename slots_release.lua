@@ -26,6 +26,18 @@ if keep > 0 then
   end
   return 1
 end
+while true do
+  local e = redis.pcall('lpop', b .. ':q')
+  if type(e) ~= 'string' then
+    break
+  end
+  local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
+  if id and (id == ARGV[6] or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, i .. ':' .. tok) > 0) then
+    redis.call('set', s, tok, 'PX', ttl)
+    redis.call('pexpire', k, ttl, 'GT')
+    return i .. ':' .. tok
+  end
+end
 redis.call('del', s)
 local ks = {}
 for j = 1, n do
