@@ -184,7 +184,8 @@ func (s *single) handed(v string) (string, int) { return v, 0 }
 func (s *single) mayHold(v, token string) bool { return v == token }
 
 // lineCheck runs lineCheckScript: an entry was handed the lock when the
-// key holds its token.
+// key holds its token. A semaphore's marker ends the waits with a
+// *SlotsError, as it ends a try.
 func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
 	args := []any{cid, aliveFor.Milliseconds()}
 	for _, e := range entries {
@@ -198,6 +199,9 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 		return "", 0, nil, err
 	}
 	holder, _ := res[0].(string)
+	if n, ok := slotsOf(holder); ok { // a semaphore took the name meanwhile
+		return "", 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
+	}
 	pttl, _ := res[1].(int64)
 	seen := make([]lineSeen, len(entries))
 	for i, e := range entries {
