@@ -122,12 +122,14 @@ var (
 	// slotsReleaseScript is releaseScript for a slot: KEYS[1] is K, ARGV
 	// the token, the ms to keep, B, N, the slot (0: find the slot holding
 	// the token, for a clean-up) and the fair line's Client id or "". With
-	// keep it shortens the slot's life and keeps the marker at least as
-	// long. Otherwise it hands the slot to the first live waiter in line as
-	// releaseScript hands the key (its message, and the reply, read
-	// "<slot>:<token>"), or with nobody live in line deletes the slot, the
-	// marker when no slot is left, and publishes on K so that waiters
-	// outside the line try. 0 when the slot was not ours.
+	// keep it sets the slot's life to keep. Otherwise it hands the slot to
+	// the first live waiter in line as releaseScript hands the key (its
+	// message, and the reply, read "<slot>:<token>"), or with nobody live
+	// in line deletes the slot and publishes on K so that waiters outside
+	// the line try. Unless it handed the slot over, it then sets the
+	// marker's life to the longest remaining slot's (the PTTL of each), or
+	// deletes it with the last: a name a semaphore used is free for other
+	// users as soon as its last slot is. 0 when the slot was not ours.
 	//go:embed slots_release.lua
 	slotsReleaseScript string
 	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]

@@ -3,6 +3,7 @@ package withlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -117,67 +118,74 @@ func TestSlotsLineSkipsDeadAndLetsGoAtOnce(t *testing.T) {
 }
 
 // With 16 Clients contending for 3 slots, a handed-over acquisition costs
-// about 8 Redis commands, whatever the number of waiters: only the head of
-// the line is woken. That is the release script's 7 (EVAL, GET, LPOP,
-// EXISTS, SPUBLISH, SET, and the marker's PEXPIRE GT, one more than a plain
-// lock) and the waiter's RPUSH to queue again; the last releases, which
-// find the line empty, add a few hundredths.
+// about 8 Redis commands, no more than with 8 Clients:
+// only the head of the line is woken. That is the release script's 7
+// (EVAL, GET, LPOP, EXISTS, SPUBLISH, SET, and the marker's PEXPIRE GT, one
+// more than a plain lock) and the waiter's RPUSH to queue again; the last
+// releases, which find the line empty, add a few hundredths.
 func TestSlotsLineHandOffCommandsStayFew(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	const n, slots, each = 16, 3, 20
-	clients := make([]*withlock.Client, n)
-	for i := range clients {
-		clients[i] = semaphore(t, srv.Client(), slots)
-		withlock.SetWaitTimings(clients[i], longPoll, time.Minute)
-		// Warm up: each Client's room and subscription exist.
-		if err := mustAcquire(t, clients[i], "scost", time.Minute).Release(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	held := fillSlots(t, clients[0], "scost", slots)
-	var wg sync.WaitGroup
-	var total, holding atomic.Int64
-	for _, c := range clients[1:] {
-		wg.Go(func() {
-			for range each {
-				l, err := c.Acquire(context.Background(), "scost", time.Minute, nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				total.Add(1)
-				if h := holding.Add(1); h > slots {
-					t.Errorf("%d holders at once", h)
-				}
-				time.Sleep(200 * time.Microsecond)
-				holding.Add(-1)
-				if err := l.Release(context.Background()); err != nil {
-					t.Error(err)
-					return
-				}
+	const slots = 3
+	per := map[int]float64{}
+	for _, n := range []int{8, 16} {
+		name := fmt.Sprint("scost-", n)
+		each := 300/(n-1) + 1 // about 300 acquisitions either way
+		clients := make([]*withlock.Client, n)
+		for i := range clients {
+			clients[i] = semaphore(t, srv.Client(), slots)
+			withlock.SetWaitTimings(clients[i], longPoll, time.Minute)
+			// Warm up: each Client's room and subscription exist.
+			if err := mustAcquire(t, clients[i], name, time.Minute).Release(context.Background()); err != nil {
+				t.Fatal(err)
 			}
-		})
-	}
-	clitest.Eventually(t, promptly, "waiters never queued", func() bool { return inLine(t, rdb, "lock:scost") == n-1 })
-	resetStats(t, rdb)
-	for _, l := range held {
-		if err := l.Release(context.Background()); err != nil {
-			t.Fatal(err)
 		}
-	}
-	wg.Wait()
-	sum := 0
-	calls := commandCallsExceptSetup(t, rdb)
-	for cmd, k := range calls {
-		if cmd != "llen" { // our polling above
-			sum += k
+		held := fillSlots(t, clients[0], name, slots)
+		var wg sync.WaitGroup
+		var total, holding atomic.Int64
+		for _, c := range clients[1:] {
+			wg.Go(func() {
+				for range each {
+					l, err := c.Acquire(context.Background(), name, time.Minute, nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					total.Add(1)
+					if h := holding.Add(1); h > slots {
+						t.Errorf("%d holders at once", h)
+					}
+					time.Sleep(200 * time.Microsecond)
+					holding.Add(-1)
+					if err := l.Release(context.Background()); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
 		}
+		clitest.Eventually(t, promptly, "waiters never queued", func() bool { return inLine(t, rdb, "lock:"+name) == int64(n-1) })
+		resetStats(t, rdb)
+		for _, l := range held {
+			if err := l.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+		sum := 0
+		calls := commandCallsExceptSetup(t, rdb)
+		for cmd, k := range calls {
+			if cmd != "llen" { // our polling above
+				sum += k
+			}
+		}
+		per[n] = float64(sum) / float64(total.Load())
+		t.Logf("%d Clients, %d slots: %.2f commands per acquisition (%v)", n, slots, per[n], calls)
 	}
-	per := float64(sum) / float64(total.Load())
-	t.Logf("%d Clients, %d slots: %.2f commands per acquisition (%v)", n, slots, per, calls)
-	if per > 8.1 {
-		t.Errorf("%.2f commands per acquisition, want about 8", per)
+	// With 8 the line now and then runs empty, and a release that finds
+	// nobody costs more: the bound is for the crowded line.
+	if per[16] > 8.2 || per[16] > per[8]+0.5 {
+		t.Errorf("commands per acquisition %v, want about 8, not growing with waiters", per)
 	}
 }
 

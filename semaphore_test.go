@@ -421,3 +421,37 @@ func TestSlotsOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// A slot released early within its min-hold is kept until the min-hold
+// passes, with the run's record stored in the same round trip; the marker
+// then lives no longer than that slot, so the name is soon free for any
+// number of slots.
+func TestSlotsMinHoldKeepsSlotThenFreesName(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	sem := semaphore(t, rdb, 2)
+	l, err := sem.TryAcquire(ctx, "hold", time.Minute, &withlock.LockOptions{MinHold: 500 * time.Millisecond, Fence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mark := rdb.PTTL(ctx, l.Key()).Val()
+	slot := rdb.PTTL(ctx, slotKeyOf(l.Key(), l.Slot())).Val()
+	if slot <= 0 || slot > 500*time.Millisecond || mark < slot || mark > 500*time.Millisecond {
+		t.Errorf("after an early release: slot PTTL %s, marker PTTL %s; want both within the 500ms min-hold, the marker no shorter", slot, mark)
+	}
+	st, err := withlock.New(rdb, nil).Status(ctx, "hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Held || !st.Finished || st.LastRun == nil || st.LastRun.ExitCode != 3 || st.LastRun.Fence != l.Fence() {
+		t.Errorf("Status during the min-hold: %+v, want held by the finished run it recorded", st)
+	}
+	waitGone(t, rdb, l.Key())
+	if err := mustAcquire(t, withlock.New(rdb, nil), "hold", time.Minute).Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
