@@ -37,47 +37,87 @@ func slotKeyOf(key string, i int) string {
 }
 
 // At no moment do more than N Clients hold a semaphore of N slots, however
-// many wait; and all N slots are used.
+// many wait, whether they wait in the fair line or, fenced, for release
+// messages; and all N slots are used.
 func TestSlotsNeverExceedN(t *testing.T) {
 	srv := redistest.Start(t)
 	const slots, clients = 3, 16
-	var holding, most, total atomic.Int64
-	stop := time.Now().Add(2 * time.Second)
-	var wg sync.WaitGroup
-	for range clients {
-		c := semaphore(t, srv.Client(), slots)
-		wg.Go(func() {
-			for time.Now().Before(stop) {
-				ctx, cancel := context.WithTimeout(context.Background(), promptly)
-				l, err := c.Acquire(ctx, "sem", time.Minute, nil)
-				cancel()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				n := holding.Add(1)
-				total.Add(1)
-				if n > slots {
-					t.Errorf("%d holders at once, want at most %d", n, slots)
-				}
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				if l.Slot() < 1 || l.Slot() > slots {
-					t.Errorf("Slot() = %d, want 1..%d", l.Slot(), slots)
-				}
-				time.Sleep(time.Millisecond)
-				holding.Add(-1)
-				if err := l.Release(context.Background()); err != nil {
-					t.Error(err)
-					return
-				}
+	for _, tc := range []struct {
+		name string
+		opts *withlock.LockOptions
+	}{
+		{"in the line", nil},
+		{"fenced", &withlock.LockOptions{Fence: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var holding, most, total atomic.Int64
+			stop := time.Now().Add(time.Second)
+			var wg sync.WaitGroup
+			for range clients {
+				c := semaphore(t, srv.Client(), slots)
+				wg.Go(func() {
+					for time.Now().Before(stop) {
+						ctx, cancel := context.WithTimeout(context.Background(), promptly)
+						l, err := c.Acquire(ctx, "sem", time.Minute, tc.opts)
+						cancel()
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						n := holding.Add(1)
+						total.Add(1)
+						if n > slots {
+							t.Errorf("%d holders at once, want at most %d", n, slots)
+						}
+						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+						}
+						if l.Slot() < 1 || l.Slot() > slots {
+							t.Errorf("Slot() = %d, want 1..%d", l.Slot(), slots)
+						}
+						time.Sleep(time.Millisecond)
+						holding.Add(-1)
+						if err := l.Release(context.Background()); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("%d acquisitions, at most %d holders at once", total.Load(), most.Load())
+			if most.Load() != slots {
+				t.Errorf("at most %d holders at once, want all %d slots used", most.Load(), slots)
 			}
 		})
 	}
-	wg.Wait()
-	t.Logf("%d acquisitions, at most %d holders at once", total.Load(), most.Load())
-	if most.Load() != slots {
-		t.Errorf("at most %d holders at once, want all %d slots used", most.Load(), slots)
+}
+
+// KeepAlive (here through Do) renews a slot and the marker with it: a run
+// longer than its TTL keeps its slot, and the name stays a semaphore.
+func TestSlotsKeepAliveRenewsSlotAndMarker(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	err := semaphore(t, rdb, 2).Do(ctx, "ka", 300*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
+		select {
+		case <-time.After(time.Second): // the run's work: three TTLs
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if _, err := withlock.New(rdb, nil).TryAcquire(ctx, "ka", time.Minute, nil); !errors.Is(err, withlock.ErrSlotsMismatch) {
+			t.Errorf("a plain TryAcquire during the run: %v, want ErrSlotsMismatch", err)
+		}
+		mark := rdb.PTTL(ctx, l.Key()).Val()
+		if slot := rdb.PTTL(ctx, slotKeyOf(l.Key(), l.Slot())).Val(); slot <= 0 || mark < slot {
+			t.Errorf("marker PTTL %s, slot PTTL %s: want the slot renewed and the marker no shorter", mark, slot)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if rdb.Exists(ctx, "lock:ka").Val() != 0 {
+		t.Error("the marker outlived the run")
 	}
 }
 
