@@ -264,26 +264,12 @@ func (s *semaphore) release(ctx context.Context, l *Lock, keep time.Duration) er
 func (s *semaphore) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
 	b, _ := lineBase(l.key)
 	v, err := s.rdb.Eval(ctx, slotsReleaseScript, []string{l.key}, l.token, keep.Milliseconds(), b, s.n, l.slot, cid).Result()
-	if err != nil {
-		return "", opError("release", l.key, err)
-	}
-	to, ok := releaseReply(v)
-	if !ok {
-		return "", ErrLockNotHeld
-	}
-	return to, nil
+	return released(l.key, v, err)
 }
 
 func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 	b, _ := lineBase(l.key)
-	ms, err := s.rdb.Eval(ctx, pttlScript, []string{slotKey(b, l.slot)}, l.token).Int64()
-	if err != nil {
-		return 0, opError("ttl of", l.key, err)
-	}
-	if ms < 0 {
-		return 0, ErrLockNotHeld
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return ttlOf(ctx, s.rdb, l.key, slotKey(b, l.slot), l.token)
 }
 
 // finish is single's finish with the slot's release script.

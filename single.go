@@ -140,8 +140,14 @@ func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid
 		args = append(args, cid)
 	}
 	v, err := s.rdb.Eval(ctx, releaseScript, []string{l.key}, args...).Result()
+	return released(l.key, v, err)
+}
+
+// released reads a release script's reply v (or err) for the lock key
+// key: what the lock was handed to (see releaseTo), or ErrLockNotHeld.
+func released(key string, v any, err error) (string, error) {
 	if err != nil {
-		return "", opError("release", l.key, err)
+		return "", opError("release", key, err)
 	}
 	to, ok := releaseReply(v)
 	if !ok {
@@ -165,9 +171,15 @@ func (s *single) ifOurs(ctx context.Context, op, script string, l *Lock, d time.
 }
 
 func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
-	ms, err := s.rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
+	return ttlOf(ctx, s.rdb, l.key, l.key, l.token)
+}
+
+// ttlOf runs pttlScript on key, which holds token if it is still ours:
+// the key of the lock key lockKey, or one of its semaphore's slots.
+func ttlOf(ctx context.Context, rdb redis.UniversalClient, lockKey, key, token string) (time.Duration, error) {
+	ms, err := rdb.Eval(ctx, pttlScript, []string{key}, token).Int64()
 	if err != nil {
-		return 0, opError("ttl of", l.key, err)
+		return 0, opError("ttl of", lockKey, err)
 	}
 	if ms < 0 {
 		return 0, ErrLockNotHeld
