@@ -8,14 +8,15 @@ import (
 )
 
 // backend is what differs between kinds of lock storage: one Redis
-// deployment (single.go, with or without replica acknowledgement) or a
-// quorum of independent masters (quorum.go). New and NewQuorum choose one;
+// deployment (single.go, with or without replica acknowledgement), a
+// quorum of independent masters (quorum.go), or a semaphore of N slots on
+// one deployment (semaphore.go). New, NewQuorum and NewSemaphore choose one;
 // Client and Lock only ever call these methods, so no other code asks which
-// one it has. Another kind (a semaphore, say) is one more implementation.
+// one it has.
 //
 // Every method that takes a *Lock works on l.key and l.token; the Lock's
-// other fields (ttl, acquired, fence, renewBy) are the backend's to read and,
-// for fence and renewBy, to set.
+// other fields (ttl, acquired, fence, slot, renewBy) are the backend's to
+// read and, for fence, slot and renewBy, to set.
 type backend interface {
 	// acquire takes l for l.ttl. It returns nil when l is ours (also when
 	// an earlier attempt with l's token had landed), a *NotObtainedError

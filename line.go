@@ -196,6 +196,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, o
 			return nil, err
 		}
 		// It expired before we heard of it: queue again.
+		want.slot = 0
 		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
 		ln.mu.Lock()
 		r = ln.roomFor(c.b, want.key, base)
