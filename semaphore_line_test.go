@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
@@ -190,8 +191,9 @@ func TestSlotsLineHandOffCommandsStayFew(t *testing.T) {
 }
 
 // A plain waiter in the fair line whose name becomes a semaphore (the lock
-// broken, a semaphore quicker than the line's check) is refused with a
-// *SlotsError at its next check, rather than waiting for the semaphore.
+// broken, say, and a semaphore quicker than the line's check) is refused
+// with a *SlotsError at its next check, rather than waiting for the
+// semaphore.
 func TestPlainWaiterRefusedWhenNameBecomesSemaphore(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -201,16 +203,22 @@ func TestPlainWaiterRefusedWhenNameBecomesSemaphore(t *testing.T) {
 	withlock.SetWaitTimings(waiter, 100*time.Millisecond, time.Minute)
 	got := acquireAsync(ctx, waiter, "mix", time.Minute)
 	clitest.Eventually(t, promptly, "waiter never joined the line", func() bool { return inLine(t, rdb, "lock:mix") == 1 })
-	if _, err := withlock.New(rdb, nil).Break(ctx, "mix"); err != nil {
+	// The lock broken and a semaphore's slot taken at once, so that no
+	// check of the waiter can come between.
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "lock:mix", "#slots=3", time.Minute)
+		p.Set(ctx, slotKeyOf("lock:mix", 1), foreignToken, time.Minute)
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	l := mustAcquire(t, semaphore(t, rdb, 3), "mix", time.Minute)
 	o := wait(t, got, promptly, "plain waiter")
 	var se *withlock.SlotsError
 	if !errors.As(o.err, &se) || se.Have != 3 || se.Want != 1 {
 		t.Errorf("plain waiter: %v, %v; want a *SlotsError with Have 3, Want 1", o.lock, o.err)
 	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
+	if st, err := withlock.New(rdb, nil).Status(ctx, "mix"); err != nil || len(st.Holders) != 1 || st.Holders[0].Holder != "otherhost:4242" {
+		t.Errorf("Status after: %+v, %v; want the one semaphore holder", st, err)
 	}
 }
