@@ -52,8 +52,11 @@ type backend interface {
 	// would return; recErr is the record's failure.
 	finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error)
 
-	// The waiting line (wait.go, line.go, line_room.go, handoff.go) uses
-	// only these seven.
+	// The waiting line (wait.go, waitline.go, line.go, line_room.go,
+	// handoff.go) uses only these eight.
+
+	// slots is how many may hold one name at once: 1, or a semaphore's N.
+	slots() int
 
 	// lineStore returns the deployment that keeps the fair cross-process
 	// line of waiters (line.go), or nil when this backend keeps none and

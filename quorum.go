@@ -316,6 +316,8 @@ func (q *quorum) handOver(context.Context, *Lock, *Lock) (handled, got bool, err
 	return false, false, nil
 }
 
+func (q *quorum) slots() int { return 1 }
+
 // The line's protocol: never used, as lineStore is nil.
 func (q *quorum) handed(v string) (string, int) { return v, 0 }
 func (q *quorum) mayHold(string, string) bool   { return false }

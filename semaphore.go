@@ -280,6 +280,8 @@ func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, rec
 	return finishReply(l, v, err)
 }
 
+func (s *semaphore) slots() int { return s.n }
+
 // handOver is not done: a plain SET NX is not how a slot is taken.
 func (s *semaphore) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {
 	return false, false, nil

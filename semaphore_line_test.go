@@ -222,3 +222,34 @@ func TestPlainWaiterRefusedWhenNameBecomesSemaphore(t *testing.T) {
 		t.Errorf("Status after: %+v, %v; want the one semaphore holder", st, err)
 	}
 }
+
+// Fenced waiters (outside the fair line) of one Client fill every slot
+// that frees at once, not one slot per release message: after one of them
+// takes a slot, the next tries at once.
+func TestSlotsFencedWaitersOfOneClientFillFreeSlots(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	fillSlots(t, semaphore(t, rdb, 3), "sfill", 3)
+	c := semaphore(t, srv.Client(), 3)
+	withlock.SetWaitTimings(c, longPoll, time.Minute)
+	var got []<-chan outcome
+	for i := range 3 {
+		ch := make(chan outcome, 1)
+		go func() {
+			l, err := c.Acquire(ctx, "sfill", time.Minute, &withlock.LockOptions{Fence: true})
+			ch <- outcome{l, err, time.Now()}
+		}()
+		got = append(got, ch)
+		clitest.Eventually(t, promptly, "waiter never waited", func() bool { return withlock.Waiting(c, "sfill") == i+1 })
+	}
+	// One message for three free slots.
+	if _, err := withlock.New(rdb, nil).Break(ctx, "sfill"); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range got {
+		if o := wait(t, ch, promptly, fmt.Sprint("waiter ", i)); o.err != nil {
+			t.Fatal(o.err)
+		}
+	}
+}

@@ -189,6 +189,8 @@ func ttlOf(ctx context.Context, rdb redis.UniversalClient, lockKey, key, token s
 
 func (s *single) subscribe(ctx context.Context) *redis.PubSub { return s.rdb.Subscribe(ctx) }
 
+func (s *single) slots() int { return 1 }
+
 // handed: the release script returns, and its message carries, the token.
 func (s *single) handed(v string) (string, int) { return v, 0 }
 
