@@ -69,7 +69,9 @@ type SlotHolder struct {
 // at once: "at most two backups across the fleet". Everything a Client does
 // works per holder: TryAcquire takes a free slot or fails with a
 // *NotObtainedError naming the holder whose slot frees first; Acquire
-// waits, woken by releases; Do, KeepAlive, Extend, Release, MinHold and
+// waits in the fair line as for a plain lock, a release handing its slot
+// to the first live waiter (fenced waiters are woken by releases and try);
+// Do, KeepAlive, Extend, Release, MinHold and
 // ReleaseAndRecord act on the holder's own slot (Lock.Slot); Fence draws one
 // number per acquisition, strictly increasing per name across all slots.
 // Status, List and Break of a semaphore's name work from any Client, a plain
