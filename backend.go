@@ -8,14 +8,15 @@ import (
 )
 
 // backend is what differs between kinds of lock storage: one Redis
-// deployment (single.go, with or without replica acknowledgement) or a
-// quorum of independent masters (quorum.go). New and NewQuorum choose one;
+// deployment (single.go, with or without replica acknowledgement), a
+// quorum of independent masters (quorum.go), or a semaphore of N slots on
+// one deployment (semaphore.go). New, NewQuorum and NewSemaphore choose one;
 // Client and Lock only ever call these methods, so no other code asks which
-// one it has. Another kind (a semaphore, say) is one more implementation.
+// one it has.
 //
 // Every method that takes a *Lock works on l.key and l.token; the Lock's
-// other fields (ttl, acquired, fence, renewBy) are the backend's to read and,
-// for fence and renewBy, to set.
+// other fields (ttl, acquired, fence, slot, renewBy) are the backend's to
+// read and, for fence, slot and renewBy, to set.
 type backend interface {
 	// acquire takes l for l.ttl. It returns nil when l is ours (also when
 	// an earlier attempt with l's token had landed), a *NotObtainedError
@@ -51,7 +52,11 @@ type backend interface {
 	// would return; recErr is the record's failure.
 	finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error)
 
-	// The waiting line (wait.go, line.go, handoff.go) uses only these four.
+	// The waiting line (wait.go, waitline.go, line.go, line_room.go,
+	// handoff.go) uses only these eight.
+
+	// slots is how many may hold one name at once: 1, or a semaphore's N.
+	slots() int
 
 	// lineStore returns the deployment that keeps the fair cross-process
 	// line of waiters (line.go), or nil when this backend keeps none and
@@ -61,6 +66,17 @@ type backend interface {
 	// is cid: the release may hand the lock to that Client's first waiter
 	// without publishing, and returns the token it went to, or "".
 	releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error)
+	// handed reads what releaseTo returns and a hand-over's message
+	// carries: the token the lock went to, and for a semaphore the slot.
+	handed(v string) (token string, slot int)
+	// lineCheck runs the fair line's check for key (lineCheckScript) as the
+	// Client cid, for the entries of its waiters: the holder whose lock
+	// frees first ("" if none), its PTTL in ms, and what it saw of each entry.
+	lineCheck(ctx context.Context, key, cid string, entries []string) (holder string, pttl int64, seen []lineSeen, err error)
+	// mayHold reports whether a key read as v after a waiter's entry left
+	// the line may have been handed to token: the waiter, giving up, then
+	// releases it (release with l.slot 0 finds the slot).
+	mayHold(v, token string) bool
 
 	// subscribe opens the Pub/Sub handle on which the release script's
 	// messages (on a channel named like the lock's key) arrive.

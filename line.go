@@ -81,6 +81,7 @@ func queues(opts *LockOptions) bool {
 // guarded by the waitLine's mu, except the channels and err.
 type room struct {
 	key, base string
+	b         backend // the line's protocol: lineCheck, handed, mayHold
 	rdb       redis.UniversalClient
 	ps        *redis.PubSub
 	confirmed chan struct{} // closed at the first SSUBSCRIBE confirmation, or with err set
@@ -119,7 +120,7 @@ func (r *room) tend() {
 }
 
 // waitFair is Acquire in the line for want.key, whose names start with base.
-func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, rdb redis.UniversalClient, want *Lock, opts *LockOptions) (*Lock, error) {
+func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, opts *LockOptions) (*Lock, error) {
 	if want.ttl < time.Millisecond {
 		return nil, fmt.Errorf("ttl %s is below 1ms", want.ttl)
 	}
@@ -138,7 +139,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, rdb redis.Uni
 	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
 	ln.mu.Lock()
-	r = ln.roomFor(rdb, want.key, base)
+	r = ln.roomFor(c.b, want.key, base)
 	w.entry = fmt.Sprintf("%s|%d|%s", ln.cid, want.ttl.Milliseconds(), want.token)
 	r.waiters = append(r.waiters, w)
 	if r.linger != nil {
@@ -195,9 +196,10 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, rdb redis.Uni
 			return nil, err
 		}
 		// It expired before we heard of it: queue again.
+		want.slot = 0
 		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
 		ln.mu.Lock()
-		r = ln.roomFor(rdb, want.key, base)
+		r = ln.roomFor(c.b, want.key, base)
 		r.waiters = append(r.waiters, w)
 		if r.linger != nil {
 			r.linger.Stop()
@@ -208,6 +210,13 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, rdb redis.Uni
 			return nil, fmt.Errorf("acquire %s: %w", want.key, r.err)
 		}
 	}
+}
+
+// lineSeen is what the line's check saw of one waiter's entry.
+type lineSeen struct {
+	pos    int64 // its place in line, 0 for the head; -1 when absent
+	handed bool  // absent because the lock was handed to it
+	slot   int   // the semaphore slot it was handed; 0 for a plain lock
 }
 
 // lineResult is what a waiter in the line is told: its lock, or the error
@@ -284,8 +293,8 @@ func (ln *waitLine) leaveLine(ctx, tctx context.Context, r *room, w *liner, join
 			pttl = p.PTTL(tctx, r.key)
 			return nil
 		})
-		if rem.Err() != nil || (rem.Val() == 0 && get.Val() == w.want.token) {
-			_ = r.rdb.Eval(context.WithoutCancel(tctx), releaseScript, []string{r.key}, w.want.token, 0).Err()
+		if rem.Err() != nil || (rem.Val() == 0 && r.b.mayHold(get.Val(), w.want.token)) {
+			_ = r.b.release(context.WithoutCancel(tctx), w.want, 0)
 		} else if get.Err() == nil {
 			held = notObtained(r.key, get.Val(), max(pttl.Val(), 0))
 		}
@@ -295,6 +304,13 @@ func (ln *waitLine) leaveLine(ctx, tctx context.Context, r *room, w *liner, join
 		err = errors.New("could not join the line")
 	}
 	return nil, fmt.Errorf("%w; gave up waiting: %w", held, err)
+}
+
+// entryToken is the token of a line entry "<client id>|<ttl ms>|<token>".
+func entryToken(e string) string {
+	_, rest, _ := strings.Cut(e, "|")
+	_, tok, _ := strings.Cut(rest, "|")
+	return tok
 }
 
 // releaseReply reads the release script's reply: the token it handed the

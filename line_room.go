@@ -18,7 +18,7 @@ import (
 
 // roomFor returns key's room, creating it and its subscription. Called
 // with ln.mu held.
-func (ln *waitLine) roomFor(rdb redis.UniversalClient, key, base string) *room {
+func (ln *waitLine) roomFor(b backend, key, base string) *room {
 	if r := ln.rooms[key]; r != nil {
 		return r
 	}
@@ -27,7 +27,8 @@ func (ln *waitLine) roomFor(rdb redis.UniversalClient, key, base string) *room {
 		_, _ = crand.Read(b[:])
 		ln.cid = hex.EncodeToString(b[:])
 	}
-	r := &room{key: key, base: base, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	rdb := b.lineStore()
+	r := &room{key: key, base: base, b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	if ln.rooms == nil {
 		ln.rooms = make(map[string]*room)
 	}
@@ -46,21 +47,20 @@ func (ln *waitLine) roomFor(rdb redis.UniversalClient, key, base string) *room {
 // Client stalled, or lost in a failover).
 func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) error {
 	ln.mu.Lock()
-	args := []any{ln.cid, aliveFor.Milliseconds()}
-	for _, w := range ws {
-		args = append(args, w.entry)
+	cid := ln.cid
+	entries := make([]string, len(ws))
+	for i, w := range ws {
+		entries[i] = w.entry
 	}
 	ln.mu.Unlock()
 	sent := time.Now()
-	res, err := r.rdb.Eval(ctx, lineCheckScript, []string{r.key}, args...).Slice()
-	if err == nil && len(res) != 2+len(ws) {
-		err = fmt.Errorf("unexpected reply %v", res)
+	holder, pttl, seen, err := r.b.lineCheck(ctx, r.key, cid, entries)
+	if err == nil && len(seen) != len(ws) {
+		err = fmt.Errorf("unexpected reply %v", seen)
 	}
 	if err != nil {
 		return fmt.Errorf("check the line for %s: %w", r.key, err)
 	}
-	holder, _ := res[0].(string)
-	pttl, _ := res[1].(int64)
 	var rejoin []*liner
 	ln.mu.Lock()
 	r.lastAlive = sent
@@ -72,9 +72,9 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 		if w.gone || w.pushing || !slices.Contains(r.waiters, w) {
 			continue // delivered meanwhile, gave up, or joining
 		}
-		pos, _ := res[2+i].(int64)
-		switch {
-		case holder == w.want.token:
+		switch pos := seen[i].pos; {
+		case seen[i].handed:
+			w.want.slot = seen[i].slot
 			ln.deliver(r, w, w.proof)
 		case pos >= 0:
 			w.proof = sent
@@ -103,12 +103,15 @@ func (ln *waitLine) deliver(r *room, w *liner, since time.Time) {
 	w.got <- lineResult{l: w.want}
 }
 
-// deliverToken delivers the lock to r's waiter with token tok, if it is
-// still waiting: handed over no earlier than since, or than the waiter's
-// proof when since is zero. Called with ln.mu held.
-func (ln *waitLine) deliverToken(r *room, tok string, since time.Time) {
+// deliverToken delivers the lock to r's waiter it was handed to (v, as
+// backend.handed reads it), if it is still waiting: handed over no earlier
+// than since, or than the waiter's proof when since is zero. Called with
+// ln.mu held.
+func (ln *waitLine) deliverToken(r *room, v string, since time.Time) {
+	tok, slot := r.b.handed(v)
 	for _, w := range r.waiters {
 		if w.want.token == tok {
+			w.want.slot = slot
 			if since.IsZero() {
 				since = w.proof
 			}

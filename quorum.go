@@ -315,3 +315,12 @@ func (q *quorum) releaseTo(ctx context.Context, l *Lock, keep time.Duration, _ s
 func (q *quorum) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {
 	return false, false, nil
 }
+
+func (q *quorum) slots() int { return 1 }
+
+// The line's protocol: never used, as lineStore is nil.
+func (q *quorum) handed(v string) (string, int) { return v, 0 }
+func (q *quorum) mayHold(string, string) bool   { return false }
+func (q *quorum) lineCheck(context.Context, string, string, []string) (string, int64, []lineSeen, error) {
+	return "", 0, nil, errors.ErrUnsupported
+}

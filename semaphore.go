@@ -69,7 +69,9 @@ type SlotHolder struct {
 // at once: "at most two backups across the fleet". Everything a Client does
 // works per holder: TryAcquire takes a free slot or fails with a
 // *NotObtainedError naming the holder whose slot frees first; Acquire
-// waits, woken by releases; Do, KeepAlive, Extend, Release, MinHold and
+// waits in the fair line as for a plain lock, a release handing its slot
+// to the first live waiter (fenced waiters are woken by releases and try);
+// Do, KeepAlive, Extend, Release, MinHold and
 // ReleaseAndRecord act on the holder's own slot (Lock.Slot); Fence draws one
 // number per acquisition, strictly increasing per name across all slots.
 // Status, List and Break of a semaphore's name work from any Client, a plain
@@ -122,9 +124,14 @@ var (
 	// slotsReleaseScript is releaseScript for a slot: KEYS[1] is K, ARGV
 	// the token, the ms to keep, B, N, the slot (0: find the slot holding
 	// the token, for a clean-up) and the fair line's Client id or "". With
-	// keep it shortens the slot's life and keeps the marker at least as
-	// long; otherwise it deletes the slot, the marker when no slot is left,
-	// and publishes on K so that waiters try. 0 when the slot was not ours.
+	// keep it sets the slot's life to keep. Otherwise it hands the slot to
+	// the first live waiter in line as releaseScript hands the key (its
+	// message, and the reply, read "<slot>:<token>"), or with nobody live
+	// in line deletes the slot and publishes on K so that waiters outside
+	// the line try. Unless it handed the slot over, it then sets the
+	// marker's life to the longest remaining slot's (the PTTL of each), or
+	// deletes it with the last: a name a semaphore used is free for other
+	// users as soon as its last slot is. 0 when the slot was not ours.
 	//go:embed slots_release.lua
 	slotsReleaseScript string
 	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
@@ -132,6 +139,16 @@ var (
 	// refuses (0) when K holds anything but the marker or nothing.
 	//go:embed slots_extend.lua
 	slotsExtendScript string
+	// slotsLineCheckScript is lineCheckScript for a semaphore: KEYS[1] is
+	// K, ARGV B, N, the Client's id, the life in ms of its liveness key
+	// (refreshed), then entries of its waiters. It hands each free slot to
+	// the first live waiter in line (the message carries "<slot>:<token>"),
+	// and returns the holder whose slot frees first ("" if none), its PTTL,
+	// and for each entry its position, -1 when absent, or "<slot>:<token>"
+	// when it holds a slot; {-1, K's value} when K holds a plain token or
+	// another marker.
+	//go:embed slots_line_check.lua
+	slotsLineCheckScript string
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.
@@ -249,26 +266,12 @@ func (s *semaphore) release(ctx context.Context, l *Lock, keep time.Duration) er
 func (s *semaphore) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
 	b, _ := lineBase(l.key)
 	v, err := s.rdb.Eval(ctx, slotsReleaseScript, []string{l.key}, l.token, keep.Milliseconds(), b, s.n, l.slot, cid).Result()
-	if err != nil {
-		return "", opError("release", l.key, err)
-	}
-	to, ok := releaseReply(v)
-	if !ok {
-		return "", ErrLockNotHeld
-	}
-	return to, nil
+	return released(l.key, v, err)
 }
 
 func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 	b, _ := lineBase(l.key)
-	ms, err := s.rdb.Eval(ctx, pttlScript, []string{slotKey(b, l.slot)}, l.token).Int64()
-	if err != nil {
-		return 0, opError("ttl of", l.key, err)
-	}
-	if ms < 0 {
-		return 0, ErrLockNotHeld
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return ttlOf(ctx, s.rdb, l.key, slotKey(b, l.slot), l.token)
 }
 
 // finish is single's finish with the slot's release script.
@@ -279,74 +282,9 @@ func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, rec
 	return finishReply(l, v, err)
 }
 
-// lineStore is nil: semaphore waiters are woken by release messages.
-func (s *semaphore) lineStore() redis.UniversalClient { return nil }
+func (s *semaphore) slots() int { return s.n }
 
 // handOver is not done: a plain SET NX is not how a slot is taken.
 func (s *semaphore) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {
 	return false, false, nil
-}
-
-// viewSlots completes v, the view of a key that holds the marker of n
-// slots, with the slots' holders, read in one MULTI/EXEC.
-func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, error) {
-	key := v.st.Key
-	b, ok := lineBase(key)
-	if !ok {
-		return v, nil
-	}
-	gets := make([]*redis.StringCmd, n)
-	pttls := make([]*redis.DurationCmd, n)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range n {
-			gets[i] = p.Get(ctx, slotKey(b, i+1))
-			pttls[i] = p.PTTL(ctx, slotKey(b, i+1))
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return lockView{}, fmt.Errorf("status of %s: %w", key, err)
-	}
-	st := v.st
-	st.Slots, st.Held, st.Holder, st.TTL, st.Since = n, false, "", 0, time.Time{}
-	v.token = ""
-	for i := range n {
-		token, err := gets[i].Result()
-		if err != nil {
-			continue
-		}
-		h := SlotHolder{Slot: i + 1, Holder: holderOf(token), Since: sinceOf(token)}
-		switch d := pttls[i].Val(); {
-		case d > 0:
-			h.TTL = d
-		case d == -1:
-			h.TTL = -1
-		}
-		st.Holders = append(st.Holders, h)
-		if !st.Held {
-			st.Held, st.Holder, st.TTL, st.Since = true, h.Holder, h.TTL, h.Since
-			v.token = token
-		}
-	}
-	return v, nil
-}
-
-// brokenSlots completes v, the view of a broken key that held the marker of
-// n slots, with the tokens removed from its slots.
-func brokenSlots(v lockView, n int, tokens []string) lockView {
-	st := v.st
-	st.Slots = n
-	v.token = ""
-	for i, token := range tokens {
-		if token == "" {
-			continue
-		}
-		h := SlotHolder{Slot: i + 1, Holder: holderOf(token), Since: sinceOf(token)}
-		st.Holders = append(st.Holders, h)
-		if !st.Held {
-			st.Held, st.Holder, st.Since = true, h.Holder, h.Since
-			v.token = token
-		}
-	}
-	return v
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -37,47 +36,87 @@ func slotKeyOf(key string, i int) string {
 }
 
 // At no moment do more than N Clients hold a semaphore of N slots, however
-// many wait; and all N slots are used.
+// many wait, whether they wait in the fair line or, fenced, for release
+// messages; and all N slots are used.
 func TestSlotsNeverExceedN(t *testing.T) {
 	srv := redistest.Start(t)
 	const slots, clients = 3, 16
-	var holding, most, total atomic.Int64
-	stop := time.Now().Add(2 * time.Second)
-	var wg sync.WaitGroup
-	for range clients {
-		c := semaphore(t, srv.Client(), slots)
-		wg.Go(func() {
-			for time.Now().Before(stop) {
-				ctx, cancel := context.WithTimeout(context.Background(), promptly)
-				l, err := c.Acquire(ctx, "sem", time.Minute, nil)
-				cancel()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				n := holding.Add(1)
-				total.Add(1)
-				if n > slots {
-					t.Errorf("%d holders at once, want at most %d", n, slots)
-				}
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				if l.Slot() < 1 || l.Slot() > slots {
-					t.Errorf("Slot() = %d, want 1..%d", l.Slot(), slots)
-				}
-				time.Sleep(time.Millisecond)
-				holding.Add(-1)
-				if err := l.Release(context.Background()); err != nil {
-					t.Error(err)
-					return
-				}
+	for _, tc := range []struct {
+		name string
+		opts *withlock.LockOptions
+	}{
+		{"in the line", nil},
+		{"fenced", &withlock.LockOptions{Fence: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var holding, most, total atomic.Int64
+			stop := time.Now().Add(time.Second)
+			var wg sync.WaitGroup
+			for range clients {
+				c := semaphore(t, srv.Client(), slots)
+				wg.Go(func() {
+					for time.Now().Before(stop) {
+						ctx, cancel := context.WithTimeout(context.Background(), promptly)
+						l, err := c.Acquire(ctx, "sem", time.Minute, tc.opts)
+						cancel()
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						n := holding.Add(1)
+						total.Add(1)
+						if n > slots {
+							t.Errorf("%d holders at once, want at most %d", n, slots)
+						}
+						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+						}
+						if l.Slot() < 1 || l.Slot() > slots {
+							t.Errorf("Slot() = %d, want 1..%d", l.Slot(), slots)
+						}
+						time.Sleep(time.Millisecond)
+						holding.Add(-1)
+						if err := l.Release(context.Background()); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("%d acquisitions, at most %d holders at once", total.Load(), most.Load())
+			if most.Load() != slots {
+				t.Errorf("at most %d holders at once, want all %d slots used", most.Load(), slots)
 			}
 		})
 	}
-	wg.Wait()
-	t.Logf("%d acquisitions, at most %d holders at once", total.Load(), most.Load())
-	if most.Load() != slots {
-		t.Errorf("at most %d holders at once, want all %d slots used", most.Load(), slots)
+}
+
+// KeepAlive (here through Do) renews a slot and the marker with it: a run
+// longer than its TTL keeps its slot, and the name stays a semaphore.
+func TestSlotsKeepAliveRenewsSlotAndMarker(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	err := semaphore(t, rdb, 2).Do(ctx, "ka", 300*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
+		select {
+		case <-time.After(time.Second): // the run's work: three TTLs
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if _, err := withlock.New(rdb, nil).TryAcquire(ctx, "ka", time.Minute, nil); !errors.Is(err, withlock.ErrSlotsMismatch) {
+			t.Errorf("a plain TryAcquire during the run: %v, want ErrSlotsMismatch", err)
+		}
+		mark := rdb.PTTL(ctx, l.Key()).Val()
+		if slot := rdb.PTTL(ctx, slotKeyOf(l.Key(), l.Slot())).Val(); slot <= 0 || mark < slot {
+			t.Errorf("marker PTTL %s, slot PTTL %s: want the slot renewed and the marker no shorter", mark, slot)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if rdb.Exists(ctx, "lock:ka").Val() != 0 {
+		t.Error("the marker outlived the run")
 	}
 }
 
@@ -239,125 +278,6 @@ func TestSlotHolderCrashFreesSlotByTTL(t *testing.T) {
 	}
 }
 
-// Status lists every holder of a semaphore by slot, and List shows the name
-// once, from a plain Client too; the slot keys are not locks.
-func TestSlotsStatusListsEveryHolder(t *testing.T) {
-	srv := redistest.Start(t)
-	sem := semaphore(t, srv.Client(), 3)
-	plain := withlock.New(srv.Client(), nil)
-	ctx := context.Background()
-	for _, name := range []string{"st", "{tag}st"} {
-		a := mustAcquire(t, sem, name, time.Minute)
-		b := mustAcquire(t, sem, name, 30*time.Second)
-		for _, c := range []*withlock.Client{sem, plain} {
-			st, err := c.Status(ctx, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !st.Held || st.Slots != 3 || len(st.Holders) != 2 || st.Holder != withlock.HolderOf(a.Token()) {
-				t.Fatalf("%s: %+v, want held, 3 slots, 2 holders", name, st)
-			}
-			ttls := []time.Duration{time.Minute, 30 * time.Second}
-			for i, l := range []*withlock.Lock{a, b} {
-				h := st.Holders[i]
-				if h.Slot != l.Slot() || h.Holder != withlock.HolderOf(l.Token()) || h.TTL <= 0 || h.TTL > ttls[i] || h.Since.IsZero() {
-					t.Errorf("%s holder %d: %+v, want slot %d", name, i, h, l.Slot())
-				}
-			}
-			list, err := c.List(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(list) != 1 || list[0].Key != a.Key() || len(list[0].Holders) != 2 {
-				t.Errorf("%s: List = %v, want the one semaphore with 2 holders", name, list)
-			}
-		}
-		for _, l := range []*withlock.Lock{a, b} {
-			if err := l.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		st, err := plain.Status(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Held || st.Slots != 0 || st.Holders != nil {
-			t.Errorf("%s after the last release: %+v, want a free name without marker", name, st)
-		}
-	}
-}
-
-// List shows locks only: not the fair line of a hash-tagged name, nor the
-// liveness key of the Client waiting in it.
-func TestListSkipsLineKeys(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
-	holder := mustAcquire(t, c, "{tag}busy", time.Minute)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := acquireAsync(ctx, waitClient(t, srv), "{tag}busy", time.Minute)
-	clitest.Eventually(t, promptly, "waiter never in line", func() bool { return lineLenOn(rdb, holder.Key()) == 1 })
-	keys := rdb.Keys(ctx, "lock:*").Val()
-	list, err := c.List(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list) != 1 || list[0].Key != holder.Key() {
-		var shown []string
-		for _, st := range list {
-			shown = append(shown, st.Key)
-		}
-		t.Errorf("List = %q among keys %q, want only %s", shown, keys, holder.Key())
-	}
-	cancel()
-	if o := wait(t, got, promptly, "waiter"); o.err == nil {
-		t.Error("the waiter got the lock")
-	}
-}
-
-// Break clears every holder of a semaphore, from any Client, reports them,
-// and the name is free for everyone afterwards.
-func TestBreakClearsAllSlots(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	sem := semaphore(t, rdb, 3)
-	ctx := context.Background()
-	var held []*withlock.Lock
-	for range 3 {
-		held = append(held, mustAcquire(t, sem, "brk", time.Minute))
-	}
-	waiter := semaphore(t, srv.Client(), 3)
-	withlock.SetWaitTimings(waiter, longPoll, time.Minute)
-	got := acquireAsync(ctx, waiter, "brk", time.Minute)
-	clitest.Eventually(t, promptly, "waiter never waited", func() bool { return withlock.Waiting(waiter, "brk") == 1 })
-	st, err := withlock.New(rdb, nil).Break(ctx, "brk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !st.Held || st.Slots != 3 || len(st.Holders) != 3 {
-		t.Errorf("Break = %+v, want the 3 holders it removed", st)
-	}
-	for i, l := range held {
-		if err := l.Extend(ctx, time.Minute); !errors.Is(err, withlock.ErrLockNotHeld) {
-			t.Errorf("holder %d: Extend after Break = %v, want ErrLockNotHeld", i, err)
-		}
-	}
-	o := wait(t, got, promptly, "waiter")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if err := o.lock.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if keys := rdb.Keys(ctx, "*brk*").Val(); len(keys) != 0 {
-		t.Errorf("keys left after Break and the last release: %q", keys)
-	}
-	if err := mustAcquire(t, withlock.New(rdb, nil), "brk", time.Minute).Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // The marker lives as long as the longest slot: a slot extended beyond the
 // others' TTL keeps the name a semaphore after they expired, and another
 // number of slots is still refused.
@@ -372,9 +292,8 @@ func TestSlotsMarkerOutlivesEverySlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, rdb, slotKeyOf(short.Key(), short.Slot()))
-	time.Sleep(400 * time.Millisecond) // past the first acquisitions' TTL too
+	mark := rdb.PTTL(ctx, long.Key()).Val() // first: the slot's can only be shorter later
 	slot := rdb.PTTL(ctx, slotKeyOf(long.Key(), long.Slot())).Val()
-	mark := rdb.PTTL(ctx, long.Key()).Val()
 	if slot <= 0 || mark < slot {
 		t.Errorf("marker PTTL %s, slot PTTL %s: want the marker to outlive the slot", mark, slot)
 	}
@@ -418,5 +337,39 @@ func TestSlotsOnCluster(t *testing.T) {
 		if node.Exists(ctx, a.Key()).Val() != 0 {
 			t.Errorf("%s: marker left after the last release", name)
 		}
+	}
+}
+
+// A slot released early within its min-hold is kept until the min-hold
+// passes, with the run's record stored in the same round trip; the marker
+// then lives no longer than that slot, so the name is soon free for any
+// number of slots.
+func TestSlotsMinHoldKeepsSlotThenFreesName(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	sem := semaphore(t, rdb, 2)
+	l, err := sem.TryAcquire(ctx, "hold", time.Minute, &withlock.LockOptions{MinHold: 500 * time.Millisecond, Fence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mark := rdb.PTTL(ctx, l.Key()).Val()
+	slot := rdb.PTTL(ctx, slotKeyOf(l.Key(), l.Slot())).Val()
+	if slot <= 0 || slot > 500*time.Millisecond || mark < slot || mark > 500*time.Millisecond {
+		t.Errorf("after an early release: slot PTTL %s, marker PTTL %s; want both within the 500ms min-hold, the marker no shorter", slot, mark)
+	}
+	st, err := withlock.New(rdb, nil).Status(ctx, "hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Held || !st.Finished || st.LastRun == nil || st.LastRun.ExitCode != 3 || st.LastRun.Fence != l.Fence() {
+		t.Errorf("Status during the min-hold: %+v, want held by the finished run it recorded", st)
+	}
+	waitGone(t, rdb, l.Key())
+	if err := mustAcquire(t, withlock.New(rdb, nil), "hold", time.Minute).Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

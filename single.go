@@ -140,8 +140,14 @@ func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid
 		args = append(args, cid)
 	}
 	v, err := s.rdb.Eval(ctx, releaseScript, []string{l.key}, args...).Result()
+	return released(l.key, v, err)
+}
+
+// released reads a release script's reply v (or err) for the lock key
+// key: what the lock was handed to (see releaseTo), or ErrLockNotHeld.
+func released(key string, v any, err error) (string, error) {
 	if err != nil {
-		return "", opError("release", l.key, err)
+		return "", opError("release", key, err)
 	}
 	to, ok := releaseReply(v)
 	if !ok {
@@ -165,9 +171,15 @@ func (s *single) ifOurs(ctx context.Context, op, script string, l *Lock, d time.
 }
 
 func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
-	ms, err := s.rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
+	return ttlOf(ctx, s.rdb, l.key, l.key, l.token)
+}
+
+// ttlOf runs pttlScript on key, which holds token if it is still ours:
+// the key of the lock key lockKey, or one of its semaphore's slots.
+func ttlOf(ctx context.Context, rdb redis.UniversalClient, lockKey, key, token string) (time.Duration, error) {
+	ms, err := rdb.Eval(ctx, pttlScript, []string{key}, token).Int64()
 	if err != nil {
-		return 0, opError("ttl of", l.key, err)
+		return 0, opError("ttl of", lockKey, err)
 	}
 	if ms < 0 {
 		return 0, ErrLockNotHeld
@@ -176,6 +188,42 @@ func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 }
 
 func (s *single) subscribe(ctx context.Context) *redis.PubSub { return s.rdb.Subscribe(ctx) }
+
+func (s *single) slots() int { return 1 }
+
+// handed: the release script returns, and its message carries, the token.
+func (s *single) handed(v string) (string, int) { return v, 0 }
+
+// mayHold: the key holds the waiter's token.
+func (s *single) mayHold(v, token string) bool { return v == token }
+
+// lineCheck runs lineCheckScript: an entry was handed the lock when the
+// key holds its token. A semaphore's marker ends the waits with a
+// *SlotsError, as it ends a try.
+func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
+	args := []any{cid, aliveFor.Milliseconds()}
+	for _, e := range entries {
+		args = append(args, e)
+	}
+	res, err := s.rdb.Eval(ctx, lineCheckScript, []string{key}, args...).Slice()
+	if err == nil && len(res) != 2+len(entries) {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
+	if err != nil {
+		return "", 0, nil, err
+	}
+	holder, _ := res[0].(string)
+	if n, ok := slotsOf(holder); ok { // a semaphore took the name meanwhile
+		return "", 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
+	}
+	pttl, _ := res[1].(int64)
+	seen := make([]lineSeen, len(entries))
+	for i, e := range entries {
+		seen[i].pos, _ = res[2+i].(int64)
+		seen[i].handed = holder != "" && holder == entryToken(e)
+	}
+	return holder, pttl, seen, nil
+}
 
 // lineStore: one deployment keeps the line beside the lock's key.
 func (s *single) lineStore() redis.UniversalClient { return s.rdb }

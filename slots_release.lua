@@ -3,6 +3,24 @@
 -- find ours), our Client id or ''. Slot keys are built here from the base.
 local k, b, n, i = KEYS[1], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local want = '#slots=' .. n
+-- The marker lives as long as the longest slot, and goes with the last.
+local function settle()
+  local most = 0
+  for j = 1, n do
+    local t = redis.call('pttl', b .. ':s:' .. j)
+    if t == -1 then
+      return
+    end
+    most = math.max(most, t)
+  end
+  if redis.call('get', k) == want then
+    if most > 0 then
+      redis.call('pexpire', k, most)
+    else
+      redis.call('del', k)
+    end
+  end
+end
 if i == 0 then
   for j = 1, n do
     if redis.call('get', b .. ':s:' .. j) == ARGV[1] then
@@ -21,18 +39,32 @@ end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   redis.call('pexpire', s, keep)
-  if redis.call('pexpire', k, keep, 'GT') == 0 then
-    redis.call('set', k, want, 'NX', 'PX', keep)
-  end
+  settle()
   return 1
+end
+while true do
+  local e = redis.pcall('lpop', b .. ':q')
+  if type(e) ~= 'string' then
+    break
+  end
+  local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
+  if id and (id == ARGV[6] or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, i .. ':' .. tok) > 0) then
+    redis.call('set', s, tok, 'PX', ttl)
+    redis.call('pexpire', k, ttl, 'GT')
+    return i .. ':' .. tok
+  end
 end
 redis.call('del', s)
 local ks = {}
 for j = 1, n do
   ks[j] = b .. ':s:' .. j
 end
-if redis.call('exists', unpack(ks)) == 0 and redis.call('get', k) == want then
-  redis.call('del', k)
+if redis.call('exists', unpack(ks)) == 0 then
+  if redis.call('get', k) == want then
+    redis.call('del', k)
+  end
+else
+  settle()
 end
 redis.call('publish', k, '')
 return 1

@@ -1,0 +1,77 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Reading and breaking a semaphore's name, for any Client of the
+// deployment: the key's marker says how many slots to read.
+
+// viewSlots completes v, the view of a key that holds the marker of n
+// slots, with the slots' holders, read in one MULTI/EXEC.
+func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, error) {
+	key := v.st.Key
+	b, ok := lineBase(key)
+	if !ok {
+		return v, nil
+	}
+	gets := make([]*redis.StringCmd, n)
+	pttls := make([]*redis.DurationCmd, n)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			gets[i] = p.Get(ctx, slotKey(b, i+1))
+			pttls[i] = p.PTTL(ctx, slotKey(b, i+1))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return lockView{}, fmt.Errorf("status of %s: %w", key, err)
+	}
+	st := v.st
+	st.Slots, st.Held, st.Holder, st.TTL, st.Since = n, false, "", 0, time.Time{}
+	v.token = ""
+	for i := range n {
+		token, err := gets[i].Result()
+		if err != nil {
+			continue
+		}
+		h := SlotHolder{Slot: i + 1, Holder: holderOf(token), Since: sinceOf(token)}
+		switch d := pttls[i].Val(); {
+		case d > 0:
+			h.TTL = d
+		case d == -1:
+			h.TTL = -1
+		}
+		st.Holders = append(st.Holders, h)
+		if !st.Held {
+			st.Held, st.Holder, st.TTL, st.Since = true, h.Holder, h.TTL, h.Since
+			v.token = token
+		}
+	}
+	return v, nil
+}
+
+// brokenSlots completes v, the view of a broken key that held the marker of
+// n slots, with the tokens removed from its slots.
+func brokenSlots(v lockView, n int, tokens []string) lockView {
+	st := v.st
+	st.Slots = n
+	v.token = ""
+	for i, token := range tokens {
+		if token == "" {
+			continue
+		}
+		h := SlotHolder{Slot: i + 1, Holder: holderOf(token), Since: sinceOf(token)}
+		st.Holders = append(st.Holders, h)
+		if !st.Held {
+			st.Held, st.Holder, st.Since = true, h.Holder, h.Since
+			v.token = token
+		}
+	}
+	return v
+}

@@ -1,0 +1,133 @@
+package withlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// Status lists every holder of a semaphore by slot, and List shows the name
+// once, from a plain Client too; the slot keys are not locks.
+func TestSlotsStatusListsEveryHolder(t *testing.T) {
+	srv := redistest.Start(t)
+	sem := semaphore(t, srv.Client(), 3)
+	plain := withlock.New(srv.Client(), nil)
+	ctx := context.Background()
+	for _, name := range []string{"st", "{tag}st"} {
+		a := mustAcquire(t, sem, name, time.Minute)
+		b := mustAcquire(t, sem, name, 30*time.Second)
+		for _, c := range []*withlock.Client{sem, plain} {
+			st, err := c.Status(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.Held || st.Slots != 3 || len(st.Holders) != 2 || st.Holder != withlock.HolderOf(a.Token()) {
+				t.Fatalf("%s: %+v, want held, 3 slots, 2 holders", name, st)
+			}
+			ttls := []time.Duration{time.Minute, 30 * time.Second}
+			for i, l := range []*withlock.Lock{a, b} {
+				h := st.Holders[i]
+				if h.Slot != l.Slot() || h.Holder != withlock.HolderOf(l.Token()) || h.TTL <= 0 || h.TTL > ttls[i] || h.Since.IsZero() {
+					t.Errorf("%s holder %d: %+v, want slot %d", name, i, h, l.Slot())
+				}
+			}
+			list, err := c.List(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 1 || list[0].Key != a.Key() || len(list[0].Holders) != 2 {
+				t.Errorf("%s: List = %v, want the one semaphore with 2 holders", name, list)
+			}
+		}
+		for _, l := range []*withlock.Lock{a, b} {
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := plain.Status(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Held || st.Slots != 0 || st.Holders != nil {
+			t.Errorf("%s after the last release: %+v, want a free name without marker", name, st)
+		}
+	}
+}
+
+// List shows locks only: not the fair line of a hash-tagged name, nor the
+// liveness key of the Client waiting in it.
+func TestListSkipsLineKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	c := waitClient(t, srv)
+	holder := mustAcquire(t, c, "{tag}busy", time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := acquireAsync(ctx, waitClient(t, srv), "{tag}busy", time.Minute)
+	clitest.Eventually(t, promptly, "waiter never in line", func() bool { return lineLenOn(rdb, holder.Key()) == 1 })
+	keys := rdb.Keys(ctx, "lock:*").Val()
+	list, err := c.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Key != holder.Key() {
+		var shown []string
+		for _, st := range list {
+			shown = append(shown, st.Key)
+		}
+		t.Errorf("List = %q among keys %q, want only %s", shown, keys, holder.Key())
+	}
+	cancel()
+	if o := wait(t, got, promptly, "waiter"); o.err == nil {
+		t.Error("the waiter got the lock")
+	}
+}
+
+// Break clears every holder of a semaphore, from any Client, reports them,
+// and the name is free for everyone afterwards.
+func TestBreakClearsAllSlots(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	sem := semaphore(t, rdb, 3)
+	ctx := context.Background()
+	var held []*withlock.Lock
+	for range 3 {
+		held = append(held, mustAcquire(t, sem, "brk", time.Minute))
+	}
+	waiter := semaphore(t, srv.Client(), 3)
+	// Break wakes waiters outside the fair line; those in it, as for a
+	// plain lock, notice at their next poll.
+	withlock.SetWaitTimings(waiter, 100*time.Millisecond, time.Minute)
+	got := acquireAsync(ctx, waiter, "brk", time.Minute)
+	clitest.Eventually(t, promptly, "waiter never waited", func() bool { return withlock.Waiting(waiter, "brk") == 1 })
+	st, err := withlock.New(rdb, nil).Break(ctx, "brk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Held || st.Slots != 3 || len(st.Holders) != 3 {
+		t.Errorf("Break = %+v, want the 3 holders it removed", st)
+	}
+	for i, l := range held {
+		if err := l.Extend(ctx, time.Minute); !errors.Is(err, withlock.ErrLockNotHeld) {
+			t.Errorf("holder %d: Extend after Break = %v, want ErrLockNotHeld", i, err)
+		}
+	}
+	o := wait(t, got, promptly, "waiter")
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if err := o.lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, "lock:brk", slotKeyOf("lock:brk", 1), slotKeyOf("lock:brk", 2), slotKeyOf("lock:brk", 3)).Val(); n != 0 {
+		t.Errorf("%d of the marker and slot keys left after Break and the last release", n)
+	}
+	if err := mustAcquire(t, withlock.New(rdb, nil), "brk", time.Minute).Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,53 @@
+-- The fair line's check for a semaphore (see slotsLineCheckScript). KEYS[1]:
+-- the name's key. ARGV: base, slots, our Client id, ms its liveness key
+-- lives, then entries to look for. Slot and line keys are built from the base.
+local k, b, n = KEYS[1], ARGV[1], tonumber(ARGV[2])
+redis.call('set', b .. ':c:' .. ARGV[3], 1, 'PX', ARGV[4])
+local want = '#slots=' .. n
+local m = redis.call('get', k)
+if m and m ~= want then
+  return {-1, m}
+end
+local ks = {}
+for i = 1, n do
+  ks[i] = b .. ':s:' .. i
+end
+local v = redis.call('mget', unpack(ks))
+for i = 1, n do
+  while not v[i] do
+    local e = redis.call('lpop', b .. ':q')
+    if not e then
+      break
+    end
+    local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
+    if id and redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, i .. ':' .. tok) > 0 then
+      redis.call('set', ks[i], tok, 'PX', ttl)
+      if m then
+        redis.call('pexpire', k, ttl, 'GT')
+      else
+        redis.call('set', k, want, 'PX', ttl)
+        m = want
+      end
+      v[i] = tok
+    end
+  end
+end
+local holder, pttl = '', 0
+for i = 1, n do
+  local t = v[i] and redis.call('pttl', ks[i]) or 0
+  if t > 0 and (pttl == 0 or t < pttl) then
+    holder, pttl = v[i], t
+  end
+end
+local out = {holder, pttl}
+for j = 5, #ARGV do
+  local r = redis.call('lpos', b .. ':q', ARGV[j]) or -1
+  local tok = string.match(ARGV[j], '^%x+|%d+|(.+)$')
+  for i = 1, n do
+    if v[i] == tok then
+      r = i .. ':' .. tok
+    end
+  end
+  out[#out + 1] = r
+end
+return out
