@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,10 +25,12 @@ import (
 // message about a key another program uses, WAIT --min-replicas; HELLO,
 // AUTH and PING are what go-redis sends on connecting. MULTI and EXEC let
 // --status read a lock in one transaction, SCAN lets --list find the locks;
-// the last-run record is a SET of {lock:<name>}:last.
+// the last-run record is a SET of {lock:<name>}:last. RPUSH, LPOP, LREM,
+// LPOS, EXISTS, SPUBLISH and SSUBSCRIBE keep the fair line; MGET reads a
+// semaphore's slots.
 const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* &{lock:* -@all " +
 	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping " +
-	"+multi +exec +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe"
+	"+multi +exec +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe +mget"
 
 // The original contract's checks (contract_test.go) pass for a Redis ACL
 // user that has exactly the documented permissions.
@@ -218,21 +221,54 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		}
 	})
 
+	t.Run("--slots: holders, a waiter in line, --status and --break are allowed too", func(t *testing.T) {
+		a := startJob(t, env, 0, "--redis", url, "--slots", "2", "acl-slots")
+		b := startJob(t, env, 0, "--redis", url, "--slots", "2", "acl-slots")
+		// The third waits in the line until a slot is handed to it.
+		out := filepath.Join(t.TempDir(), "slot")
+		waiter := clitest.Start(t, env, "--redis", url, "--slots", "2", "-w", "20s", "acl-slots",
+			"sh", "-c", `printf %s "$WITH_LOCK_SLOT" > "$1"`, "sh", out)
+		clitest.Eventually(t, 10*time.Second, "the waiter queued", func() bool {
+			return admin.LLen(ctx, "{lock:acl-slots}:q").Val() == 1
+		})
+		if res := run(t, "--status", "acl-slots"); res.Code != 0 || !strings.Contains(res.Stdout, "2 of 2 slots held") {
+			t.Fatalf("--status: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+		}
+		if r := a.finish(); r.Code != 0 || r.Stderr != "" {
+			t.Fatalf("first holder: exit %d, stderr %q", r.Code, r.Stderr)
+		}
+		if r := waiter.Wait(clitest.RunTimeout); r.Code != 0 || r.Stderr != "" || readFile(t, out) != "1" {
+			t.Fatalf("waiter: exit %d, stderr %q; want it to run in the freed slot 1", r.Code, r.Stderr)
+		}
+		if res := run(t, "--break", "acl-slots"); res.Code != 0 || !strings.Contains(res.Stdout, "slot 2 by ") {
+			t.Fatalf("--break: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+		}
+		b.finish()
+	})
+
 	t.Run("a user with less is refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name, rules string
 			code        int
+			flags       []string
 		}{
-			{"no SET", strings.Replace(LeastPrivilegeACL, "+set ", "", 1), 77},
-			{"other keys", strings.Replace(LeastPrivilegeACL, "~lock:* ~{lock:*", "~other:*", 1), 77},
-			{"no EVAL", strings.Replace(LeastPrivilegeACL, "+eval ", "", 1), 0},
+			{"no SET", strings.Replace(LeastPrivilegeACL, "+set ", "", 1), 77, nil},
+			{"other keys", strings.Replace(LeastPrivilegeACL, "~lock:* ~{lock:*", "~other:*", 1), 77, nil},
+			{"no EVAL", strings.Replace(LeastPrivilegeACL, "+eval ", "", 1), 0, nil},
+			// A command refused inside a script is a permission error
+			// too, though Redis does not reply NOPERM.
+			{"no MGET for --slots", strings.Replace(LeastPrivilegeACL, " +mget", "", 1), 77, []string{"--slots", "2"}},
 		} {
 			user := "weak" + strconv.Itoa(tc.code) + strings.ReplaceAll(tc.name, " ", "")
 			setUser(user, tc.rules)
 			u := fmt.Sprintf("redis://%s@%s/0", user, srv.Addr())
-			res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=pw-" + user}, "--redis", u, "acl-weak", "true")
+			args := append(append([]string{"--redis", u}, tc.flags...), "acl-weak", "true")
+			res := clitest.Run(t, []string{"WITH_LOCK_PASSWORD=pw-" + user}, args...)
 			if res.Code != tc.code || res.Stderr == "" {
 				t.Errorf("%s: exit %d, stderr %q; want %d and a complaint", tc.name, res.Code, res.Stderr, tc.code)
+			}
+			if tc.code == 77 && strings.Count(res.Stderr, "\n") != 1 {
+				t.Errorf("%s: stderr %q; want one line", tc.name, res.Stderr)
 			}
 			admin.Del(ctx, "lock:acl-weak")
 		}

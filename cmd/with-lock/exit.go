@@ -33,7 +33,7 @@ func redisExit(err error) int {
 		errors.Is(err, withlock.ErrWrongType), errors.Is(err, withlock.ErrSlotsMismatch), isNoSuchDatabase(err):
 		// Retrying will not help: the configuration or the data is wrong.
 		return exitConfig
-	case redis.IsAuthError(err), redis.IsPermissionError(err):
+	case redis.IsAuthError(err), redis.IsPermissionError(err), isScriptNoPerm(err):
 		return exitNoPerm
 	}
 	// Refused, reset, timed out, LOADING, READONLY, a failover in
@@ -49,6 +49,14 @@ func isNoSuchDatabase(err error) bool {
 	return redis.HasErrorPrefix(err, "DB index is out of range")
 }
 
+// isScriptNoPerm reports whether Redis refused a command run by one of our
+// Lua scripts because the ACL user may not run it. Redis says so in an ERR
+// reply, not NOPERM, so go-redis's IsPermissionError does not match; the
+// text has been Redis's since ACLs came in 6.0.
+func isScriptNoPerm(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "The user executing the script can't run this command")
+}
+
 // hint says what to do about a failure to acquire, after its cause. Only a
 // failure to reach Redis asks whether it is up: when Redis answered, the
 // hint is about what it said.
@@ -59,6 +67,8 @@ func hint(code int, err error) string {
 		return "" // Redis answered: its replicas did not
 	case isNoSuchDatabase(err):
 		return " (the Redis URL names a database that server does not have: see its databases setting)"
+	case isScriptNoPerm(err):
+		return " (the Redis user lacks a command with-lock needs: see the least-privilege ACL in the README)"
 	case code == exitNoPerm:
 		return " (check the user and password: URL, --password-file, WITH_LOCK_PASSWORD)"
 	case code != exitUnavailable:
