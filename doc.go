@@ -39,6 +39,10 @@
 // has no fencing numbers; waiting listens to the first node only; and every
 // operation costs a round trip to each node.
 //
+// NewSemaphore admits up to N holders per name on one deployment: each
+// holder is a plain lock on one of the name's N slots, with everything
+// above, and every user of a name must use the same N (ErrSlotsMismatch).
+//
 // The Redis client should not retry commands on its own (go-redis:
 // MaxRetries -1): a SET NX that timed out may have landed, and a blind retry
 // would then find the key "held". TryAcquire recognises its own token in

@@ -38,6 +38,10 @@ type NotObtainedError struct {
 	Holder string        // "<host>:<pid>" of the owner, or "unknown"
 	TTL    time.Duration // the owner's remaining time; 0 if unknown or gone
 	Since  time.Time     // when the owner began acquiring it; zero if unknown
+	// Slots is, for a semaphore (NewSemaphore), its number of slots, all
+	// held; Holder, TTL and Since are then those of the holder whose slot
+	// frees first. 0 for a plain lock.
+	Slots int
 }
 
 // Error names the key, the holder, how long it has held the lock when
@@ -47,6 +51,10 @@ func (e *NotObtainedError) Error() string {
 	held := ""
 	if !e.Since.IsZero() {
 		held = " for " + time.Since(e.Since).Round(time.Second).String()
+	}
+	if e.Slots > 0 {
+		return fmt.Sprintf("all %d slots of lock %s are held; the first to free is %s's%s (expires in %s)",
+			e.Slots, e.Key, e.Holder, held, e.TTL.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("lock %s is held by %s%s (expires in %s)", e.Key, e.Holder, held, e.TTL.Round(time.Millisecond))
 }

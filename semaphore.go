@@ -181,7 +181,7 @@ func slotKey(b string, i int) string { return b + ":s:" + strconv.Itoa(i) }
 func (s *semaphore) base(key string) (string, error) {
 	b, ok := lineBase(key)
 	if !ok {
-		return "", fmt.Errorf("semaphore %s: a name with '}' needs a hash tag {...} before it", key)
+		return "", fmt.Errorf("semaphore %s: a name with '}' needs a hash tag {...} before it: %w", key, errors.ErrUnsupported)
 	}
 	return b, nil
 }
@@ -228,7 +228,9 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 		if len(v) > 2 {
 			ttl, _ = v[2].(int64)
 		}
-		return notObtained(l.key, token, time.Duration(ttl)*time.Millisecond)
+		e := notObtained(l.key, token, time.Duration(ttl)*time.Millisecond)
+		e.Slots = s.n
+		return e
 	}
 	l.slot = int(slot)
 	if opts != nil && opts.Fence {

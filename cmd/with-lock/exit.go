@@ -35,6 +35,11 @@ func redisExit(err error) int {
 		return exitConfig
 	case redis.IsAuthError(err), redis.IsPermissionError(err), isScriptNoPerm(err):
 		return exitNoPerm
+	case errors.Is(err, errors.ErrUnsupported):
+		// A combination the settings allow but the lock does not (a
+		// --slots name with '}' and no hash tag): the command line must
+		// change.
+		return exitUsage
 	}
 	// Refused, reset, timed out, LOADING, READONLY, a failover in
 	// progress: Redis cannot serve us now, and cron will try again.
@@ -65,6 +70,8 @@ func hint(code int, err error) string {
 	switch {
 	case errors.Is(err, withlock.ErrNotReplicated):
 		return "" // Redis answered: its replicas did not
+	case errors.Is(err, errors.ErrUnsupported):
+		return " (see with-lock --help)"
 	case isNoSuchDatabase(err):
 		return " (the Redis URL names a database that server does not have: see its databases setting)"
 	case isScriptNoPerm(err):

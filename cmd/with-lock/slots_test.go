@@ -86,7 +86,7 @@ func TestSlotsMismatchExits78(t *testing.T) {
 	j.finish()
 }
 
-func TestSlotsStatusListAndBreakShowEveryHolder(t *testing.T) {
+func TestSlotsBusyStatusListAndBreakShowEveryHolder(t *testing.T) {
 	e := setup(t)
 	a := e.startJob(0, "--slots", "2", "--ttl", "1s", "backup")
 	b := e.startJob(0, "--slots", "2", "--ttl", "1s", "backup")
@@ -94,7 +94,14 @@ func TestSlotsStatusListAndBreakShowEveryHolder(t *testing.T) {
 		t.Fatalf("holders saw %q/%q, tokens equal: %v", a.name, b.name, a.token == b.token)
 	}
 
-	r := e.run("--status", "backup")
+	// A third run finds every slot taken: busy, like a held lock.
+	r := e.run("--slots", "2", "backup", "true")
+	if r.Code != 75 {
+		t.Errorf("with both slots held: exit %d, want 75 (stderr %q)", r.Code, r.Stderr)
+	}
+	oneLine(t, r, "all 2 slots of lock lock:backup are held; the first to free is ")
+
+	r = e.run("--status", "backup")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "lock:backup is a semaphore: 2 of 2 slots held\n") ||
 		!hasLine(r.Stdout, "slot 1: held by ") || !hasLine(r.Stdout, "slot 2: held by ") {
 		t.Errorf("--status: exit %d, stdout %q", r.Code, r.Stdout)

@@ -240,6 +240,8 @@ func (c *Config) validate() error {
 	case c.Slots > 1 && !c.Cluster && len(c.RedisURLs) > 1:
 		// A line and a set of slots need one authority; a quorum has none.
 		return errors.New("--slots needs one Redis deployment, not a quorum of masters")
+	case c.Slots > 1 && c.MinReplicas > 0:
+		return errors.New("--slots and --min-replicas do not go together: a semaphore does not wait for replicas")
 	case c.MinReplicas < 0:
 		return c.bad("min-replicas", "%d is negative", c.MinReplicas)
 	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:

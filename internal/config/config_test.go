@@ -139,6 +139,7 @@ func TestParseUsageErrors(t *testing.T) {
 		{[]string{"-E", "x", "job", "cmd"}, "x"},
 		{[]string{"--slots", "0", "job", "cmd"}, "--slots 0 is outside 1-1000"},
 		{[]string{"--slots", "1001", "job", "cmd"}, "outside 1-1000"},
+		{[]string{"--slots", "2", "--min-replicas", "1", "job", "cmd"}, "--slots and --min-replicas do not go together"},
 		{[]string{"--slots", "3", "--redis", "redis://a:1/0", "--redis", "redis://b:1/0", "--redis", "redis://c:1/0", "job", "cmd"}, "--slots needs one Redis deployment"},
 		{[]string{"--bogus", "job", "cmd"}, "bogus"},
 		{[]string{"-x", "job", "cmd"}, "-x"},
