@@ -22,14 +22,31 @@ func TestLineServesClientsInArrivalOrder(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "fifo", time.Minute)
-	const n = 8
+	clients := make([]*withlock.Client, 8)
+	for i := range clients {
+		clients[i] = waitClient(t, srv)
+	}
+	served := joinInOrder(t, rdb, clients, "fifo")
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if order, want := served(), []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(order, want) {
+		t.Errorf("acquired in order %v, want %v", order, want)
+	}
+}
+
+// joinInOrder starts a waiting Acquire of name in each of clients, the
+// next only once the one before is queued in the line, each releasing as
+// soon as it is served. served waits for them all and returns the order
+// in which they were served, by index in clients.
+func joinInOrder(t *testing.T, rdb *redis.Client, clients []*withlock.Client, name string) (served func() []int) {
+	t.Helper()
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
-	for i := range n {
-		c := waitClient(t, srv)
+	for i, c := range clients {
 		wg.Go(func() {
-			l, err := c.Acquire(context.Background(), "fifo", time.Minute, nil)
+			l, err := c.Acquire(context.Background(), name, time.Minute, nil)
 			if err != nil {
 				t.Error(err)
 				return
@@ -41,16 +58,11 @@ func TestLineServesClientsInArrivalOrder(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		// The next Client starts only once this one is queued.
-		clitest.Eventually(t, promptly, "waiter never joined the line", func() bool { return inLine(t, rdb, holder.Key()) == int64(i+1) })
+		clitest.Eventually(t, promptly, "waiter never joined the line", func() bool { return inLine(t, rdb, "lock:"+name) == int64(i+1) })
 	}
-	if err := holder.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	want := []int{0, 1, 2, 3, 4, 5, 6, 7}
-	if !slices.Equal(order, want) {
-		t.Errorf("acquired in order %v, want %v", order, want)
+	return func() []int {
+		wg.Wait()
+		return order
 	}
 }
 

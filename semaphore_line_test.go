@@ -32,34 +32,17 @@ func TestSlotsLineServesInArrivalOrder(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	held := fillSlots(t, semaphore(t, rdb, 3), "sfifo", 3)
-	const n = 8
-	var mu sync.Mutex
-	var order []int
-	var wg sync.WaitGroup
-	for i := range n {
-		c := semaphore(t, srv.Client(), 3)
-		withlock.SetWaitTimings(c, longPoll, 100*time.Millisecond)
-		wg.Go(func() {
-			l, err := c.Acquire(context.Background(), "sfifo", time.Minute, nil)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			if err := l.Release(context.Background()); err != nil {
-				t.Error(err)
-			}
-		})
-		clitest.Eventually(t, promptly, "waiter never joined the line", func() bool { return inLine(t, rdb, "lock:sfifo") == int64(i+1) })
+	clients := make([]*withlock.Client, 8)
+	for i := range clients {
+		clients[i] = semaphore(t, srv.Client(), 3)
+		withlock.SetWaitTimings(clients[i], longPoll, 100*time.Millisecond)
 	}
+	served := joinInOrder(t, rdb, clients, "sfifo")
 	// One slot passes down the line; the other two stay held.
 	if err := held[1].Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
-	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(order, want) {
+	if order, want := served(), []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(order, want) {
 		t.Errorf("acquired in order %v, want %v", order, want)
 	}
 	for _, l := range []*withlock.Lock{held[0], held[2]} {

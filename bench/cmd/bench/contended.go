@@ -28,12 +28,13 @@ type contended struct {
 // handoff mode a goroutine that released does not call lock again until
 // another goroutine has acquired, so every handoff goes to a goroutine that
 // is already waiting; otherwise the releaser competes at once (the plain
-// loop). Mutual exclusion is checked on every acquisition.
+// loop). Mutual exclusion is checked on every acquisition: more than limit
+// holders at once (1, or a semaphore's slots) is an overlap.
 // With own, goroutine g uses own[g] instead of shared: a Client per
 // waiter, as separate processes or machines would have.
-func runContended(lb lib, shared locker, own []locker, adm *redis.Client, goroutines int, handoff bool, d time.Duration) (contended, error) {
+func runContended(lb lib, shared locker, own []locker, adm *redis.Client, goroutines, limit int, handoff bool, d time.Duration) (contended, error) {
 	var (
-		owner     atomic.Int32 // goroutine holding the lock, -1 if none
+		holders   atomic.Int32
 		released  atomic.Int64 // when the last release started, unix ns; 0 once taken
 		overlaps  atomic.Int32
 		errs      atomic.Int32
@@ -42,7 +43,6 @@ func runContended(lb lib, shared locker, own []locker, adm *redis.Client, gorout
 		latencies = make([][]time.Duration, goroutines)
 		counts    = make([]int, goroutines)
 	)
-	owner.Store(-1)
 	// A lock call still blocked this long after the run counts as an error.
 	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
 	defer cancel()
@@ -67,7 +67,7 @@ func runContended(lb lib, shared locker, own []locker, adm *redis.Client, gorout
 					}
 					continue
 				}
-				if !owner.CompareAndSwap(-1, int32(g)) {
+				if holders.Add(1) > int32(limit) {
 					overlaps.Add(1)
 				}
 				if at := released.Swap(0); at != 0 {
@@ -84,7 +84,7 @@ func runContended(lb lib, shared locker, own []locker, adm *redis.Client, gorout
 				mu.Lock()
 				next := nextAcq
 				mu.Unlock()
-				owner.CompareAndSwap(int32(g), -1)
+				holders.Add(-1)
 				released.Store(time.Now().UnixNano())
 				if err := unlock(ctx); err != nil {
 					errs.Add(1)

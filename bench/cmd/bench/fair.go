@@ -51,7 +51,7 @@ func runFair(c config, res *results, addr string, adm *redis.Client) error {
 					defer l.close()
 					own[g] = l
 				}
-				r, err := runContended(lr.lib, nil, own, adm, m.goroutines, false, c.runFor)
+				r, err := runContended(lr.lib, nil, own, adm, m.goroutines, 1, false, c.runFor)
 				if err != nil {
 					return err
 				}
@@ -66,7 +66,7 @@ func runFair(c config, res *results, addr string, adm *redis.Client) error {
 				for g := range own {
 					own[g] = unlined{own[g]}
 				}
-				r, err = runContended(lr.lib, nil, own, adm, m.goroutines, false, c.runFor)
+				r, err = runContended(lr.lib, nil, own, adm, m.goroutines, 1, false, c.runFor)
 				if err != nil {
 					return err
 				}

@@ -139,7 +139,7 @@ func run(c config) error {
 				if !lr.lib.contended {
 					continue
 				}
-				r, err := runContended(lr.lib, lockers[lr.lib.name], nil, adm, m.goroutines, m.handoff, c.runFor)
+				r, err := runContended(lr.lib, lockers[lr.lib.name], nil, adm, m.goroutines, 1, m.handoff, c.runFor)
 				if err != nil {
 					return err
 				}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,80 +18,21 @@ const (
 )
 
 // runSlots runs the semaphore mode once: every goroutine loops acquire,
-// hold 1 ms, release. The number of holders is counted on every
-// acquisition; more than slotsN at once counts as an overlap.
+// hold 1 ms, release, each with its own Client. More than slotsN holders
+// at once counts as an overlap.
 func runSlots(addr string, adm *redis.Client, d time.Duration) (contended, error) {
-	clients := make([]*withlock.Client, slotsWaiters)
-	for g := range clients {
+	own := make([]locker, slotsWaiters)
+	for g := range own {
 		rdb := newGoRedis(addr)
-		defer rdb.Close()
 		c, err := withlock.NewSemaphore(rdb, slotsN, nil)
 		if err != nil {
+			_ = rdb.Close()
 			return contended{}, err
 		}
-		clients[g] = c
+		own[g] = &ours{rdb: rdb, c: c}
+		defer own[g].close()
 	}
-	var (
-		holders   atomic.Int32
-		released  atomic.Int64 // when the last release started, unix ns; 0 once taken
-		overlaps  atomic.Int32
-		errs      atomic.Int32
-		mu        sync.Mutex
-		latencies []time.Duration
-		counts    = make([]int, slotsWaiters)
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
-	defer cancel()
-	cmds := commandsProcessed(adm)
-	start := time.Now()
-	stop := start.Add(d)
-	var wg sync.WaitGroup
-	for g, c := range clients {
-		wg.Go(func() {
-			for time.Now().Before(stop) {
-				l, err := c.Acquire(ctx, "slots", lockTTL, nil)
-				now := time.Now()
-				if err != nil {
-					errs.Add(1)
-					if ctx.Err() != nil {
-						return
-					}
-					continue
-				}
-				if holders.Add(1) > slotsN {
-					overlaps.Add(1)
-				}
-				if at := released.Swap(0); at != 0 {
-					mu.Lock()
-					latencies = append(latencies, now.Sub(time.Unix(0, at)))
-					mu.Unlock()
-				}
-				counts[g]++
-				time.Sleep(holdFor)
-				holders.Add(-1)
-				released.Store(time.Now().UnixNano())
-				if err := l.Release(ctx); err != nil {
-					errs.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	r := contended{
-		elapsed:   time.Since(start),
-		commands:  commandsProcessed(adm) - cmds - 1,
-		perWaiter: counts,
-		overlaps:  int(overlaps.Load()),
-		errors:    int(errs.Load()),
-		latencies: latencies,
-	}
-	for _, n := range counts {
-		r.acquired += n
-	}
-	if r.acquired == 0 {
-		return r, fmt.Errorf("%s: no acquisition in %s", slotsMode, d)
-	}
-	return r, nil
+	return runContended(lib{name: "with-lock --slots 3"}, nil, own, adm, slotsWaiters, slotsN, false, d)
 }
 
 // slotsTable reports the semaphore mode.
