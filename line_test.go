@@ -198,28 +198,39 @@ func lineLenOn(rdb *redis.Client, key string) int64 {
 }
 
 // Through Sentinel the line lives on the master: a waiter on another
-// Client is handed the lock by the release.
+// Client is handed the lock, or a semaphore's slot, by the release.
 func TestLineThroughSentinel(t *testing.T) {
 	g := redistest.StartSentinels(t)
-	holder := mustAcquire(t, withlock.New(g.Client(nil), nil), "s-line", time.Minute)
-	waiter := withlock.New(g.Client(nil), nil)
-	withlock.SetWaitTimings(waiter, longPoll, time.Minute)
-	got := acquireAsync(context.Background(), waiter, "s-line", time.Minute)
 	admin := g.Client(nil)
-	clitest.Eventually(t, promptly, "waiter never in line", func() bool {
-		return admin.LLen(context.Background(), "{lock:s-line}:q").Val() == 1
-	})
-	if err := holder.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	o := wait(t, got, promptly, "waiter")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if v := admin.Get(context.Background(), "lock:s-line").Val(); v != o.lock.Token() {
-		t.Errorf("key holds %q, want the waiter's token", v)
-	}
-	if err := o.lock.Release(context.Background()); err != nil {
-		t.Fatal(err)
+	for _, slots := range []int{1, 2} {
+		t.Run(fmt.Sprint(slots, " slots"), func(t *testing.T) {
+			name := fmt.Sprint("s-line-", slots)
+			held := fillSlots(t, semaphore(t, g.Client(nil), slots), name, slots)
+			waiter := semaphore(t, g.Client(nil), slots)
+			withlock.SetWaitTimings(waiter, longPoll, time.Minute)
+			got := acquireAsync(context.Background(), waiter, name, time.Minute)
+			clitest.Eventually(t, promptly, "waiter never in line", func() bool {
+				return admin.LLen(context.Background(), "{lock:"+name+"}:q").Val() == 1
+			})
+			if err := held[0].Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			o := wait(t, got, promptly, "waiter")
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			key := "lock:" + name
+			if slots > 1 {
+				key = fmt.Sprintf("{lock:%s}:s:%d", name, o.lock.Slot())
+			}
+			if v := admin.Get(context.Background(), key).Val(); v != o.lock.Token() || o.lock.Slot() != held[0].Slot() {
+				t.Errorf("%s holds %q, want the waiter's token in the freed slot %d (got slot %d)", key, v, held[0].Slot(), o.lock.Slot())
+			}
+			for _, l := range append(held[1:], o.lock) {
+				if err := l.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
