@@ -264,6 +264,7 @@ Examples:
   with-lock -E 0 backup -- rsync -a /data /backup     # quiet skip when busy
   with-lock -w 5m --ttl 2m import ./import --full
   with-lock --min-hold 55s -E 0 sync /opt/jobs/sync   # every minute, many hosts
+  with-lock --slots 2 -w 1h backup /opt/jobs/backup   # at most two at once
   with-lock --status --json nightly-report
   */5 * * * * with-lock -q -E 0 sync /opt/jobs/sync   # crontab line
 `)
