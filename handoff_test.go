@@ -21,7 +21,11 @@ func TestReleaseHandsOffToWaiterInLine(t *testing.T) {
 	c := waitClient(t, srv)
 	holder := mustAcquire(t, c, "handoff", time.Minute)
 	first := acquireAsync(context.Background(), c, "handoff", time.Minute)
-	clitest.Eventually(t, promptly, "first waiter never in line", func() bool { return withlock.Waiting(c, "handoff") == 1 })
+	// The second starts only once the first is queued in Redis: both wait
+	// for the Client's subscription before they push, in either order.
+	clitest.Eventually(t, promptly, "first waiter never in line", func() bool {
+		return withlock.Waiting(c, "handoff") == 1 && inLine(t, rdb, holder.Key()) == 1
+	})
 	second := acquireAsync(context.Background(), c, "handoff", time.Minute)
 	clitest.Eventually(t, promptly, "second waiter never in line", func() bool { return withlock.Waiting(c, "handoff") == 2 })
 	clitest.Eventually(t, promptly, "never in the line", func() bool { return inLine(t, rdb, holder.Key()) == 2 })
