@@ -72,6 +72,15 @@ func notObtained(key, token string, ttl time.Duration) *NotObtainedError {
 	return e
 }
 
+// unsupported is a combination of options this package refuses. Its
+// message says which and matches errors.ErrUnsupported with errors.Is
+// without ending in Go's "unsupported operation", so that the CLI can show
+// it as it is.
+type unsupported string
+
+func (e unsupported) Error() string        { return string(e) }
+func (e unsupported) Is(target error) bool { return target == errors.ErrUnsupported }
+
 // Options configure a Client. A nil *Options means the defaults.
 type Options struct {
 	// Prefix is put before a lock's name to make its key; "" means

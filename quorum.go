@@ -137,7 +137,7 @@ func validity(ttl, elapsed time.Duration) time.Duration {
 
 func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
 	if opts != nil && opts.Fence {
-		return fmt.Errorf("acquire %s: fencing numbers on a quorum of independent masters: %w", l.key, errors.ErrUnsupported)
+		return unsupported(fmt.Sprintf("acquire %s: no fencing numbers on a quorum of independent masters", l.key))
 	}
 	// A node slower than the TTL cannot contribute anyway.
 	nctx, cancel := context.WithTimeout(ctx, l.ttl)

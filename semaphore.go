@@ -181,14 +181,14 @@ func slotKey(b string, i int) string { return b + ":s:" + strconv.Itoa(i) }
 func (s *semaphore) base(key string) (string, error) {
 	b, ok := lineBase(key)
 	if !ok {
-		return "", fmt.Errorf("semaphore %s: a name with '}' needs a hash tag {...} before it: %w", key, errors.ErrUnsupported)
+		return "", unsupported(fmt.Sprintf("semaphore %s: a name with '}' needs a hash tag {...} before it", key))
 	}
 	return b, nil
 }
 
 func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
 	if opts != nil && opts.MinReplicas > 0 {
-		return fmt.Errorf("acquire %s: MinReplicas for a semaphore: %w", l.key, errors.ErrUnsupported)
+		return unsupported(fmt.Sprintf("acquire %s: a semaphore does not wait for replicas (MinReplicas)", l.key))
 	}
 	b, err := s.base(l.key)
 	if err != nil {

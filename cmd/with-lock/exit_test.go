@@ -68,7 +68,7 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 		{"--slots 0", nil, job("--slots", "0"), 64, "--slots 0 is outside 1-1000"},
 		{"--slots on a quorum", nil, jobAt("--redis", url, "--redis", db(1), "--redis", db(2), "--slots", "2"), 64, "--slots needs one Redis deployment"},
 		{"--slots with --min-replicas", nil, job("--slots", "2", "--min-replicas", "1"), 64, "--slots and --min-replicas do not go together"},
-		{"--slots name with } but no hash tag", nil, []string{"--redis", url, "--slots", "2", "a}b", "touch", e.path("ran")}, 64, "needs a hash tag"},
+		{"--slots name with } but no hash tag", nil, []string{"--redis", url, "--slots", "2", "a}b", "touch", e.path("ran")}, 64, "needs a hash tag {...} before it; command not run"},
 
 		{"missing --config file", nil, job("--config", e.path("none.conf")), 78, "--config " + e.path("none.conf") + ": no such file"},
 		{"missing WITH_LOCK_CONFIG file", []string{"WITH_LOCK_CONFIG=" + e.path("none.conf")}, job(), 78, "WITH_LOCK_CONFIG " + e.path("none.conf") + ": no such file"},
