@@ -115,12 +115,13 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key string) (string
 	return "", nil, fmt.Errorf("break %s: unexpected reply %v", key, v)
 }
 
-// isSideKey reports whether key is the fencing counter or last-run record
-// of another key (see sideKey), or one of the keys beside it that have its
+// isSideKey reports whether key is the fencing counter, last-run record,
+// history, last success or once-per marker of another key (see sideKey),
+// or one of the keys beside it that have its
 // line base (lineBase): its fair line, a waiting Client's liveness key, a
 // semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
-	for _, what := range []string{"fence", "last"} {
+	for _, what := range []string{"fence", "last", "runs", "ok", "done"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
 			return true
 		}

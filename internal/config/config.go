@@ -88,6 +88,8 @@ type Supervision struct {
 	KillAfter time.Duration // SIGKILL this long after SIGTERM on loss
 	RecordTTL time.Duration // keep the last-run record this long
 	NoRecord  bool          // store no last-run record
+
+	HistorySize int // runs kept for --history; 0: none
 }
 
 // Output is what with-lock prints, and whether it runs a command at all.
@@ -99,6 +101,7 @@ type Output struct {
 	List        bool   // --list: print the locks held, run nothing
 	All         bool   // --list --all: also names with only a last-run record
 	Break       bool   // --break <name>: remove the lock, run nothing
+	History     bool   // --history <name>: print the last runs, run nothing
 	JSON        bool   // print --status, --list or --print-config as JSON
 	Version     bool   // print the version, run nothing
 	PrintConfig bool   // print the effective settings, run nothing
@@ -281,6 +284,14 @@ const MaxSlots = 1000
 // weekend or a holiday.
 const DefaultRecordTTL = 30 * 24 * time.Hour
 
+// DefaultHistorySize is how many runs of a name --history keeps: enough
+// for a week and a half of a nightly job, small enough to cost nothing.
+const DefaultHistorySize = 10
+
+// MaxHistorySize bounds --history-size: the history is trimmed, and read
+// by --history, in the release's script, so its cost grows with N.
+const MaxHistorySize = 1000
+
 // action is the flag of the one-name action requested (--status, --break),
 // or "" when with-lock is to run a command.
 func (c *Config) action() string {
@@ -289,6 +300,8 @@ func (c *Config) action() string {
 		return "--status"
 	case c.Break:
 		return "--break"
+	case c.History:
+		return "--history"
 	}
 	return ""
 }
@@ -296,20 +309,22 @@ func (c *Config) action() string {
 // validateActions refuses flags that contradict the action requested.
 func (c *Config) validateActions() error {
 	n := 0
-	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig} {
+	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History} {
 		if on {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return errors.New("--status, --list, --break and --print-config go alone: pick one")
-	case c.JSON && !c.Status && !c.List && !c.PrintConfig:
-		return errors.New("--json goes with --status, --list or --print-config")
+		return errors.New("--status, --list, --break, --history and --print-config go alone: pick one")
+	case c.JSON && !c.Status && !c.List && !c.PrintConfig && !c.History:
+		return errors.New("--json goes with --status, --list, --history or --print-config")
 	case c.All && !c.List:
 		return errors.New("--all goes with --list")
 	case c.RecordTTL < time.Millisecond:
 		return c.bad("record-ttl", "%s is below 1ms (turn records off with --no-record)", c.RecordTTL)
+	case c.HistorySize < 0 || c.HistorySize > MaxHistorySize:
+		return c.bad("history-size", "%d is outside 0-%d", c.HistorySize, MaxHistorySize)
 	}
 	return nil
 }

@@ -18,7 +18,8 @@ _with_lock()
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
-                --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl)
+                --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
+                --history-size)
                 ((i++))
                 ;;
             -*) ;;
@@ -49,7 +50,7 @@ _with_lock()
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --slots | --record-ttl)
+            --min-replicas | --slots | --record-ttl | --history-size)
             return
             ;;
     esac
@@ -57,7 +58,7 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --fence --status --json --list --all --break
-            --record-ttl --no-record -w --wait
+            --record-ttl --no-record --history --history-size -w --wait
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
