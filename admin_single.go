@@ -17,7 +17,7 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 	if n.err != nil {
 		return lockView{}, fmt.Errorf("status of %s: %w", key, n.err)
 	}
-	v := lockView{st: &Status{Key: key, Fence: n.fence}, token: n.token}
+	v := lockView{st: &Status{Key: key, Fence: n.fence, Done: doneWindow(n.done, time.Now())}, token: n.token}
 	if n.token != "" {
 		v.st.Held, v.st.Holder, v.st.TTL, v.st.Since = true, holderOf(n.token), n.ttl, sinceOf(n.token)
 	}

@@ -55,6 +55,9 @@ type backend interface {
 	// history returns up to n of the runs recorded at historyKey(key),
 	// newest first, as JSON records; on a quorum every node's, each once.
 	history(ctx context.Context, key string, n int) ([]string, error)
+	// marked reads the once-per marker at windowKey(key), "" when none
+	// (onceper.go); errors.ErrUnsupported where once-per cannot work.
+	marked(ctx context.Context, key string) (string, error)
 
 	// The waiting line (wait.go, waitline.go, line.go, line_room.go,
 	// handoff.go) uses only these eight.

@@ -225,6 +225,8 @@ type Lock struct {
 	// lock should be renewed before its regular interval (a quorum repairs
 	// a node then), or 0 for none. KeepAlive reads it.
 	renewBy atomic.Int64
+
+	window *Span // set by OncePer: the window a success marks done (onceper.go)
 }
 
 // Name returns the lock's name as given to TryAcquire or Acquire.

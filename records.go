@@ -117,7 +117,7 @@ func windowKey(key string) string { return sideKey(key, "done") }
 // reply is in r: it stores the run's record at recordKey, pushes it onto
 // the history at historyKey trimmed to its size (none when 0), and when the
 // run succeeded also stores it at successKey and, with a marker's ms above
-// 0, a once-per window's marker. Every key is in the lock's
+// 0, the once-per window's marker (onceper.go). Every key is in the lock's
 // Cluster slot and lives for the retention, the marker for its own ms. The
 // writes are pcalls after the release, so that none can stop the release
 // or hide its reply: the script returns {the release's reply, "OK" or the
@@ -165,7 +165,8 @@ func (w *recordWrite) args() []any {
 // goes on the name's history (Client.History), trimmed there to
 // Options.History runs, and when its Outcome is OutcomeOK it becomes the
 // name's last success (Status.LastSuccess), which a later failure does not
-// overwrite. History and last success live for retention too. run's Holder and Fence are taken
+// overwrite; after Lock.OncePer it also marks the window done. History and
+// last success live for retention too. run's Holder and Fence are taken
 // from the lock; a zero Started becomes the time of acquisition, a zero
 // Finished the present, an empty Outcome OutcomeLost when Lost, OutcomeOK
 // for exit code 0, else OutcomeFailed. The record is stored even when
@@ -196,6 +197,9 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	w := recordWrite{rec: string(b), retention: retention, history: l.c.history, ok: run.Outcome == OutcomeOK}
+	if w.ok && l.window != nil {
+		w.mark, w.markTTL = l.window.mark()
+	}
 	relErr, recErr := l.c.b.finish(ctx, l, l.keep(), &w)
 	if recErr != nil {
 		recErr = fmt.Errorf("%w for %s: %w", ErrNotRecorded, l.key, recErr)

@@ -36,6 +36,10 @@ type Status struct {
 	// is still kept, or nil: LastRun when that succeeded, else an earlier
 	// run that a failure did not overwrite.
 	LastSuccess *Run
+	// Done is the once-per window (Lock.OncePer) in which this name's job
+	// has succeeded, while that window lasts; nil otherwise. A quorum
+	// keeps none.
+	Done *Span
 	// Finished is true when the lock is held by a run that has ended
 	// (LastRun is that run): the key lives on only for its
 	// LockOptions.MinHold.
@@ -110,10 +114,11 @@ type nodeStatus struct {
 	err    error
 
 	success string
+	done    string // the once-per marker, "" when none
 }
 
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
-	var get, fence, record, success *redis.StringCmd
+	var get, fence, record, success, done *redis.StringCmd
 	var pttl *redis.DurationCmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
@@ -121,6 +126,7 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 		fence = p.Get(ctx, fenceKey(key))
 		record = p.Get(ctx, recordKey(key))
 		success = p.Get(ctx, successKey(key))
+		done = p.Get(ctx, windowKey(key))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -141,7 +147,7 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", f)}
 		}
 	}
-	v.record, v.success = record.Val(), success.Val()
+	v.record, v.success, v.done = record.Val(), success.Val(), done.Val()
 	return v
 }
 

@@ -209,6 +209,13 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		if res := run(t, "acl-rec", "sh", "-c", "exit 5"); res.Code != 5 || res.Stderr != "" {
 			t.Fatalf("run: exit %d, stderr %q", res.Code, res.Stderr)
 		}
+		offset := midWindow(time.Hour)
+		for i := range 2 { // the second finds the window done
+			cmd, ran := marker(t)
+			if res := run(t, append([]string{"--once-per", "1h", "--once-per-offset", offset, "acl-once"}, cmd...)...); res.Code != 0 || res.Stderr != "" || ran() != (i == 0) {
+				t.Fatalf("--once-per run %d: exit %d (ran %v), stderr %q", i, res.Code, ran(), res.Stderr)
+			}
+		}
 		if res := run(t, "--history", "acl-rec"); res.Code != 0 || !hasLine(res.Stdout, "failed", "exit 5") || !hasLine(res.Stdout, "ok", "exit 0") {
 			t.Fatalf("--history: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 		}

@@ -53,6 +53,9 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		}
 		return lock, 0
 	case errors.Is(err, withlock.ErrNotObtained):
+		if code, skip := r.doneWhileBusy(); skip { // onceper.go: kept by --min-hold after a success
+			return nil, code
+		}
 		if r.cfg.ConflictExit != 0 {
 			if r.cfg.Wait > 0 {
 				r.gaveUp(err, time.Since(start))

@@ -107,6 +107,9 @@ func (r *runner) run() int {
 	if lock == nil {
 		return code
 	}
+	if code, skip := r.oncePer(lock); skip { // onceper.go: --once-per's window already done
+		return code
+	}
 	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock))
 	if err != nil {
 		r.release(lock)

@@ -71,7 +71,14 @@ type statusJSON struct {
 	Slots    int        `json:"slots,omitempty"`   // a semaphore's number of slots
 	Holders  []slotJSON `json:"holders,omitempty"` // a semaphore's holders, by slot
 
-	LastSuccess *runJSON `json:"last_success,omitempty"` // kept when later runs fail
+	LastSuccess *runJSON  `json:"last_success,omitempty"` // kept when later runs fail
+	Done        *spanJSON `json:"done_window,omitempty"`  // the --once-per window already done
+}
+
+// spanJSON is a --once-per window.
+type spanJSON struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 }
 
 // slotJSON is one holder of a semaphore.
@@ -117,6 +124,9 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 		out.Holders = append(out.Holders, s)
 	}
 	out.LastRun, out.LastSuccess = newRunJSON(st.LastRun), newRunJSON(st.LastSuccess)
+	if st.Done != nil {
+		out.Done = &spanJSON{st.Done.Start, st.Done.End}
+	}
 	return out
 }
 
@@ -168,6 +178,9 @@ func (r *runner) status() int {
 		}
 	} else {
 		fmt.Println(statusLine(st))
+		if st.Done != nil {
+			fmt.Printf("done for the window starting %s, until %s\n", utc(st.Done.Start), utc(st.Done.End))
+		}
 		for _, h := range st.Holders {
 			fmt.Println(holderLine(h, time.Now()))
 		}

@@ -79,6 +79,10 @@ type Lock struct {
 	Fence        bool          // draw a fencing number: WITH_LOCK_FENCE
 	MinReplicas  int           // WAIT for this many replicas after acquiring
 	Slots        int           // holders allowed at once; 1 is the plain lock
+
+	OncePer       time.Duration // 0, or run at most once per window of this length
+	OncePerOffset time.Duration // shift of the --once-per windows
+	DoneExit      int           // exit code when the window is already done
 }
 
 // Supervision is what happens to the command while it runs.
@@ -259,7 +263,29 @@ func (c *Config) validate() error {
 	case c.KillAfter < 0:
 		return c.bad("kill-after", "%s is negative", c.KillAfter)
 	}
+	if err := c.validateOncePer(); err != nil {
+		return err
+	}
 	return c.validateConnection()
+}
+
+// validateOncePer checks --once-per and the settings that go with it.
+func (c *Config) validateOncePer() error {
+	switch {
+	case c.OncePer == 0 && c.OncePerOffset != 0:
+		return fmt.Errorf("%s goes with --once-per", c.origin("once-per-offset"))
+	case c.OncePer == 0:
+	case c.OncePer < time.Second:
+		return c.bad("once-per", "%s is below 1s", c.OncePer)
+	case c.Slots > 1:
+		return errors.New("--once-per and --slots do not go together: the holder of one slot does not keep the others from running")
+	case !c.Cluster && len(c.RedisURLs) > 1:
+		return errors.New("--once-per needs one Redis deployment, not a quorum of masters")
+	}
+	if c.DoneExit < 0 || c.DoneExit > 255 {
+		return c.bad("done-exit-code", "%d is outside 0-255", c.DoneExit)
+	}
+	return nil
 }
 
 // validateRun checks what a run or --status needs beyond the settings.

@@ -66,6 +66,12 @@ func settings(c *Config) []group {
 				help: "exit with `N` (0-255) when the lock is busy"},
 			{name: "min-hold", env: "WITH_LOCK_MIN_HOLD", field: &c.MinHold,
 				help: "keep the lock at least `DUR` after acquiring it, even if the command ends sooner"},
+			{name: "once-per", env: "WITH_LOCK_ONCE_PER", field: &c.OncePer,
+				help: "run the command at most once per `DUR` window (UTC, from the Unix epoch) that it succeeds in; later runs exit at once"},
+			{name: "once-per-offset", env: "WITH_LOCK_ONCE_PER_OFFSET", field: &c.OncePerOffset,
+				help: "start every --once-per window `DUR` later (e.g. 2h: days from 02:00 UTC)"},
+			{name: "done-exit-code", env: "WITH_LOCK_DONE_EXIT_CODE", field: &c.DoneExit,
+				help: "exit with `N` (0-255) when --once-per's window is already done"},
 			// Not WITH_LOCK_FENCE: that is the number given to the command.
 			{name: "fence", env: "WITH_LOCK_FENCING", field: &c.Fence,
 				help: "give the command a fencing number, increasing per acquisition, in " + EnvLockFence},

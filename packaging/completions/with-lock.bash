@@ -19,7 +19,7 @@ _with_lock()
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
-                --history-size)
+                --history-size | --once-per | --once-per-offset | --done-exit-code)
                 ((i++))
                 ;;
             -*) ;;
@@ -50,14 +50,15 @@ _with_lock()
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --slots | --record-ttl | --history-size)
+            --min-replicas | --slots | --record-ttl | --history-size | --once-per | --once-per-offset | \
+            --done-exit-code)
             return
             ;;
     esac
 
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
-            --on-lost --kill-after --min-hold --fence --status --json --list --all --break
+            --on-lost --kill-after --min-hold --once-per --once-per-offset --done-exit-code --fence --status --json --list --all --break
             --record-ttl --no-record --history --history-size -w --wait
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user

@@ -9,7 +9,7 @@ function __with_lock_command_start
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
         --min-hold -w --wait -E --conflict-exit-code --cacert --cert --key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
-        --log-format
+        --log-format --history-size --once-per --once-per-offset --done-exit-code
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
@@ -57,6 +57,9 @@ complete -c with-lock -n $flags -l no-renew -d 'do not renew the lock while the 
 complete -c with-lock -n $flags -l on-lost -x -a 'term ignore' -d 'what to do when the lock is lost'
 complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
 complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
+complete -c with-lock -n $flags -l once-per -x -d 'run at most once per DUR window it succeeds in'
+complete -c with-lock -n $flags -l once-per-offset -x -d 'start every --once-per window DUR later'
+complete -c with-lock -n $flags -l done-exit-code -x -d 'exit code when the window is already done'
 complete -c with-lock -n $flags -l fence -d 'fencing number in WITH_LOCK_FENCE'
 complete -c with-lock -n $flags -l status -d 'print who holds the lock and exit'
 complete -c with-lock -n $flags -l json -d 'with --status or --list, print JSON'

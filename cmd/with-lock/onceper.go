@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	withlock "github.com/with-lock/with-lock"
+)
+
+// window is --once-per's window, with its offset.
+func (r *runner) window() withlock.Window {
+	return withlock.Window{Every: r.cfg.OncePer, Offset: r.cfg.OncePerOffset}
+}
+
+// oncePer runs, with --once-per, right after the lock was acquired and
+// before the command starts: when a run already succeeded in the current
+// window it says so with -v and returns (--done-exit-code, true), the lock
+// released at once. Checking while holding the lock is what makes two
+// servers arriving together run the command once: the winner's success
+// is marked before its release. An error reading the marker releases the
+// lock and runs nothing.
+func (r *runner) oncePer(lock *withlock.Lock) (code int, skip bool) {
+	if r.cfg.OncePer == 0 {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
+	defer cancel()
+	err := lock.OncePer(ctx, r.window())
+	var done *withlock.DoneError
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.As(err, &done):
+		r.doneSkip(done.Window)
+		if j, ok := err.(interface{ Unwrap() []error }); ok && !errors.Is(err, withlock.ErrLockNotHeld) {
+			// OncePer joined the release's error to the DoneError.
+			for _, e := range j.Unwrap() {
+				if !errors.Is(e, withlock.ErrDone) {
+					r.log.warn("warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(e))
+				}
+			}
+		}
+		return r.cfg.DoneExit, true
+	}
+	r.release(lock)
+	code = redisExit(err)
+	r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
+	return code, true
+}
+
+// doneWhileBusy tells, with --once-per, a busy lock held only by
+// --min-hold after a success in the current window from one held by a
+// run: the first is a done skip (true, with --done-exit-code), the second
+// stays busy. It reads the status only on this busy path.
+func (r *runner) doneWhileBusy() (code int, skip bool) {
+	if r.cfg.OncePer == 0 {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
+	defer cancel()
+	st, err := r.locker.Status(ctx, r.cfg.Name)
+	now := r.window().At(time.Now())
+	if err != nil || st.Done == nil || !st.Done.Start.Equal(now.Start) || !st.Done.End.Equal(now.End) {
+		return 0, false
+	}
+	r.doneSkip(*st.Done)
+	return r.cfg.DoneExit, true
+}
+
+// doneSkip says, with -v only, that the command did not run because its
+// window is done: a skip cron should not mail about.
+func (r *runner) doneSkip(w withlock.Span) {
+	r.log.info("done", fields{}, "%s already succeeded in the window starting %s (--once-per %s); command not run",
+		r.locker.Key(r.cfg.Name), utc(w.Start), short(r.cfg.OncePer))
+}
+
+// short writes d as a person would: 1h, not 1h0m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// utc shows a window's bound: windows are defined in UTC.
+func utc(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }

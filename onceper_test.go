@@ -1,0 +1,129 @@
+package withlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// Windows are aligned to multiples of Every since the Unix epoch in UTC,
+// shifted by Offset; a boundary belongs to the window it starts.
+func TestWindowsAlignToTheEpochShiftedByTheOffset(t *testing.T) {
+	at := func(s string) time.Time {
+		t.Helper()
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		w          withlock.Window
+		t          string
+		start, end string
+	}{
+		{withlock.Window{Every: 24 * time.Hour}, "2026-12-01T13:45:00Z", "2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z"},
+		{withlock.Window{Every: 24 * time.Hour}, "2026-12-01T00:00:00Z", "2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z"},
+		{withlock.Window{Every: 24 * time.Hour, Offset: 2 * time.Hour}, "2026-12-01T01:59:59Z", "2026-11-30T02:00:00Z", "2026-12-01T02:00:00Z"},
+		{withlock.Window{Every: 24 * time.Hour, Offset: -time.Hour}, "2026-12-01T23:30:00+00:00", "2026-12-01T23:00:00Z", "2026-12-02T23:00:00Z"},
+		{withlock.Window{Every: time.Hour}, "2026-12-01T13:45:00+02:00", "2026-12-01T11:00:00Z", "2026-12-01T12:00:00Z"},
+		{withlock.Window{Every: 7 * time.Minute}, "1969-12-31T23:59:00Z", "1969-12-31T23:53:00Z", "1970-01-01T00:00:00Z"},
+	} {
+		got := tc.w.At(at(tc.t))
+		if !got.Start.Equal(at(tc.start)) || !got.End.Equal(at(tc.end)) || got.Start.Location() != time.UTC {
+			t.Errorf("%+v at %s = [%s, %s), want [%s, %s) in UTC", tc.w, tc.t, got.Start, got.End, tc.start, tc.end)
+		}
+	}
+}
+
+// A run that succeeds marks its window: the next holder in that window is
+// told ErrDone and the lock is released at once, min-hold or not. A failure
+// marks nothing, so the next holder runs again.
+func TestOncePerRunsOnceAWindowAndRetriesAFailure(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	c := withlock.New(rdb, nil)
+	w := withlock.Window{Every: time.Hour}
+	// Place now in the middle of a window, so that no boundary passes.
+	now := time.Now()
+	w.Offset = (now.Sub(w.At(now).Start) - 30*time.Minute).Truncate(time.Second)
+	opts := &withlock.LockOptions{MinHold: time.Minute}
+
+	attempt := func(code int) error {
+		t.Helper()
+		l, err := c.TryAcquire(ctx, "nightly", 5*time.Second, opts)
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		if err := l.OncePer(ctx, w); err != nil {
+			return err
+		}
+		// Free the key at once for the next attempt: the min-hold is not
+		// what this test is about.
+		if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, time.Hour); err != nil {
+			t.Fatalf("release and record: %v", err)
+		}
+		rdb.Del(ctx, "lock:nightly")
+		return nil
+	}
+	if err := attempt(3); err != nil {
+		t.Fatalf("first attempt: %v", err)
+	}
+	if st, err := c.Status(ctx, "nightly"); err != nil || st.Done != nil {
+		t.Fatalf("after a failure: done %+v, %v; want no window done", st.Done, err)
+	}
+	if err := attempt(0); err != nil {
+		t.Fatalf("attempt after a failure: %v; want it to run", err)
+	}
+	err := attempt(0)
+	var done *withlock.DoneError
+	if !errors.Is(err, withlock.ErrDone) || !errors.As(err, &done) || !done.Window.Start.Equal(w.At(time.Now()).Start) {
+		t.Fatalf("attempt after a success: %v; want a DoneError for the window starting %s", err, w.At(time.Now()).Start)
+	}
+	if n := rdb.Exists(ctx, "lock:nightly").Val(); n != 0 {
+		t.Error("the lock of a run that did not run is kept (min-hold)")
+	}
+	st, err := c.Status(ctx, "nightly")
+	if err != nil || st.Done == nil || !st.Done.Start.Equal(done.Window.Start) || !st.Done.End.Equal(done.Window.End) {
+		t.Fatalf("status: done %+v, %v; want %+v", st.Done, err, done.Window)
+	}
+	// The marker lives until the window's end plus a margin (1h for 1h windows).
+	left := time.Until(done.Window.End.Add(time.Hour))
+	if ttl := rdb.PTTL(ctx, "{lock:nightly}:done").Val(); ttl <= left-time.Minute || ttl > left+time.Second {
+		t.Errorf("marker TTL %s, want about %s", ttl, left)
+	}
+}
+
+// A semaphore and a quorum refuse once-per windows.
+func TestOncePerNeedsAPlainLockOnOneDeployment(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	sem, err := withlock.NewSemaphore(srv.Client(), 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []redis.UniversalClient
+	for range 3 {
+		nodes = append(nodes, redistest.Start(t).Client())
+	}
+	q, err := withlock.NewQuorum(nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*withlock.Client{"semaphore": sem, "quorum": q} {
+		l, err := c.TryAcquire(ctx, "{once}", 5*time.Second, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := l.OncePer(ctx, withlock.Window{Every: time.Hour}); !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("%s: OncePer = %v, want ErrUnsupported", name, err)
+		}
+		_ = l.Release(ctx)
+	}
+}
