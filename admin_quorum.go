@@ -62,6 +62,7 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 		release nodeResult
 		record  error
 	}
+	w = w.withoutIndex() // a quorum's List scans its nodes
 	res := eachNode(q.nodes, func(rdb redis.UniversalClient) result {
 		relErr, recErr := finishOn(ctx, rdb, l, keep, w)
 		switch {

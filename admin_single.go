@@ -17,6 +17,12 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 	if n.err != nil {
 		return lockView{}, fmt.Errorf("status of %s: %w", key, n.err)
 	}
+	return s.viewOf(ctx, key, n)
+}
+
+// viewOf makes the view of key from what was read of it, n, reading a
+// semaphore's slots when key holds its marker.
+func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView, error) {
 	v := lockView{st: &Status{Key: key, Fence: n.fence, Done: doneWindow(n.done, time.Now())}, token: n.token}
 	if n.token != "" {
 		v.st.Held, v.st.Holder, v.st.TTL, v.st.Since = true, holderOf(n.token), n.ttl, sinceOf(n.token)
@@ -89,6 +95,9 @@ func (s *single) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 // finishOn runs finishScript for l on rdb and returns the release's error,
 // as release would, and the record's.
 func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
+	if !hasIndex(rdb) {
+		w = w.withoutIndex()
+	}
 	// ARGV[3] is the release's Client id in the fair line; none here.
 	v, err := rdb.Eval(ctx, finishScript, append([]string{l.key}, w.keys(l.key)...),
 		append([]any{l.token, keep.Milliseconds(), ""}, w.args()...)...).Slice()

@@ -55,6 +55,12 @@ type backend interface {
 	// history returns up to n of the runs recorded at historyKey(key),
 	// newest first, as JSON records; on a quorum every node's, each once.
 	history(ctx context.Context, key string, n int) ([]string, error)
+	// indexed returns the lock keys in the index of prefix, false when the
+	// deployment keeps none or it is empty; unindex removes keys from it;
+	// views reads many keys as view does each (index.go).
+	indexed(ctx context.Context, prefix string) ([]string, bool, error)
+	unindex(ctx context.Context, prefix string, keys []string) error
+	views(ctx context.Context, keys []string) ([]lockView, error)
 	// marked reads the once-per marker at windowKey(key), "" when none
 	// (onceper.go); errors.ErrUnsupported where once-per cannot work.
 	marked(ctx context.Context, key string) (string, error)

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -17,48 +16,54 @@ type ListOptions struct {
 	// record (Status.Held false, Status.LastRun set). It costs a second
 	// SCAN.
 	All bool
+	// Scan finds the locks with SCAN even where the deployment keeps an
+	// index of names (index.go): it also finds those that this version
+	// never renewed or recorded, taken by an older version or another
+	// program.
+	Scan bool
 }
 
 // List returns the Status of every lock held under the Client's prefix,
-// sorted by key, found with SCAN (never KEYS) on every master of a Cluster
-// and every node of a quorum, and then read one by one as Status reads
-// them: a lock taken or released meanwhile may be missed or shown free.
-// Fencing counters and last-run records are not locks and are skipped.
+// sorted by key. On one deployment that is not a Cluster it reads the
+// prefix's index (index.go), so that its cost grows with the locks, not
+// with the other keys in Redis: a lock is listed from its holder's first
+// renewal or its first recorded release. On a Cluster, a quorum, or a
+// deployment whose index is empty it finds them with SCAN (never KEYS) on
+// every master of a Cluster and every node of a quorum. The keys are then
+// read in one pipeline per master (one by one on a quorum, as Status
+// reads them): a lock taken or released meanwhile may be missed or shown
+// free. Fencing counters and last-run records are not locks and are
+// skipped; index entries whose lock and records are all gone are removed.
 func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error) {
-	keys, err := c.b.keys(ctx, globEscape(c.prefix)+"*")
+	all := opts != nil && opts.All
+	keys, fromIndex, err := c.listKeys(ctx, all, opts != nil && opts.Scan)
 	if err != nil {
-		return nil, fmt.Errorf("list %s*: %w", c.prefix, err)
+		return nil, err
 	}
-	keys = slices.DeleteFunc(keys, isSideKey)
-	if opts != nil && opts.All {
-		recs, err := c.b.keys(ctx, recordPattern(c.prefix))
-		if err != nil {
-			return nil, fmt.Errorf("list records of %s*: %w", c.prefix, err)
-		}
-		for _, rk := range recs {
-			if key, ok := lockKeyOfRecord(rk); ok && strings.HasPrefix(key, c.prefix) {
-				keys = append(keys, key)
-			}
-		}
+	views, err := c.b.views(ctx, keys)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
 	var list []*Status
-	for _, key := range keys {
-		v, err := c.b.view(ctx, key)
-		if isWrongType(err) {
+	var stale []string
+	for i, v := range views {
+		if v.st == nil {
 			continue // another program's key under the prefix
-		}
-		if err != nil {
-			return nil, err
 		}
 		st, err := v.status()
 		if err != nil {
 			return nil, err
 		}
-		if st.Held || (opts != nil && opts.All && st.LastRun != nil) {
+		if st.Held || (all && st.LastRun != nil) {
 			list = append(list, st)
 		}
+		if !st.Held && len(v.records) == 0 && len(v.successes) == 0 {
+			stale = append(stale, keys[i])
+		}
+	}
+	if fromIndex {
+		// Best effort: a failed pruning is tried again at the next List.
+		_ = c.b.unindex(ctx, c.prefix, stale)
 	}
 	return list, nil
 }

@@ -226,7 +226,8 @@ type Lock struct {
 	// a node then), or 0 for none. KeepAlive reads it.
 	renewBy atomic.Int64
 
-	window *Span // set by OncePer: the window a success marks done (onceper.go)
+	window  *Span       // set by OncePer: the window a success marks done (onceper.go)
+	indexed atomic.Bool // a renewal put it into its prefix's index (index.go)
 }
 
 // Name returns the lock's name as given to TryAcquire or Acquire.

@@ -121,7 +121,8 @@ func windowKey(key string) string { return sideKey(key, "done") }
 // Cluster slot and lives for the retention, the marker for its own ms. The
 // writes are pcalls after the release, so that none can stop the release
 // or hide its reply: the script returns {the release's reply, "OK" or the
-// first write's error}.
+// first write's error}. Last, where the deployment keeps an index of the
+// prefix's names (index.go), it adds the lock's key to it.
 //
 //go:embed record.lua
 var recordScript string
@@ -143,11 +144,16 @@ type recordWrite struct {
 	ok        bool          // the run succeeded: it is also the last success
 	mark      string        // the once-per window's marker, stored with ok
 	markTTL   time.Duration // its life; 0: no marker
+	index     string        // the prefix's index (index.go), or "" where there is none
 }
 
 // keys are the record's keys for the lock key key, after the release's.
 func (w *recordWrite) keys(key string) []string {
-	return []string{recordKey(key), historyKey(key), successKey(key), windowKey(key)}
+	keys := []string{recordKey(key), historyKey(key), successKey(key), windowKey(key)}
+	if w.index != "" {
+		keys = append(keys, w.index)
+	}
+	return keys
 }
 
 // args are the record's ARGV, after the release's.
@@ -196,7 +202,8 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
-	w := recordWrite{rec: string(b), retention: retention, history: l.c.history, ok: run.Outcome == OutcomeOK}
+	w := recordWrite{rec: string(b), retention: retention, history: l.c.history, ok: run.Outcome == OutcomeOK,
+		index: indexKey(l.c.prefix)}
 	if w.ok && l.window != nil {
 		w.mark, w.markTTL = l.window.mark()
 	}

@@ -246,12 +246,20 @@ func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	b, _ := lineBase(l.key)
-	n, err := s.rdb.Eval(ctx, slotsExtendScript, []string{l.key, slotKey(b, l.slot)}, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
+	keys := []string{l.key, slotKey(b, l.slot)}
+	first := !l.indexed.Load() && hasIndex(s.rdb)
+	if first { // index.go: the first renewal indexes the name
+		keys = append(keys, indexKey(l.c.prefix))
+	}
+	n, err := s.rdb.Eval(ctx, slotsExtendScript, keys, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
 	if err != nil {
 		return opError("extend", l.key, err)
 	}
 	if n != 1 {
 		return ErrLockNotHeld
+	}
+	if first {
+		l.indexed.Store(true)
 	}
 	return nil
 }
@@ -275,6 +283,9 @@ func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 // finish is single's finish with the slot's release script.
 func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
 	b, _ := lineBase(l.key)
+	if !hasIndex(s.rdb) {
+		w = w.withoutIndex()
+	}
 	v, err := s.rdb.Eval(ctx, slotsFinishScript, append([]string{l.key}, w.keys(l.key)...),
 		append([]any{l.token, keep.Milliseconds(), b, s.n, l.slot, ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)

@@ -123,6 +123,9 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string
 }
 
 func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+	if !l.indexed.Load() && hasIndex(s.rdb) {
+		return s.extendIndexed(ctx, l, ttl) // index.go: the first renewal indexes the lock
+	}
 	return s.ifOurs(ctx, "extend", extendScript, l, ttl)
 }
 

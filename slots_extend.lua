@@ -1,5 +1,6 @@
 -- Extend a semaphore's slot only if it is still ours (see slotsExtendScript).
--- KEYS[1]: the name's key, KEYS[2]: the slot's. ARGV: token, TTL in ms, marker.
+-- KEYS[1]: the name's key, KEYS[2]: the slot's[, KEYS[3]: the prefix's index,
+-- on a first renewal]. ARGV: token, TTL in ms, marker.
 if redis.call('get', KEYS[2]) ~= ARGV[1] then
   return 0
 end
@@ -12,5 +13,8 @@ if m then
   redis.call('pexpire', KEYS[1], ARGV[2], 'GT')
 else
   redis.call('set', KEYS[1], ARGV[3], 'PX', ARGV[2])
+end
+if KEYS[3] then
+  redis.pcall('sadd', KEYS[3], KEYS[1])
 end
 return 1

@@ -118,36 +118,60 @@ type nodeStatus struct {
 }
 
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
-	var get, fence, record, success, done *redis.StringCmd
-	var pttl *redis.DurationCmd
+	var q *statusReads
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, key)
-		pttl = p.PTTL(ctx, key)
-		fence = p.Get(ctx, fenceKey(key))
-		record = p.Get(ctx, recordKey(key))
-		success = p.Get(ctx, successKey(key))
-		done = p.Get(ctx, windowKey(key))
+		q = queueStatus(ctx, p, key)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nodeStatus{err: err}
 	}
+	return q.result()
+}
+
+// statusReads are the reads of one lock's status, queued on a pipeline:
+// in a MULTI/EXEC for Status, in one plain pipeline for many keys in List
+// (index.go).
+type statusReads struct {
+	get, fence, record, success, done *redis.StringCmd
+	pttl                              *redis.DurationCmd
+}
+
+func queueStatus(ctx context.Context, p redis.Pipeliner, key string) *statusReads {
+	return &statusReads{
+		get:     p.Get(ctx, key),
+		pttl:    p.PTTL(ctx, key),
+		fence:   p.Get(ctx, fenceKey(key)),
+		record:  p.Get(ctx, recordKey(key)),
+		success: p.Get(ctx, successKey(key)),
+		done:    p.Get(ctx, windowKey(key)),
+	}
+}
+
+// result reads the replies; the first error other than a missing key is
+// the node's.
+func (q *statusReads) result() nodeStatus {
+	for _, c := range []redis.Cmder{q.get, q.pttl, q.fence, q.record, q.success, q.done} {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nodeStatus{err: err}
+		}
+	}
 	var v nodeStatus
-	if token, err := get.Result(); err == nil {
+	if token, err := q.get.Result(); err == nil {
 		v.token = token
-		switch d := pttl.Val(); {
+		switch d := q.pttl.Val(); {
 		case d > 0:
 			v.ttl = d
 		case d == -1: // go-redis keeps PTTL's "no expiry" reply as -1ns
 			v.ttl = -1
 		}
 	}
-	if f, err := fence.Result(); err == nil {
+	if f, err := q.fence.Result(); err == nil {
 		if v.fence, err = strconv.ParseInt(f, 10, 64); err != nil {
 			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", f)}
 		}
 	}
-	v.record, v.success, v.done = record.Val(), success.Val(), done.Val()
+	v.record, v.success, v.done = q.record.Val(), q.success.Val(), q.done.Val()
 	return v
 }
 

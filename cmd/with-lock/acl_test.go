@@ -28,10 +28,11 @@ import (
 // the last-run record is a SET of {lock:<name>}:last. RPUSH, LPOP, LREM,
 // LPOS, EXISTS, SPUBLISH and SSUBSCRIBE keep the fair line; MGET reads a
 // semaphore's slots. LPUSH and LTRIM keep a name's history in the release's
-// script, LRANGE reads it for --history.
+// script, LRANGE reads it for --history. SADD, SREM and SMEMBERS keep and
+// read the index of the prefix's names that --list reads.
 const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* &{lock:* -@all " +
 	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping " +
-	"+multi +exec +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe +mget +lpush +ltrim +lrange"
+	"+multi +exec +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe +mget +lpush +ltrim +lrange +sadd +srem +smembers"
 
 // The original contract's checks (contract_test.go) pass for a Redis ACL
 // user that has exactly the documented permissions.
@@ -225,10 +226,14 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		if res := run(t, "--status", "acl-rec"); res.Code != 1 || !strings.Contains(res.Stdout, "exit 5") || !strings.Contains(res.Stdout, "last success: ") {
 			t.Fatalf("--status: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 		}
+		if res := run(t, "--list", "--all"); res.Code != 0 || !hasLine(res.Stdout, "acl-rec", "exit 5") {
+			t.Fatalf("--list (the index): exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+		}
+		// Another program's lock is not in the index; a scan finds it.
 		admin.Set(ctx, "lock:acl-list", "elsewhere:1:abc", time.Minute)
-		if res := run(t, "--list", "--all"); res.Code != 0 || !hasLine(res.Stdout, "acl-list", "elsewhere:1") ||
+		if res := run(t, "--list", "--all", "--scan"); res.Code != 0 || !hasLine(res.Stdout, "acl-list", "elsewhere:1") ||
 			!hasLine(res.Stdout, "acl-rec", "exit 5") {
-			t.Fatalf("--list: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+			t.Fatalf("--list --scan: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 		}
 		if res := run(t, "--break", "acl-list"); res.Code != 0 || !strings.Contains(res.Stdout, "elsewhere:1") {
 			t.Fatalf("--break: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)

@@ -24,7 +24,7 @@ const (
 func (r *runner) list() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.RedisTimeout)
 	defer cancel()
-	locks, err := r.locker.List(ctx, &withlock.ListOptions{All: r.cfg.All})
+	locks, err := r.locker.List(ctx, &withlock.ListOptions{All: r.cfg.All, Scan: r.cfg.Scan})
 	if err != nil {
 		return redisFailed(err)
 	}

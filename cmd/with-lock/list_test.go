@@ -97,7 +97,13 @@ func seeAndClearLocks(t *testing.T, args ...string) {
 		`echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 100`, pidfile)...)
 	cmdPid := clitest.ReadPids(t, 10*time.Second, pidfile, 1)[0]
 	host, pid := hostPid(t, holder.Pid())
-	r = wl("--list", "--json")
+	// Where --list reads the index of names, a name that never ran before
+	// is in it from its holder's first renewal, a third of its TTL.
+	clitest.Eventually(t, 10*time.Second, "held-job is listed", func() bool {
+		r = wl("--list", "--json")
+		_, ok := parseLocks(t, r.Stdout)["held-job"]
+		return ok
+	})
 	l := parseLocks(t, r.Stdout)["held-job"]
 	if r.Code != 0 || !l.Held || l.Holder != host+":"+pid || l.TTLMs <= 0 || l.TTLMs > 1000 {
 		t.Errorf("--list --json with a holder: exit %d, stdout %q", r.Code, r.Stdout)

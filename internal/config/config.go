@@ -104,6 +104,7 @@ type Output struct {
 	Status      bool   // --status <name>: print the lock's state, run nothing
 	List        bool   // --list: print the locks held, run nothing
 	All         bool   // --list --all: also names with only a last-run record
+	Scan        bool   // --list --scan: SCAN, not the index of names
 	Break       bool   // --break <name>: remove the lock, run nothing
 	History     bool   // --history <name>: print the last runs, run nothing
 	JSON        bool   // print --status, --list or --print-config as JSON
@@ -347,6 +348,8 @@ func (c *Config) validateActions() error {
 		return errors.New("--json goes with --status, --list, --history or --print-config")
 	case c.All && !c.List:
 		return errors.New("--all goes with --list")
+	case c.Scan && !c.List:
+		return errors.New("--scan goes with --list")
 	case c.RecordTTL < time.Millisecond:
 		return c.bad("record-ttl", "%s is below 1ms (turn records off with --no-record)", c.RecordTTL)
 	case c.HistorySize < 0 || c.HistorySize > MaxHistorySize:

@@ -1,0 +1,181 @@
+package withlock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The index of a prefix's names: a set of lock keys that List reads instead of
+// scanning the whole keyspace, so that its cost grows with the locks, not
+// with the keys beside them. It is written where a lock's key is already
+// written, without a command of its own: by the release's script when it
+// records the run (record.lua) and by the holder's first renewal
+// (extend_index.lua), never by the acquisition, which stays one SET NX. A
+// name is therefore listed from its first recorded release on, for as long
+// as its record is kept, and a name that never ran before from its
+// holder's first renewal (a third of its TTL). Entries whose lock and
+// records are all gone are pruned when List finds them.
+//
+// Only one deployment that is not a Cluster keeps an index: a Cluster's
+// locks are spread over its slots, and a script may only write keys of its
+// own slot; a quorum's List asks every node, which a scan does. Both scan.
+
+// indexKey is the index of the lock keys under prefix: "{<prefix>}:index",
+// which no lock key under prefix can be (they start with prefix) and which
+// the documented ACL's "~{<prefix>*" covers.
+func indexKey(prefix string) string { return "{" + prefix + "}:index" }
+
+// hasIndex reports whether rdb keeps the index: any deployment but a
+// Cluster.
+func hasIndex(rdb redis.UniversalClient) bool {
+	_, cluster := rdb.(*redis.ClusterClient)
+	return !cluster
+}
+
+// withoutIndex is w without the index's write.
+func (w *recordWrite) withoutIndex() *recordWrite {
+	c := *w
+	c.index = ""
+	return &c
+}
+
+// extendIndexScript is extendScript that also puts the lock's key into its
+// prefix's index: KEYS[2] is the index; a failed SADD (an ACL without it)
+// does not fail the renewal.
+// The holder's first renewal uses it, later ones the plain script.
+//
+//go:embed extend_index.lua
+var extendIndexScript string
+
+// extendIndexed is extend for l's first renewal: it also indexes l.
+func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
+	n, err := s.rdb.Eval(ctx, extendIndexScript, []string{l.key, indexKey(l.c.prefix)}, l.token, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return opError("extend", l.key, err)
+	}
+	if n != 1 {
+		return ErrLockNotHeld
+	}
+	l.indexed.Store(true)
+	return nil
+}
+
+// indexed returns the keys in the index of prefix, and false when the
+// deployment keeps none or it is empty (a deployment that a version
+// without the index used): then List scans.
+func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
+	if !hasIndex(s.rdb) {
+		return nil, false, nil
+	}
+	keys, err := s.rdb.SMembers(ctx, indexKey(prefix)).Result()
+	if err != nil {
+		return nil, false, fmt.Errorf("read the index %s: %w", indexKey(prefix), err)
+	}
+	return keys, len(keys) > 0, nil
+}
+
+// unindex removes keys from the index of prefix.
+func (s *single) unindex(ctx context.Context, prefix string, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	members := make([]any, len(keys))
+	for i, k := range keys {
+		members[i] = k
+	}
+	return s.rdb.SRem(ctx, indexKey(prefix), members...).Err()
+}
+
+// views reads the views of keys in one pipeline (on a Cluster, one per
+// master), then a semaphore's slots for each key that holds its marker. A
+// key's reads are not one transaction, unlike Status's: a lock taken or
+// released meanwhile may be shown either way, as List says. A key that
+// another program uses (WRONGTYPE) gets a zero view.
+func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
+	reads := make([]*statusReads, len(keys))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range keys {
+			reads[i] = queueStatus(ctx, p, key)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+		return nil, fmt.Errorf("status of %d locks: %w", len(keys), err)
+	}
+	views := make([]lockView, len(keys))
+	for i, key := range keys {
+		n := reads[i].result()
+		if isWrongType(n.err) {
+			continue
+		}
+		if n.err != nil {
+			return nil, fmt.Errorf("status of %s: %w", key, n.err)
+		}
+		if views[i], err = s.viewOf(ctx, key, n); err != nil {
+			return nil, err
+		}
+	}
+	return views, nil
+}
+
+func (q *quorum) indexed(context.Context, string) ([]string, bool, error) { return nil, false, nil }
+func (q *quorum) unindex(context.Context, string, []string) error         { return nil }
+
+// views reads each key as view does: a quorum needs every node's view of
+// a key to combine them.
+func (q *quorum) views(ctx context.Context, keys []string) ([]lockView, error) {
+	views := make([]lockView, len(keys))
+	for i, key := range keys {
+		v, err := q.view(ctx, key)
+		if isWrongType(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		views[i] = v
+	}
+	return views, nil
+}
+
+// listKeys returns the lock keys List reads: from the index where the
+// deployment keeps one, else by scanning for the keys under the prefix
+// (and with all, the last-run records under it), as also with scan.
+// fromIndex says which.
+func (c *Client) listKeys(ctx context.Context, all, scan bool) (keys []string, fromIndex bool, err error) {
+	if !scan {
+		keys, fromIndex, err = c.b.indexed(ctx, c.prefix)
+		if err != nil {
+			return nil, false, fmt.Errorf("list %s*: %w", c.prefix, err)
+		}
+	}
+	if fromIndex {
+		keys = slices.DeleteFunc(keys, func(k string) bool { return !strings.HasPrefix(k, c.prefix) })
+		slices.Sort(keys)
+		return keys, true, nil
+	}
+	if keys, err = c.b.keys(ctx, globEscape(c.prefix)+"*"); err != nil {
+		return nil, false, fmt.Errorf("list %s*: %w", c.prefix, err)
+	}
+	keys = slices.DeleteFunc(keys, isSideKey)
+	if all {
+		recs, err := c.b.keys(ctx, recordPattern(c.prefix))
+		if err != nil {
+			return nil, false, fmt.Errorf("list records of %s*: %w", c.prefix, err)
+		}
+		for _, rk := range recs {
+			if key, ok := lockKeyOfRecord(rk); ok && strings.HasPrefix(key, c.prefix) {
+				keys = append(keys, key)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), false, nil
+}
