@@ -2,10 +2,12 @@ package withlock_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,4 +114,158 @@ func TestSlowSubscriptionDialStallsNoRelease(t *testing.T) {
 		t.Errorf("the key holds %q, want the waiter's token", got)
 	}
 	_ = o.lock.Release(ctx)
+}
+
+// stallAfterExtend wraps a Client's connections: when one writes the
+// extend script, it first calls before (with Redis still answering), lets
+// the script through, and pauses Redis (SIGSTOP) the moment the reply has
+// been read, then closes stopped. So the Client has its answer and Redis
+// stalls right at the next step, deterministically.
+type stallAfterExtend struct {
+	pid     int
+	before  func()
+	once    sync.Once
+	stopped chan struct{}
+}
+
+func (s *stallAfterExtend) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &stallConn{Conn: conn, s: s}, nil
+}
+
+type stallConn struct {
+	net.Conn
+	s     *stallAfterExtend
+	armed bool // this connection sent the extend: stop Redis at its reply
+}
+
+func (c *stallConn) Write(b []byte) (int, error) {
+	if strings.Contains(string(b), "Extend a lock only if it is still ours") {
+		c.s.once.Do(func() {
+			c.s.before()
+			c.armed = true
+		})
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *stallConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if c.armed && n > 0 {
+		c.armed = false
+		_ = syscall.Kill(c.s.pid, syscall.SIGSTOP)
+		close(c.s.stopped)
+	}
+	return n, err
+}
+
+// A waiter handed the lock so late that it expired before it could renew
+// it queues again. If Redis stalls right then, before the new
+// subscription is confirmed, the waiter still gives up at its deadline or
+// cancellation, and leaves the line: no entry of it remains in its Client,
+// and, once Redis is back, none in Redis and no subscription left open.
+func TestRequeuedWaiterHonoursContextWhenRedisStalls(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel bool // cancel the Acquire; otherwise its deadline passes
+	}{
+		{"deadline", false},
+		{"cancellation", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.Client()
+			name := "requeue-" + tc.name
+			key := "lock:" + name
+			channels := "{" + key + "}:w:*" // the waiter's subscription
+			subscribed := func() bool {
+				chs, err := rdb.PubSubShardChannels(context.Background(), channels).Result()
+				return err == nil && len(chs) > 0
+			}
+			stall := &stallAfterExtend{pid: srv.Pid(), stopped: make(chan struct{})}
+			stall.before = func() {
+				// The waiter's room lingered out after the hand-over, so
+				// the re-queue subscribes anew; and the handed key is
+				// gone, so the extend fails as for an expired lock.
+				for end := time.Now().Add(promptly); subscribed(); time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(end) {
+						t.Errorf("the waiter's subscription still open %s after the hand-over", promptly)
+						break
+					}
+				}
+				rdb.Del(context.Background(), key)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(srv.Pid(), syscall.SIGCONT) })
+			c := withlock.New(srv.ClientWith(&redis.Options{Dialer: stall.dial}), nil)
+			withlock.SetWaitTimings(c, longPoll, 50*time.Millisecond)
+			holder := mustAcquire(t, withlock.New(srv.Client(), nil), name, time.Minute)
+
+			const deadline = 6 * time.Second
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			if tc.cancel {
+				ctx, cancel = context.WithCancel(context.Background())
+				defer cancel()
+			}
+			const ttl = 2 * time.Second
+			start := time.Now()
+			waiter := acquireAsync(ctx, c, name, ttl)
+			clitest.Eventually(t, promptly, "the waiter never joined the line", func() bool { return inLine(t, rdb, key) == 1 })
+			// A hand-over more than ttl/8 after the waiter was last seen in
+			// line makes it renew before it returns.
+			time.Sleep(ttl / 4)
+			if err := holder.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-stall.stopped:
+			case o := <-waiter:
+				t.Fatalf("the waiter returned (%v) without renewing the late hand-over", o.err)
+			case <-time.After(promptly):
+				t.Fatalf("the waiter sent no renewal within %s of the hand-over", promptly)
+			}
+			stoppedAt := time.Now()
+			clitest.Eventually(t, promptly, "the waiter did not queue again after its renewal failed", func() bool {
+				return withlock.Waiting(c, name) == 1
+			})
+			if tc.cancel {
+				cancel()
+			}
+			end := start.Add(deadline)
+			if tc.cancel {
+				end = time.Now()
+			}
+			const bound = 2 * time.Second // for a loaded machine; giving up sends nothing to Redis
+			var o outcome
+			select {
+			case o = <-waiter:
+			case <-time.After(time.Until(end) + bound):
+				t.Fatalf("Acquire did not return within %s of its %s while Redis stalled at its re-queue (Redis stopped %s after the start)",
+					bound, tc.name, stoppedAt.Sub(start).Round(time.Millisecond))
+			}
+			t.Logf("Acquire returned %s after its %s: %v", o.at.Sub(end).Round(time.Millisecond), tc.name, o.err)
+			want := context.DeadlineExceeded
+			if tc.cancel {
+				want = context.Canceled
+			}
+			if !errors.Is(o.err, want) || !errors.Is(o.err, withlock.ErrNotObtained) {
+				t.Errorf("Acquire = %v, want ErrNotObtained and %v", o.err, want)
+			}
+			if n := withlock.Waiting(c, name); n != 0 {
+				t.Errorf("%d waiters of the Client still in line after the Acquire gave up", n)
+			}
+
+			_ = syscall.Kill(srv.Pid(), syscall.SIGCONT)
+			clitest.Eventually(t, promptly, "the given-up waiter's subscription still open after Redis resumed", func() bool { return !subscribed() })
+			if n := inLine(t, rdb, key); n != 0 {
+				t.Errorf("%d entries in the line after the waiter gave up, want none", n)
+			}
+			if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
+				t.Errorf("the lock is held (%q) after the only waiter gave up", rdb.Get(context.Background(), key).Val())
+			}
+		})
+	}
 }
