@@ -45,9 +45,11 @@ func (r *runner) admin() (code int, ok bool) {
 
 // redisFailed reports an error from Redis on one line and returns the exit
 // code for it.
+// It is in the same words as a run's (inUserWords), so that an admin path
+// and a run say one failure alike.
 func (r *runner) redisFailed(err error) int {
 	code := redisExit(err)
-	return r.log.failed(code, "%v%s", err, hint(code, err))
+	return r.log.failed(code, "%s%s", r.inUserWords(err), hint(code, err))
 }
 
 // statusJSON is --status --json's output, one object on one line, and
@@ -143,8 +145,7 @@ func (r *runner) status() int {
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
-		code := redisExit(err)
-		return r.log.failed(code, "%s%s", r.inUserWords(err), hint(code, err))
+		return r.redisFailed(err)
 	}
 	if r.cfg.JSON {
 		if err := printJSON(newStatusJSON(st)); err != nil {
