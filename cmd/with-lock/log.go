@@ -143,16 +143,26 @@ func (l *logger) print(level, event string, f fields, format string, args ...any
 }
 
 // since says when a holder took the lock, for a person: "since 14:02:07
-// (12m ago)", with the date when it was not today; "" when unknown.
+// (12m ago)", or "(just now)" within the second, with the date when it was
+// not today; "" when unknown.
 func since(t, now time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
+	if d := now.Sub(t); d < time.Second {
+		return fmt.Sprintf("since %s (just now)", clock(t, now))
+	}
+	return fmt.Sprintf("since %s (%s ago)", clock(t, now), ago(now.Sub(t)))
+}
+
+// clock is t's time of day for a person, with the date when it is not
+// now's day.
+func clock(t, now time.Time) string {
 	layout := "15:04:05"
 	if y, m, d := t.Date(); y != now.Year() || m != now.Month() || d != now.Day() {
 		layout = "2006-01-02 15:04:05"
 	}
-	return fmt.Sprintf("since %s (%s ago)", t.Format(layout), ago(now.Sub(t)))
+	return t.Format(layout)
 }
 
 // ago rounds d for a person: 42s, 12m, 3h12m.
