@@ -45,18 +45,26 @@ type NotObtainedError struct {
 }
 
 // Error names the key, the holder, how long it has held the lock when
-// known, and its remaining time, which renewal keeps near the TTL. It never
-// shows the holder's full token.
+// known, and its remaining time when known, which renewal keeps near the
+// TTL. It never shows the holder's full token.
 func (e *NotObtainedError) Error() string {
 	held := ""
-	if !e.Since.IsZero() {
-		held = " for " + time.Since(e.Since).Round(time.Second).String()
+	switch d := time.Since(e.Since); {
+	case e.Since.IsZero():
+	case d < time.Second:
+		held = ", taken just now"
+	default:
+		held = " for " + d.Round(time.Second).String()
+	}
+	expires := ""
+	if e.TTL > 0 {
+		expires = " (expires in " + e.TTL.Round(time.Millisecond).String() + ")"
 	}
 	if e.Slots > 0 {
-		return fmt.Sprintf("all %d slots of lock %s are held; the first to free is %s's%s (expires in %s)",
-			e.Slots, e.Key, e.Holder, held, e.TTL.Round(time.Millisecond))
+		return fmt.Sprintf("all %d slots of %s are held; the first to free is %s's%s%s",
+			e.Slots, e.Key, e.Holder, held, expires)
 	}
-	return fmt.Sprintf("lock %s is held by %s%s (expires in %s)", e.Key, e.Holder, held, e.TTL.Round(time.Millisecond))
+	return fmt.Sprintf("%s is held by %s%s%s", e.Key, e.Holder, held, expires)
 }
 
 // Is makes errors.Is(err, ErrNotObtained) true.

@@ -57,9 +57,7 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 			if r.cfg.Wait > 0 {
 				r.gaveUp(err, time.Since(start))
 			} else {
-				var held *withlock.NotObtainedError
-				errors.As(err, &held)
-				r.log.warn("busy", fields{Holder: held.Holder, TTLMs: held.TTL.Milliseconds()}, "%v; command not run", err)
+				r.busy(err) // busy.go
 			}
 		}
 		return nil, r.cfg.ConflictExit

@@ -26,15 +26,14 @@ func (r *runner) list() int {
 	defer cancel()
 	locks, err := r.locker.List(ctx, &withlock.ListOptions{All: r.cfg.All})
 	if err != nil {
-		return redisFailed(err)
+		return r.redisFailed(err)
 	}
 	if r.cfg.JSON {
 		for _, st := range locks {
 			out := newStatusJSON(st)
 			out.Name = strings.TrimPrefix(st.Key, r.cfg.Prefix)
 			if err := printJSON(out); err != nil {
-				warn("%v", err)
-				return exitInternal
+				return r.log.failed(exitInternal, "%v", err)
 			}
 		}
 		return 0
@@ -79,8 +78,7 @@ func (r *runner) list() int {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", name, holder, heldFor, ttl, fence, last)
 	}
 	if err := w.Flush(); err != nil {
-		warn("write the list: %v", err)
-		return exitInternal
+		return r.log.failed(exitInternal, "write the list: %v", err)
 	}
 	return 0
 }
@@ -93,10 +91,11 @@ func (r *runner) breakLock() int {
 	defer cancel()
 	st, err := r.locker.Break(ctx, r.cfg.Name)
 	if err != nil {
-		return redisFailed(err)
+		return r.redisFailed(err)
 	}
 	if !st.Held {
-		warn("%s was not held; nothing removed", st.Key)
+		// The answer to --break, as its exit code says: shown with -q too.
+		r.log.print(levelWarn, "warning", fields{}, "%s was not held; nothing removed", st.Key)
 		return exitNotHeld
 	}
 	if len(st.Holders) > 0 {

@@ -36,8 +36,7 @@ func (r *runner) admin() (code int, ok bool) {
 	}
 	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
 	if err != nil {
-		warn("%v", err)
-		return exitConfig, true
+		return r.log.failed(exitConfig, "%v", err), true
 	}
 	defer closeRedis()
 	r.locker = locker
@@ -46,10 +45,11 @@ func (r *runner) admin() (code int, ok bool) {
 
 // redisFailed reports an error from Redis on one line and returns the exit
 // code for it.
-func redisFailed(err error) int {
+// It is in the same words as a run's (inUserWords), so that an admin path
+// and a run say one failure alike.
+func (r *runner) redisFailed(err error) int {
 	code := redisExit(err)
-	warn("%v%s", err, hint(code, err))
-	return code
+	return r.log.failed(code, "%s%s", r.inUserWords(err), hint(code, err))
 }
 
 // statusJSON is --status --json's output, one object on one line, and
@@ -145,14 +145,11 @@ func (r *runner) status() int {
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
-		code := redisExit(err)
-		warn("%s%s", r.inUserWords(err), hint(code, err))
-		return code
+		return r.redisFailed(err)
 	}
 	if r.cfg.JSON {
 		if err := printJSON(newStatusJSON(st)); err != nil {
-			warn("%v", err)
-			return exitInternal
+			return r.log.failed(exitInternal, "%v", err)
 		}
 	} else {
 		fmt.Println(statusLine(st))
