@@ -53,6 +53,7 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		}
 		return lock, 0
 	case errors.Is(err, withlock.ErrNotObtained):
+		r.mon.skipped = outcomeBusy
 		if r.cfg.ConflictExit != 0 {
 			if r.cfg.Wait > 0 {
 				r.gaveUp(err, time.Since(start))

@@ -56,7 +56,7 @@ func run(args []string) int {
 		return printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
 	}
 	r := &runner{cfg: cfg, sigs: make(chan os.Signal, 4), log: newLogger(cfg, os.Stderr)}
-	return r.run()
+	return r.monitored(r.run) // monitor.go: --metrics-dir and --ping learn how it ended
 }
 
 // runner is one run of with-lock: acquire, run the command, release; or
@@ -68,6 +68,7 @@ type runner struct {
 	log    *logger // what with-lock says on stderr: log.go
 	// acquiredAt is when the lock was obtained.
 	acquiredAt time.Time
+	mon        monitor // what the monitoring learns of the run: monitor.go
 }
 
 func (r *runner) run() int {

@@ -12,6 +12,7 @@ import (
 // Neither changes the exit code. A Redis that is down costs one warning,
 // the release's; a record that alone failed is a warning that -q silences.
 func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
+	r.mon.lost = ka != nil && ka.Err() != nil
 	if r.cfg.NoRecord {
 		r.releaseHeld(lock, ka)
 		return

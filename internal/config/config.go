@@ -55,6 +55,7 @@ type Config struct {
 	Lock        // how the lock is taken
 	Supervision // what happens to the command while it runs
 	Output      // what with-lock prints, and whether it runs a command at all
+	Monitoring  // what the monitoring learns of a run: monitoring.go
 
 	// File is the config file: --config's, WITH_LOCK_CONFIG's, or
 	// DefaultFile, which may be missing.

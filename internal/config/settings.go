@@ -84,6 +84,10 @@ func settings(c *Config) []group {
 				help: "keep the record of the last run (host, pid, times, exit code) for `DUR`"},
 			{name: "no-record", env: "WITH_LOCK_NO_RECORD", field: &c.NoRecord, help: "do not store a record of the run"},
 		}},
+		{"Monitoring", []setting{
+			{name: "metrics-dir", env: "WITH_LOCK_METRICS_DIR", field: &c.MetricsDir,
+				help: "after every run write with-lock-<name>.prom for node_exporter's textfile collector into `DIR`"},
+		}},
 		{"Configuration", []setting{
 			{name: "config", env: EnvConfig, cli: true, field: &c.File, def: defaultFile,
 				help: "read settings from the TOML `FILE`; keys are the long flags' names"},

@@ -21,6 +21,9 @@ _with_lock()
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl)
                 ((i++))
                 ;;
+            --metrics-dir)
+                ((i++))
+                ;;
             -*) ;;
             *) break ;;
         esac
@@ -47,6 +50,10 @@ _with_lock()
             _filedir
             return
             ;;
+        --metrics-dir)
+            _filedir -d
+            return
+            ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
             --min-replicas | --slots | --record-ttl)
@@ -61,7 +68,8 @@ _with_lock()
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
-            --version -h --help' -- "$cur"))
+            --version -h --help
+            --metrics-dir' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock

@@ -85,5 +85,6 @@ complete -c with-lock -n $flags -l min-replicas -x -d 'wait until N replicas hav
 complete -c with-lock -n $flags -l slots -x -d 'let up to N holders run at once'
 complete -c with-lock -n $flags -l config -r -F -d 'read settings from the TOML FILE'
 complete -c with-lock -n $flags -l print-config -d 'print the effective settings and where each came from'
+complete -c with-lock -n $flags -l metrics-dir -x -a '(__fish_complete_directories)' -d 'write with-lock-<name>.prom for the textfile collector into DIR'
 complete -c with-lock -n $flags -l version -d 'print the version and exit'
 complete -c with-lock -n $flags -s h -l help -d 'show the help'
