@@ -58,6 +58,18 @@ func dialledByPubSub() bool {
 // behind the dial. The waiter itself still joins the line only once its
 // subscription is confirmed, and then gets the lock at the release.
 func TestSlowSubscriptionDialStallsNoRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts *withlock.LockOptions
+	}{
+		{"in the line", nil},
+		{"fenced", &withlock.LockOptions{Fence: true}}, // waits outside the line, on the key's channel
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSlowSubscriptionDial(t, tc.opts) })
+	}
+}
+
+func testSlowSubscriptionDial(t *testing.T, opts *withlock.LockOptions) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	open, dialing := make(chan struct{}), make(chan struct{}, 1)
@@ -74,7 +86,11 @@ func TestSlowSubscriptionDialStallsNoRelease(t *testing.T) {
 
 	holder := mustAcquire(t, c, "slow-sub", time.Minute)
 	other := mustAcquire(t, c, "slow-sub-other", time.Minute)
-	waiter := acquireAsync(ctx, c, "slow-sub", time.Minute)
+	waiter := make(chan outcome, 1)
+	go func() {
+		l, err := c.Acquire(ctx, "slow-sub", time.Minute, opts)
+		waiter <- outcome{l, err, time.Now()}
+	}()
 	select {
 	case <-dialing:
 	case <-time.After(promptly):
@@ -95,14 +111,22 @@ func TestSlowSubscriptionDialStallsNoRelease(t *testing.T) {
 		openGate()
 		t.Fatalf("Release of another lock of the Client blocked for %s behind a waiter's slow subscription dial (a network call under the line's mutex)", bound)
 	}
-	if n := inLine(t, rdb, holder.Key()); n != 0 {
-		t.Fatalf("%d entries in the line before the waiter's subscription is confirmed: a release would skip it as dead", n)
+	if opts == nil {
+		if n := inLine(t, rdb, holder.Key()); n != 0 {
+			t.Fatalf("%d entries in the line before the waiter's subscription is confirmed: a release would skip it as dead", n)
+		}
 	}
 
 	openGate()
-	clitest.Eventually(t, promptly, "the waiter never joined the line once its subscription was dialled", func() bool {
-		return inLine(t, rdb, holder.Key()) == 1
-	})
+	if opts == nil {
+		clitest.Eventually(t, promptly, "the waiter never joined the line once its subscription was dialled", func() bool {
+			return inLine(t, rdb, holder.Key()) == 1
+		})
+	} else {
+		clitest.Eventually(t, promptly, "the waiter never subscribed to the key's channel once its connection was dialled", func() bool {
+			return subscribers(t, rdb, holder.Key()) == 1
+		})
+	}
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
