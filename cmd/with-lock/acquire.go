@@ -28,7 +28,13 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 			lock, err = r.locker.Acquire(wctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
 			return
 		}
-		lock, err = r.locker.TryAcquire(ctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
+		// One deadline for the whole try (a new connection's handshake,
+		// the SET, reading a busy lock's holder), so that a stalled Redis
+		// costs --redis-timeout, as the message says, not one per round
+		// trip.
+		tctx, tcancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+		defer tcancel()
+		lock, err = r.locker.TryAcquire(tctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
 	}()
 	select {
 	case <-done:

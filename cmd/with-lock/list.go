@@ -87,7 +87,7 @@ func (r *runner) list() int {
 // was; the holder finds out at its next renewal and stops its command
 // (125). It exits 0 when it removed a held lock, 1 when none was held.
 func (r *runner) breakLock() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
 	defer cancel()
 	st, err := r.locker.Break(ctx, r.cfg.Name)
 	if err != nil {

@@ -141,7 +141,7 @@ func printJSON(v any) error {
 // status prints who holds the lock, for how long, its fencing number and
 // its last recorded run, and exits 0 when it is held, 1 when it is free.
 func (r *runner) status() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
