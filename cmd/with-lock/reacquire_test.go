@@ -80,6 +80,42 @@ func TestOnLostReacquireKeepsCommandRunningWhenKeyVanishes(t *testing.T) {
 	}
 }
 
+// Sentinel fails over to a replica that never got the key (deleted there
+// before the master died): the run takes the lock again on the new master,
+// its command goes on, and it ends with the command's exit code, released.
+func TestOnLostReacquireSurvivesFailoverToReplicaWithoutKey(t *testing.T) {
+	ctx := context.Background()
+	g := redistest.StartSentinels(t)
+	args := []string{"--sentinel-master", redistest.MasterName, "--redis-timeout", "1s", "--ttl", "20s", "--on-lost", "reacquire"}
+	for _, a := range g.Addrs() {
+		args = append(args, "--sentinel", a)
+	}
+	replica := g.Replica.Client()
+	j := startJob(t, nil, 4, append(args, "s-reacquire")...)
+	clitest.Eventually(t, 10*time.Second, "the key reaches the replica", func() bool {
+		return replica.Get(ctx, j.key).Val() == j.token
+	})
+	if err := replica.ConfigSet(ctx, "replica-read-only", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Del(ctx, j.key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	g.Master.Kill()
+	g.WaitMaster(g.Replica.Addr())
+	j.WaitStderr("took it again")
+	if v := replica.Get(ctx, j.key).Val(); v != j.token {
+		t.Errorf("the new master holds %q, want the run's own token", v)
+	}
+	res := j.finish()
+	if res.Code != 4 || !hasLine(res.Stderr, j.key, "vanished", "took it again") {
+		t.Errorf("exit %d, stderr %q; want the command's 4 and the warning", res.Code, res.Stderr)
+	}
+	if n := replica.Exists(ctx, j.key).Val(); n != 0 {
+		t.Error("the reacquired key outlived the run on the new master")
+	}
+}
+
 // Someone else holds the key when with-lock finds its own gone — it took
 // the key after it vanished, or overwrote it — so the command is stopped,
 // with-lock exits 125, and the other owner's key is left alone.
