@@ -220,6 +220,8 @@ func keepAliveMargin(ttl time.Duration) time.Duration { return min(ttl/10+100*ti
 // "lost" event, judged by this host's clock:
 //   - Redis did not answer renewals until the key could have expired:
 //     "Redis unreachable for longer than the TTL allows";
+//   - --break removed it (the marker it leaves names the breaker):
+//     "broken by host:pid with --break";
 //   - no renewal was even tried in time (with-lock was paused or starved):
 //     taken over by host:pid if Redis says so, else "it expired";
 //   - Redis said the lock is no longer ours: taken over by host:pid if
