@@ -224,6 +224,9 @@ type Lock struct {
 	// lock should be renewed before its regular interval (a quorum repairs
 	// a node then), or 0 for none. KeepAlive reads it.
 	renewBy atomic.Int64
+	// refence is the fencing number of the last reacquisition by a
+	// KeepAlive (KeepAliveOptions.Reacquire), or 0: Fence returns it.
+	refence atomic.Int64
 }
 
 // Name returns the lock's name as given to TryAcquire or Acquire.
@@ -243,7 +246,14 @@ func (l *Lock) Token() string { return l.token }
 // keep increasing when Redis loses the counter (a restart without
 // persistence, a failover to a replica that lagged) unless the clock of the
 // server drawing next is behind by more than the time between the draws.
-func (l *Lock) Fence() int64 { return l.fence }
+// After a KeepAlive took the lock again (KeepAliveOptions.Reacquire), it is
+// the number drawn then.
+func (l *Lock) Fence() int64 {
+	if f := l.refence.Load(); f != 0 {
+		return f
+	}
+	return l.fence
+}
 
 // TTL returns the lock's remaining time, or ErrLockNotHeld when it is no
 // longer ours.

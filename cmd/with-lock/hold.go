@@ -30,9 +30,10 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	}
 	var ka *withlock.KeepAlive
 	var lost <-chan struct{}
-	rn := &renewals{r: r, key: lock.Key(), lastOK: r.acquiredAt}
+	rn := &renewals{r: r, key: lock.Key(), lock: lock, lastOK: r.acquiredAt}
 	if !r.cfg.NoRenew {
-		ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{OnRenew: rn.report})
+		ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
+			OnRenew: rn.report, Reacquire: r.cfg.OnLost == config.OnLostReacquire}) // reacquire.go
 		lost = ka.Lost()
 	}
 	var killAt time.Time // set once the command is being stopped
@@ -58,6 +59,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 		case <-lost:
 			lost = nil
 			why, f := r.lostReason(lock, ka.Err(), rn)
+			why += r.notReacquired(ka.Err()) // reacquire.go
 			if r.cfg.OnLost == config.OnLostIgnore {
 				r.log.error("lost", f, "%s; --on-lost ignore: the command goes on without the lock", why)
 				continue
@@ -155,8 +157,9 @@ func (r *runner) released(lock *withlock.Lock, err, lost error) {
 // with -v when a renewal was slow or failed, and keeps when the last one
 // succeeded, to tell a key that expired from one that vanished.
 type renewals struct {
-	r   *runner
-	key string
+	r    *runner
+	key  string
+	lock *withlock.Lock // for its fencing number after a reacquisition
 
 	mu       sync.Mutex
 	lastOK   time.Time // when the last successful renewal, or the acquisition, was sent
@@ -189,6 +192,8 @@ func (rn *renewals) report(took time.Duration, err error) {
 				rn.key, round(took), round(slow))
 		}
 		rn.lastOK, rn.failed = sent, 0
+	case errors.Is(err, withlock.ErrReacquired):
+		rn.reacquired(sent) // reacquire.go
 	case errors.Is(err, withlock.ErrLockNotHeld):
 		// The loss: hold says why.
 	default:
@@ -215,6 +220,8 @@ func keepAliveMargin(ttl time.Duration) time.Duration { return min(ttl/10+100*ti
 // "lost" event, judged by this host's clock:
 //   - Redis did not answer renewals until the key could have expired:
 //     "Redis unreachable for longer than the TTL allows";
+//   - --break removed it (the marker it leaves names the breaker):
+//     "broken by host:pid with --break";
 //   - no renewal was even tried in time (with-lock was paused or starved):
 //     taken over by host:pid if Redis says so, else "it expired";
 //   - Redis said the lock is no longer ours: taken over by host:pid if
@@ -232,6 +239,9 @@ func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (strin
 		// now would only wait out another timeout.
 		return fmt.Sprintf("lock %s presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for %s of its %s TTL (last attempt: %s)",
 			lock.Key(), round(time.Since(lastOK)), ttl, r.inUserWords(lerr.Err)), fields{}
+	}
+	if errors.As(err, &lerr) && lerr.BrokenBy != "" {
+		return brokenReason(lock, lerr.BrokenBy, r.cfg.OnLost) // reacquire.go
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 	defer cancel()

@@ -36,6 +36,10 @@ const (
 const (
 	OnLostTerm   = "term"   // stop the command: SIGTERM, then SIGKILL
 	OnLostIgnore = "ignore" // warn and let the command finish
+	// OnLostReacquire takes a lock whose key vanished (a Redis restart
+	// without persistence, a failover to a replica without it) again, and
+	// stops the command as term does only if that fails.
+	OnLostReacquire = "reacquire"
 )
 
 // ErrUsage marks a bad command line or environment variable; the CLI
@@ -85,7 +89,7 @@ type Lock struct {
 // Supervision is what happens to the command while it runs.
 type Supervision struct {
 	NoRenew   bool          // the TTL is fixed, as in a plain SET NX EX
-	OnLost    string        // OnLostTerm or OnLostIgnore
+	OnLost    string        // OnLostTerm, OnLostIgnore or OnLostReacquire
 	KillAfter time.Duration // SIGKILL this long after SIGTERM on loss
 	RecordTTL time.Duration // keep the last-run record this long
 	NoRecord  bool          // store no last-run record
@@ -248,8 +252,12 @@ func (c *Config) validate() error {
 	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
 		// Counters on independent masters are not one sequence.
 		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
-	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
-		return c.bad("on-lost", "%q: expected %s or %s", c.OnLost, OnLostTerm, OnLostIgnore)
+	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore && c.OnLost != OnLostReacquire:
+		return c.bad("on-lost", "%q: expected %s, %s or %s", c.OnLost, OnLostTerm, OnLostIgnore, OnLostReacquire)
+	case c.OnLost == OnLostReacquire:
+		if err := c.validateReacquire(); err != nil {
+			return err
+		}
 	case c.LogFormat != LogText && c.LogFormat != LogJSON:
 		return c.bad("log-format", "%q: expected %s or %s", c.LogFormat, LogText, LogJSON)
 	case c.Quiet && c.Verbose:
@@ -258,6 +266,21 @@ func (c *Config) validate() error {
 		return c.bad("kill-after", "%s is negative", c.KillAfter)
 	}
 	return c.validateConnection()
+}
+
+// validateReacquire refuses --on-lost reacquire where it has no meaning.
+func (c *Config) validateReacquire() error {
+	switch {
+	case c.NoRenew:
+		return errors.New("--on-lost reacquire needs renewals to notice the loss; it does not go with --no-renew")
+	case c.Slots > 1:
+		// The freed slot's number may be another holder's by then, and
+		// WITH_LOCK_SLOT would lie.
+		return errors.New("--on-lost reacquire does not go with --slots: a semaphore's slot is not taken back")
+	case !c.Cluster && len(c.RedisURLs) > 1:
+		return errors.New("--on-lost reacquire needs one Redis deployment: a quorum already survives a member's restart, putting its key back there")
+	}
+	return nil
 }
 
 // validateRun checks what a run or --status needs beyond the settings.

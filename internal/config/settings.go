@@ -77,7 +77,7 @@ func settings(c *Config) []group {
 		{"Command supervision", []setting{
 			{name: "no-renew", env: "WITH_LOCK_NO_RENEW", field: &c.NoRenew, help: "do not renew the lock while the command runs"},
 			{name: "on-lost", env: "WITH_LOCK_ON_LOST", field: &c.OnLost, def: OnLostTerm,
-				help: "`MODE` on a lost lock: term stops the command (exit 125), ignore only warns"},
+				help: "`MODE` on a lost lock: term stops the command (exit 125), ignore only warns, reacquire takes a vanished key again (else term)"},
 			{name: "kill-after", env: "WITH_LOCK_KILL_AFTER", field: &c.KillAfter, def: DefaultKillAfter,
 				help: "after --on-lost term's SIGTERM, SIGKILL the command after `DUR`"},
 			{name: "record-ttl", env: "WITH_LOCK_RECORD_TTL", field: &c.RecordTTL, def: DefaultRecordTTL,

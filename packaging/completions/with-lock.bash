@@ -39,7 +39,7 @@ _with_lock()
 
     case $prev in
         --on-lost)
-            COMPREPLY=($(compgen -W 'term ignore' -- "$cur"))
+            COMPREPLY=($(compgen -W 'term ignore reacquire' -- "$cur"))
             return
             ;;
         --log-format)

@@ -54,7 +54,7 @@ complete -c with-lock -n $flags -l redis-timeout -x -d 'give up on Redis after D
 complete -c with-lock -n $flags -l prefix -x -d 'the key is STR<name>'
 complete -c with-lock -n $flags -l ttl -x -d 'lock time to live'
 complete -c with-lock -n $flags -l no-renew -d 'do not renew the lock while the command runs'
-complete -c with-lock -n $flags -l on-lost -x -a 'term ignore' -d 'what to do when the lock is lost'
+complete -c with-lock -n $flags -l on-lost -x -a 'term ignore reacquire' -d 'what to do when the lock is lost'
 complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
 complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
 complete -c with-lock -n $flags -l fence -d 'fencing number in WITH_LOCK_FENCE'
