@@ -70,6 +70,9 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 // majority; keys on a minority are removed all the same). The former
 // holder finds out at its next renewal, which fails with ErrLockNotHeld.
 func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
 	v, err := c.b.breakLock(ctx, c.Key(name))
 	if err != nil {
 		return nil, err

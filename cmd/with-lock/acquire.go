@@ -38,8 +38,9 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		if lock != nil {
 			r.release(lock)
 		}
-		r.log.error("interrupted", fields{Signal: signalName(sig)}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
-		return nil, 128 + int(sig.(syscall.Signal))
+		code := 128 + int(sig.(syscall.Signal))
+		r.log.error("interrupted", fields{Signal: signalName(sig), Code: &code}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
+		return nil, code
 	}
 	switch {
 	case err == nil:
@@ -63,7 +64,7 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		return nil, r.cfg.ConflictExit
 	default:
 		code := redisExit(err)
-		r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
+		r.log.error("error", fields{Code: &code}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
 		return nil, code
 	}
 }
