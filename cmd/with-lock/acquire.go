@@ -107,10 +107,7 @@ func (r *runner) gaveUp(err error, waited time.Duration) {
 	switch {
 	case serr == nil && st.Held:
 		f.Holder, f.Since, f.TTLMs = st.Holder, rfc3339(st.Since), st.TTL.Milliseconds()
-		who = "held by " + st.Holder
-		if s := since(st.Since, time.Now()); s != "" {
-			who += " " + s
-		}
+		who = waitedFor(st, time.Now()) // busy.go
 	case serr == nil:
 		who = "it was held until just now"
 		if held != nil {
