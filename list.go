@@ -76,6 +76,9 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 // (KeepAliveOptions.Reacquire). The marker names this Client's host:pid
 // and holds only digests of the tokens removed.
 func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
 	v, err := c.b.breakLock(ctx, c.Key(name), c.breaker())
 	if err != nil {
 		return nil, err

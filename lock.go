@@ -29,6 +29,11 @@ var (
 	// write: another program uses the same key. Waiting does not help; pick
 	// another name or prefix, or remove the foreign key.
 	ErrWrongType = errors.New("key holds a value that is not a lock")
+
+	// ErrEmptyName means a lock's name is "": its key would be the bare
+	// prefix, one lock shared by every caller that forgot to name theirs.
+	// TryAcquire, Acquire, Do, Status and Break return it.
+	ErrEmptyName = errors.New("lock name is empty")
 )
 
 // NotObtainedError tells who holds a lock that could not be obtained. It
@@ -151,6 +156,9 @@ func (c *Client) Key(name string) string { return c.prefix + name }
 // token NX PX ttl (EX when ttl is whole seconds). ttl must be at least a
 // millisecond.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
 	token, err := newToken(c.owner, time.Now())
 	if err != nil {
 		return nil, err
@@ -202,6 +210,9 @@ func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, e
 // completed, bounded by the Redis client's read timeout, so that it cannot
 // leave behind a lock nobody knows of.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
 	token, err := newToken(c.owner, time.Now())
 	if err != nil {
 		return nil, err

@@ -44,8 +44,9 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		if lock != nil {
 			r.release(lock)
 		}
-		r.log.error("interrupted", fields{Signal: signalName(sig)}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
-		return nil, 128 + int(sig.(syscall.Signal))
+		code := 128 + int(sig.(syscall.Signal))
+		r.log.error("interrupted", fields{Signal: signalName(sig), Code: &code}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
+		return nil, code
 	}
 	switch {
 	case err == nil:
@@ -70,7 +71,7 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		return nil, r.cfg.ConflictExit
 	default:
 		code := redisExit(err)
-		r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
+		r.log.error("error", fields{Code: &code}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
 		return nil, code
 	}
 }
@@ -113,10 +114,7 @@ func (r *runner) gaveUp(err error, waited time.Duration) {
 	switch {
 	case serr == nil && st.Held:
 		f.Holder, f.Since, f.TTLMs = st.Holder, rfc3339(st.Since), st.TTL.Milliseconds()
-		who = "held by " + st.Holder
-		if s := since(st.Since, time.Now()); s != "" {
-			who += " " + s
-		}
+		who = waitedFor(st, time.Now()) // busy.go
 	case serr == nil:
 		who = "it was held until just now"
 		if held != nil {

@@ -64,3 +64,22 @@ func owner(holder string) string {
 	}
 	return holder
 }
+
+// waitedFor says, after a wait ran out, what keeps the lock st describes:
+// as busyLine, without the key the message already names, and without the
+// remaining time, which renewal keeps near the TTL.
+func waitedFor(st *withlock.Status, now time.Time) string {
+	switch {
+	case st.Finished:
+		return fmt.Sprintf("the last run, by %s, has finished and --min-hold keeps the lock until %s (%s from now)",
+			st.Holder, clock(now.Add(st.TTL), now), round(st.TTL))
+	case st.TTL < 0:
+		return fmt.Sprintf("held by %s with no expiry: it will never free by itself (see --status; --break removes it)",
+			owner(st.Holder))
+	}
+	who := "held by " + owner(st.Holder)
+	if s := since(st.Since, now); s != "" {
+		who += " " + s
+	}
+	return who
+}

@@ -33,3 +33,26 @@ func TestBusyLineWording(t *testing.T) {
 		})
 	}
 }
+
+// What a wait that ran out says keeps the lock, for each state.
+func TestWaitedForWording(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 2, 7, 400e6, time.Local)
+	for _, tc := range []struct {
+		name string
+		st   withlock.Status
+		want string
+	}{
+		{"held a while", withlock.Status{Key: "lock:x", Held: true, Holder: "vm:2497", TTL: 24500 * time.Millisecond, Since: now.Add(-12 * time.Minute)},
+			"held by vm:2497 since 13:50:07 (12m ago)"},
+		{"no expiry", withlock.Status{Key: "lock:x", Held: true, Holder: "otherhost:4242", TTL: -1},
+			"held by otherhost:4242 with no expiry: it will never free by itself (see --status; --break removes it)"},
+		{"finished, min-hold", withlock.Status{Key: "lock:x", Held: true, Holder: "vm:6854", TTL: 9*time.Minute + 59994*time.Millisecond, Finished: true},
+			"the last run, by vm:6854, has finished and --min-hold keeps the lock until 14:12:07 (10m0s from now)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := waitedFor(&tc.st, now); got != tc.want {
+				t.Errorf("waitedFor = %q\nwant        %q", got, tc.want)
+			}
+		})
+	}
+}

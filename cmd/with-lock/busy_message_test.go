@@ -89,3 +89,19 @@ func TestBusyLineSaysWhatKeepsTheLock(t *testing.T) {
 		})
 	}
 }
+
+// A wait that runs out on a lock kept by --min-hold after its run finished
+// says so, not that the finished run still holds it.
+func TestGaveUpWaitingSaysMinHoldKeepsTheLock(t *testing.T) {
+	e := setup(t)
+	if r := e.run("--min-hold", "10m", "kept", "true"); r.Code != 0 {
+		t.Fatalf("the first run: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	holder := holderOf(e.get("lock:kept"))
+	r := e.run("-w", "300ms", "kept", "true")
+	if r.Code != 75 {
+		t.Errorf("exit %d, want 75", r.Code)
+	}
+	oneLine(t, r, "gave up waiting for lock:kept after ")
+	oneLine(t, r, ": the last run, by "+holder+", has finished and --min-hold keeps the lock until ")
+}

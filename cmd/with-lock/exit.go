@@ -104,11 +104,13 @@ func hint(code int, err error) string {
 func (r *runner) startFailed(err error) int {
 	var serr *supervise.StartError
 	if errors.As(err, &serr) {
-		r.log.error("error", fields{Code: &serr.Code}, "%v", serr)
-		return serr.Code
+		if serr.Code == supervise.ExitNotFound && config.IsFlag(r.cfg.Command[0]) {
+			// "with-lock x -q true": -q was meant for with-lock.
+			return r.log.failed(serr.Code, "%v (flags go before the lock name)", serr)
+		}
+		return r.log.failed(serr.Code, "%v", serr)
 	}
-	r.log.error("error", fields{}, "%v", err)
-	return exitInternal
+	return r.log.failed(exitInternal, "%v", err)
 }
 
 // inUserWords is err's message with every timeout in it said as the

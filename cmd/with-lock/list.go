@@ -21,6 +21,7 @@ const (
 // a last-run record), as a table or one JSON object per line, and exits 0,
 // also when there is none. A Redis deployment's locks are listed by
 // scanning it, so the time it takes grows with the number of keys there.
+// With none, a terminal is told so and a pipe gets nothing.
 func (r *runner) list() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.RedisTimeout)
 	defer cancel()
@@ -39,6 +40,15 @@ func (r *runner) list() int {
 		return 0
 	}
 	if len(locks) == 0 {
+		// A person at a terminal is told; a script reading a pipe gets
+		// no rows, as before (and --json stays one object per lock).
+		if isTerminal(os.Stdout) {
+			what := "no locks held"
+			if r.cfg.All {
+				what = "no locks held and no last runs"
+			}
+			fmt.Printf("%s under %s\n", what, r.cfg.Prefix)
+		}
 		return 0
 	}
 	now := time.Now()

@@ -43,10 +43,8 @@ func (r *runner) admin() (code int, ok bool) {
 	return action(), true
 }
 
-// redisFailed reports an error from Redis on one line and returns the exit
-// code for it.
-// It is in the same words as a run's (inUserWords), so that an admin path
-// and a run say one failure alike.
+// redisFailed reports an error from Redis on one line, in the words a run
+// uses for it (inUserWords), and returns the exit code for it.
 func (r *runner) redisFailed(err error) int {
 	code := redisExit(err)
 	return r.log.failed(code, "%s%s", r.inUserWords(err), hint(code, err))

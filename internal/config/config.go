@@ -230,6 +230,10 @@ func (c *Config) validate() error {
 		}
 	}
 	switch {
+	case c.Prefix == "":
+		// The library would put DefaultPrefix in its place: refuse what
+		// cannot mean what it says.
+		return c.bad("prefix", "is empty: a lock's key needs a prefix (the default is %s)", DefaultPrefix)
 	case c.TTL < MinTTL:
 		return c.bad("ttl", "%s is below the minimum of %s", c.TTL, MinTTL)
 	case c.RedisTimeout <= 0:
