@@ -13,10 +13,6 @@ import (
 	"github.com/with-lock/with-lock/internal/supervise"
 )
 
-// groupPoll is how often hold checks whether the rest of a stopped
-// command's process group is gone.
-const groupPoll = 10 * time.Millisecond
-
 // hold supervises the command while it holds lock: it renews the lock
 // (unless --no-renew), passes on the signals with-lock receives, stops the
 // command when the lock is lost (--on-lost term), and releases the lock at
@@ -37,18 +33,20 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	}
 	var killAt time.Time // set once the command is being stopped
 	var kill <-chan time.Time
+	js := r.newJobStop(child, lock.Key()) // jobstop.go: --max-run, --leftovers, the end of the job
+	code := 0
 	for {
 		select {
-		case <-child.Done():
-			code := child.Wait()
-			r.logExit(child, code)
-			if !killAt.IsZero() {
-				r.drain(child, killAt)
-				code = exitLockLost
+		case <-js.mainDone:
+			var stop bool
+			if code, stop = js.commandExited(!killAt.IsZero()); stop {
+				kill = time.After(r.cfg.KillAfter)
 			}
+		case <-js.jobDone:
 			if ka != nil {
 				ka.Stop()
 			}
+			code = js.exitCode(code, !killAt.IsZero())
 			r.finish(lock, ka, code) // record.go: release, and record the run
 			return code
 		case sig := <-r.sigs:
@@ -76,6 +74,15 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			if err := child.Signal(syscall.SIGKILL); err != nil {
 				r.log.warn("warning", fields{}, "kill the command: %v", err)
 			}
+			js.killed()
+		case <-js.maxRun:
+			if js.timeUp(!killAt.IsZero()) {
+				kill = time.After(r.cfg.KillAfter)
+			}
+		case <-js.rekill:
+			_ = child.Signal(syscall.SIGKILL)
+		case <-js.giveUp:
+			js.abandon()
 		}
 	}
 }
@@ -90,21 +97,6 @@ func (r *runner) logExit(child *supervise.Child, code int) {
 		return
 	}
 	r.log.info("exited", f, "command exited with code %d after %s", code, round(took))
-}
-
-// drain waits, after a lost lock stopped the command's leader, until the
-// rest of its process group is gone too: children that ignored SIGTERM get
-// SIGKILL at killAt.
-func (r *runner) drain(child *supervise.Child, killAt time.Time) {
-	killed := false
-	giveUp := killAt.Add(time.Second) // for the kernel to deliver SIGKILL
-	for child.GroupAlive() && time.Now().Before(giveUp) {
-		if !killed && !time.Now().Before(killAt) {
-			_ = child.Signal(syscall.SIGKILL)
-			killed = true
-		}
-		time.Sleep(groupPoll)
-	}
 }
 
 // releaseHeld releases the lock unless its loss already showed it is not

@@ -70,6 +70,8 @@ type runner struct {
 	log    *logger // what with-lock says on stderr: log.go
 	// acquiredAt is when the lock was obtained.
 	acquiredAt time.Time
+	// timedOut is set when --max-run stopped the job: jobstop.go.
+	timedOut bool
 }
 
 func (r *runner) run() int {
