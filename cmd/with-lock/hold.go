@@ -83,20 +83,23 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			_ = child.Signal(syscall.SIGKILL)
 		case <-js.giveUp:
 			js.abandon()
+		case <-js.settled:
+			js.leftOver()
 		}
 	}
 }
 
-// logExit says, with -v, how the command ended and after how long.
+// logExit says, with -v, how the command ended and after how long, and
+// what follows the rest of its job.
 func (r *runner) logExit(child *supervise.Child, code int) {
 	took := time.Since(child.Started())
-	f := fields{Code: &code, DurationMs: ms(took)}
+	f := fields{Code: &code, DurationMs: ms(took), Tracking: child.Tracking()}
 	if sig, ok := child.KilledBy(); ok {
 		f.Signal = signalName(sig)
-		r.log.info("exited", f, "command killed by %s after %s (exit %d)", f.Signal, round(took), code)
+		r.log.info("exited", f, "command killed by %s after %s (exit %d; its job followed by %s)", f.Signal, round(took), code, f.Tracking)
 		return
 	}
-	r.log.info("exited", f, "command exited with code %d after %s", code, round(took))
+	r.log.info("exited", f, "command exited with code %d after %s (its job followed by %s)", code, round(took), f.Tracking)
 }
 
 // releaseHeld releases the lock unless its loss already showed it is not

@@ -33,15 +33,16 @@ type jobStop struct {
 	jobDone  <-chan struct{}  // no process of the job is left; nil until the command exited
 	maxRun   <-chan time.Time // --max-run is up; nil without one, or once handled
 	rekill   <-chan time.Time // SIGKILL again; nil until the job was killed
+	settled  <-chan time.Time // time to say what is left of the job; nil when not due
 	giveUp   <-chan time.Time // stop waiting for a killed job
 
 	ticker  *time.Ticker // rekill's
+	code    int          // the command's exit code, once it exited
 	stopped bool         // --max-run or --leftovers kill began stopping the job
 }
 
 func (r *runner) newJobStop(child *supervise.Child, key string) *jobStop {
 	js := &jobStop{r: r, child: child, key: key, mainDone: child.Done()}
-	r.log.info("job", fields{}, "following the job's processes by %s", child.Tracking())
 	if d := r.cfg.MaxRun; d > 0 {
 		js.maxRun = time.After(d - time.Since(child.Started()))
 	}
@@ -70,10 +71,29 @@ func (js *jobStop) commandExited(stopping bool) (code int, stop bool) {
 		js.stop()
 		return code, true
 	}
-	n, pids := processes(left)
-	r.log.warn("leftovers", fields{Code: &code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop them)",
-		code, js.key, n, plural(len(left), "ends", "end"), pids)
+	// Say so once they are still there a moment later: a child on its
+	// way out, or one that got the signal that ended the command, is no
+	// news.
+	js.code = code
+	js.settled = time.After(settleTime)
 	return code, false
+}
+
+// settleTime is how long after the command's exit what is left of its job
+// counts as left over.
+const settleTime = 100 * time.Millisecond
+
+// leftOver says, if the job is still running settleTime after the command
+// exited, that the lock is held until its last process ends.
+func (js *jobStop) leftOver() {
+	js.settled = nil
+	left := js.child.Remaining()
+	if len(left) == 0 {
+		return
+	}
+	n, pids := processes(left)
+	js.r.log.warn("leftovers", fields{Code: &js.code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop them)",
+		js.code, js.key, n, plural(len(left), "ends", "end"), pids)
 }
 
 // timeUp handles --max-run's end: the whole job is stopped, unless it is

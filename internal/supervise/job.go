@@ -66,17 +66,36 @@ func (c *Child) Remaining() []int {
 
 // Signal sends sig to the whole job: the command's process group, so a
 // shell's own children get it too, and each process that left the group.
-// A job that is already gone is not an error.
+// Escapees are found by walking the job's tree, which a process that dies
+// meanwhile can hide (its children move to with-lock behind the walk): so
+// the walk is repeated until it finds no new one. A job that is already
+// gone is not an error.
 func (c *Child) Signal(sig syscall.Signal) error {
-	err := syscall.Kill(-c.pgid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		err = nil
-	}
-	for _, pid := range c.escapees() {
-		_ = syscall.Kill(pid, sig) // it may have exited meanwhile
+	sent := map[int]bool{}
+	var err error
+	for round := 0; round < signalRounds; round++ {
+		found := false
+		for _, pid := range c.escapees() {
+			if !sent[pid] {
+				sent[pid], found = true, true
+				_ = syscall.Kill(pid, sig) // it may have exited meanwhile
+			}
+		}
+		if round == 0 {
+			// After the escapees, whose walk is easiest while the tree
+			// still stands.
+			if err = syscall.Kill(-c.pgid, sig); errors.Is(err, syscall.ESRCH) {
+				err = nil
+			}
+		} else if !found {
+			break
+		}
 	}
 	return err
 }
+
+// signalRounds bounds Signal's walks of the job.
+const signalRounds = 4
 
 // exited records how the command ended and lets Done's waiters go.
 func (c *Child) exited(ws syscall.WaitStatus) {
