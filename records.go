@@ -28,6 +28,9 @@ type Run struct {
 	ExitCode int   `json:"exit_code"`
 	Lost     bool  `json:"lost,omitempty"`  // the lock was lost before the run ended
 	Fence    int64 `json:"fence,omitempty"` // the lock's fencing number, or 0
+	// TimedOut is set when the run was stopped for running too long (the
+	// CLI's --max-run).
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // record is a Run as stored at recordKey, as JSON: with the lock's name, and

@@ -22,6 +22,7 @@ const (
 	exitInternal    = 70  // EX_SOFTWARE: a bug or an impossible state
 	exitNoPerm      = 77  // EX_NOPERM: Redis refused our credentials
 	exitConfig      = 78  // EX_CONFIG: a configuration that cannot work
+	exitTimedOut    = 124 // --max-run stopped the job, as timeout(1) exits
 	exitLockLost    = 125 // the lock was lost while the command ran
 )
 

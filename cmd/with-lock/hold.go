@@ -13,10 +13,6 @@ import (
 	"github.com/with-lock/with-lock/internal/supervise"
 )
 
-// groupPoll is how often hold checks whether the rest of a stopped
-// command's process group is gone.
-const groupPoll = 10 * time.Millisecond
-
 // hold supervises the command while it holds lock: it renews the lock
 // (unless --no-renew), passes on the signals with-lock receives, stops the
 // command when the lock is lost (--on-lost term), and releases the lock at
@@ -38,18 +34,20 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	}
 	var killAt time.Time // set once the command is being stopped
 	var kill <-chan time.Time
+	js := r.newJobStop(child, lock.Key()) // jobstop.go: --max-run, --leftovers, the end of the job
+	code := 0
 	for {
 		select {
-		case <-child.Done():
-			code := child.Wait()
-			r.logExit(child, code)
-			if !killAt.IsZero() {
-				r.drain(child, killAt)
-				code = exitLockLost
+		case <-js.mainDone:
+			var stop bool
+			if code, stop = js.commandExited(!killAt.IsZero()); stop {
+				kill = time.After(r.cfg.KillAfter)
 			}
+		case <-js.jobDone:
 			if ka != nil {
 				ka.Stop()
 			}
+			code = js.exitCode(code, !killAt.IsZero())
 			r.finish(lock, ka, code) // record.go: release, and record the run
 			return code
 		case sig := <-r.sigs:
@@ -78,35 +76,32 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			if err := child.Signal(syscall.SIGKILL); err != nil {
 				r.log.warn("warning", fields{}, "kill the command: %v", err)
 			}
+			js.killed()
+		case <-js.maxRun:
+			if js.timeUp(!killAt.IsZero()) {
+				kill = time.After(r.cfg.KillAfter)
+			}
+		case <-js.rekill:
+			_ = child.Signal(syscall.SIGKILL)
+		case <-js.giveUp:
+			js.abandon()
+		case <-js.settled:
+			js.leftOver()
 		}
 	}
 }
 
-// logExit says, with -v, how the command ended and after how long.
+// logExit says, with -v, how the command ended and after how long, and
+// what follows the rest of its job.
 func (r *runner) logExit(child *supervise.Child, code int) {
 	took := time.Since(child.Started())
-	f := fields{Code: &code, DurationMs: ms(took)}
+	f := fields{Code: &code, DurationMs: ms(took), Tracking: child.Tracking()}
 	if sig, ok := child.KilledBy(); ok {
 		f.Signal = signalName(sig)
-		r.log.info("exited", f, "command killed by %s after %s (exit %d)", f.Signal, round(took), code)
+		r.log.info("exited", f, "command killed by %s after %s (exit %d; its job followed by %s)", f.Signal, round(took), code, f.Tracking)
 		return
 	}
-	r.log.info("exited", f, "command exited with code %d after %s", code, round(took))
-}
-
-// drain waits, after a lost lock stopped the command's leader, until the
-// rest of its process group is gone too: children that ignored SIGTERM get
-// SIGKILL at killAt.
-func (r *runner) drain(child *supervise.Child, killAt time.Time) {
-	killed := false
-	giveUp := killAt.Add(time.Second) // for the kernel to deliver SIGKILL
-	for child.GroupAlive() && time.Now().Before(giveUp) {
-		if !killed && !time.Now().Before(killAt) {
-			_ = child.Signal(syscall.SIGKILL)
-			killed = true
-		}
-		time.Sleep(groupPoll)
-	}
+	r.log.info("exited", f, "command exited with code %d after %s (its job followed by %s)", code, round(took), f.Tracking)
 }
 
 // releaseHeld releases the lock unless its loss already showed it is not

@@ -73,6 +73,8 @@ type fields struct {
 	Code       *int   `json:"code,omitempty"`   // the command's exit code; with-lock's on an error
 	Signal     string `json:"signal,omitempty"` // the signal that ended the command
 	Error      string `json:"error,omitempty"`  // the cause of a failed renewal
+	// Tracking is what follows the job's processes: subreaper or process group.
+	Tracking string `json:"tracking,omitempty"`
 }
 
 // ms is d in whole milliseconds, for fields.DurationMs.

@@ -69,6 +69,8 @@ type runner struct {
 	// acquiredAt is when the lock was obtained.
 	acquiredAt time.Time
 	mon        monitor // what the monitoring learns of the run: monitor.go
+	// timedOut is set when --max-run stopped the job: jobstop.go.
+	timedOut bool
 }
 
 func (r *runner) run() int {

@@ -93,7 +93,15 @@ type Supervision struct {
 	KillAfter time.Duration // SIGKILL this long after SIGTERM on loss
 	RecordTTL time.Duration // keep the last-run record this long
 	NoRecord  bool          // store no last-run record
+	Leftovers string        // LeftoversWait or LeftoversKill
+	MaxRun    time.Duration // stop the job after this long; 0: no limit
 }
+
+// What --leftovers can say.
+const (
+	LeftoversWait = "wait" // hold the lock until the job's last process ends
+	LeftoversKill = "kill" // stop what is left when the command exits
+)
 
 // Output is what with-lock prints, and whether it runs a command at all.
 type Output struct {
@@ -268,6 +276,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%s and %s contradict each other", c.origin("quiet"), c.origin("verbose"))
 	case c.KillAfter < 0:
 		return c.bad("kill-after", "%s is negative", c.KillAfter)
+	case c.Leftovers != LeftoversWait && c.Leftovers != LeftoversKill:
+		return c.bad("leftovers", "%q: expected %s or %s", c.Leftovers, LeftoversWait, LeftoversKill)
+	case c.MaxRun < 0:
+		return c.bad("max-run", "%s is negative", c.MaxRun)
 	}
 	return c.validateConnection()
 }

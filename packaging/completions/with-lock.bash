@@ -18,7 +18,8 @@ _with_lock()
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
-                --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl)
+                --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
+                --leftovers | --max-run)
                 ((i++))
                 ;;
             --metrics-dir)
@@ -46,6 +47,10 @@ _with_lock()
             COMPREPLY=($(compgen -W 'text json' -- "$cur"))
             return
             ;;
+        --leftovers)
+            COMPREPLY=($(compgen -W 'wait kill' -- "$cur"))
+            return
+            ;;
         --cacert | --cert | --key | --password-file | --sentinel-password-file | --config)
             _filedir
             return
@@ -56,7 +61,7 @@ _with_lock()
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --slots | --record-ttl)
+            --min-replicas | --slots | --record-ttl | --max-run)
             return
             ;;
     esac
@@ -64,7 +69,7 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --fence --status --json --list --all --break
-            --record-ttl --no-record -w --wait
+            --record-ttl --no-record -w --wait --leftovers --max-run
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config

@@ -9,7 +9,7 @@ function __with_lock_command_start
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
         --min-hold -w --wait -E --conflict-exit-code --cacert --cert --key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
-        --log-format
+        --log-format --leftovers --max-run
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
@@ -56,6 +56,8 @@ complete -c with-lock -n $flags -l ttl -x -d 'lock time to live'
 complete -c with-lock -n $flags -l no-renew -d 'do not renew the lock while the command runs'
 complete -c with-lock -n $flags -l on-lost -x -a 'term ignore reacquire' -d 'what to do when the lock is lost'
 complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
+complete -c with-lock -n $flags -l leftovers -x -a 'wait kill' -d 'processes left when the command exits'
+complete -c with-lock -n $flags -l max-run -x -d 'stop the whole job after DUR, exit 124'
 complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
 complete -c with-lock -n $flags -l fence -d 'fencing number in WITH_LOCK_FENCE'
 complete -c with-lock -n $flags -l status -d 'print who holds the lock and exit'
