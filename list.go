@@ -128,12 +128,13 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 	return "", nil, fmt.Errorf("break %s: unexpected reply %v", key, v)
 }
 
-// isSideKey reports whether key is the fencing counter, last-run record or
-// break marker of another key (see sideKey), or one of the keys beside it that have its
-// line base (lineBase): its fair line, a waiting Client's liveness key, a
-// semaphore's slot. None of them is a lock.
+// isSideKey reports whether key is the fencing counter, last-run record,
+// history, last success, once-per marker or break marker of another key
+// (see sideKey), or one of the keys beside it that have its line base
+// (lineBase): its fair line, a waiting Client's liveness key, a semaphore's
+// slot. None of them is a lock.
 func isSideKey(key string) bool {
-	for _, what := range []string{"fence", "last", "broken"} {
+	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
 			return true
 		}

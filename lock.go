@@ -99,6 +99,10 @@ type Options struct {
 	// Prefix is put before a lock's name to make its key; "" means
 	// DefaultPrefix.
 	Prefix string
+	// History is how many runs Lock.ReleaseAndRecord keeps in a name's
+	// history (Client.History); 0 means DefaultHistory, a negative number
+	// none.
+	History int
 }
 
 // LockOptions configure one acquisition. A nil *LockOptions means the
@@ -131,6 +135,8 @@ type Client struct {
 	prefix string
 	owner  string   // "<host>:<pid>:" put before every token
 	line   waitLine // waiting Acquires, see waitline.go
+
+	history int // runs kept per name by ReleaseAndRecord (records.go)
 }
 
 // New returns a Client that takes locks on the Redis deployment rdb: a
@@ -140,9 +146,12 @@ func New(rdb redis.UniversalClient, opts *Options) *Client {
 }
 
 func newClient(b backend, opts *Options) *Client {
-	c := &Client{b: b, prefix: DefaultPrefix, owner: ownerPrefix()}
+	c := &Client{b: b, prefix: DefaultPrefix, owner: ownerPrefix(), history: DefaultHistory}
 	if opts != nil && opts.Prefix != "" {
 		c.prefix = opts.Prefix
+	}
+	if opts != nil && opts.History != 0 {
+		c.history = max(opts.History, 0)
 	}
 	return c
 }

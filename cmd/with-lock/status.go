@@ -31,6 +31,8 @@ func (r *runner) admin() (code int, ok bool) {
 		action = r.list // list.go
 	case r.cfg.Break:
 		action = r.breakLock // list.go
+	case r.cfg.History:
+		action = r.history // history.go
 	default:
 		return 0, false
 	}
@@ -66,6 +68,8 @@ type statusJSON struct {
 	LastRun  *runJSON   `json:"last_run,omitempty"`
 	Slots    int        `json:"slots,omitempty"`   // a semaphore's number of slots
 	Holders  []slotJSON `json:"holders,omitempty"` // a semaphore's holders, by slot
+
+	LastSuccess *runJSON `json:"last_success,omitempty"` // kept when later runs fail
 }
 
 // slotJSON is one holder of a semaphore.
@@ -89,6 +93,7 @@ type runJSON struct {
 	ExitCode   int       `json:"exit_code"`
 	Lost       bool      `json:"lost,omitempty"`
 	Fence      int64     `json:"fence,omitempty"`
+	Outcome    string    `json:"outcome,omitempty"` // ok, failed, lost, timed-out
 }
 
 func newStatusJSON(st *withlock.Status) statusJSON {
@@ -109,11 +114,18 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 		}
 		out.Holders = append(out.Holders, s)
 	}
-	if run := st.LastRun; run != nil {
-		out.LastRun = &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
-			DurationMs: run.Finished.Sub(run.Started).Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence}
-		out.LastRun.Host, out.LastRun.PID = splitHolder(run.Holder)
+	out.LastRun, out.LastSuccess = newRunJSON(st.LastRun), newRunJSON(st.LastSuccess)
+	return out
+}
+
+// newRunJSON is run as JSON, nil for none.
+func newRunJSON(run *withlock.Run) *runJSON {
+	if run == nil {
+		return nil
 	}
+	out := &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
+		DurationMs: run.Duration().Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence, Outcome: run.Outcome}
+	out.Host, out.PID = splitHolder(run.Holder)
 	return out
 }
 
@@ -156,6 +168,9 @@ func (r *runner) status() int {
 		}
 		if st.LastRun != nil {
 			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
+		}
+		if st.LastSuccess != nil && (st.LastRun == nil || *st.LastSuccess != *st.LastRun) {
+			fmt.Println("last success: " + runLine(st.LastSuccess, time.Now()))
 		}
 	}
 	if st.Held {

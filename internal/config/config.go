@@ -95,6 +95,8 @@ type Supervision struct {
 	NoRecord  bool          // store no last-run record
 	Leftovers string        // LeftoversWait or LeftoversKill
 	MaxRun    time.Duration // stop the job after this long; 0: no limit
+
+	HistorySize int // runs kept for --history; 0: none
 }
 
 // What --leftovers can say.
@@ -112,6 +114,7 @@ type Output struct {
 	List        bool   // --list: print the locks held, run nothing
 	All         bool   // --list --all: also names with only a last-run record
 	Break       bool   // --break <name>: remove the lock, run nothing
+	History     bool   // --history <name>: print the last runs, run nothing
 	JSON        bool   // print --status, --list or --print-config as JSON
 	Version     bool   // print the version, run nothing
 	PrintConfig bool   // print the effective settings, run nothing
@@ -321,6 +324,14 @@ const MaxSlots = 1000
 // weekend or a holiday.
 const DefaultRecordTTL = 30 * 24 * time.Hour
 
+// DefaultHistorySize is how many runs of a name --history keeps: enough
+// for a week and a half of a nightly job, small enough to cost nothing.
+const DefaultHistorySize = 10
+
+// MaxHistorySize bounds --history-size: the history is trimmed, and read
+// by --history, in the release's script, so its cost grows with N.
+const MaxHistorySize = 1000
+
 // action is the flag of the one-name action requested (--status, --break),
 // or "" when with-lock is to run a command.
 func (c *Config) action() string {
@@ -329,6 +340,8 @@ func (c *Config) action() string {
 		return "--status"
 	case c.Break:
 		return "--break"
+	case c.History:
+		return "--history"
 	}
 	return ""
 }
@@ -336,20 +349,22 @@ func (c *Config) action() string {
 // validateActions refuses flags that contradict the action requested.
 func (c *Config) validateActions() error {
 	n := 0
-	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig} {
+	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History} {
 		if on {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return errors.New("--status, --list, --break and --print-config go alone: pick one")
-	case c.JSON && !c.Status && !c.List && !c.PrintConfig:
-		return errors.New("--json goes with --status, --list or --print-config")
+		return errors.New("--status, --list, --break, --history and --print-config go alone: pick one")
+	case c.JSON && !c.Status && !c.List && !c.PrintConfig && !c.History:
+		return errors.New("--json goes with --status, --list, --history or --print-config")
 	case c.All && !c.List:
 		return errors.New("--all goes with --list")
 	case c.RecordTTL < time.Millisecond:
 		return c.bad("record-ttl", "%s is below 1ms (turn records off with --no-record)", c.RecordTTL)
+	case c.HistorySize < 0 || c.HistorySize > MaxHistorySize:
+		return c.bad("history-size", "%d is outside 0-%d", c.HistorySize, MaxHistorySize)
 	}
 	return nil
 }

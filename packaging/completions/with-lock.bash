@@ -19,10 +19,7 @@ _with_lock()
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
-                --leftovers | --max-run)
-                ((i++))
-                ;;
-            --metrics-dir)
+                --leftovers | --max-run | --history-size | --metrics-dir)
                 ((i++))
                 ;;
             -*) ;;
@@ -61,7 +58,7 @@ _with_lock()
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --slots | --record-ttl | --max-run)
+            --min-replicas | --slots | --record-ttl | --max-run | --history-size)
             return
             ;;
     esac
@@ -69,7 +66,7 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --fence --status --json --list --all --break
-            --record-ttl --no-record -w --wait --leftovers --max-run
+            --record-ttl --no-record --history --history-size -w --wait --leftovers --max-run
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config

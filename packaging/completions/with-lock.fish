@@ -67,6 +67,8 @@ complete -c with-lock -n $flags -l all -d 'with --list, also the last runs of na
 complete -c with-lock -n $flags -l break -d 'remove the lock whoever holds it and exit'
 complete -c with-lock -n $flags -l record-ttl -x -d 'keep the last-run record for DUR'
 complete -c with-lock -n $flags -l no-record -d 'do not store a record of the run'
+complete -c with-lock -n $flags -l history -d 'print the last runs of the lock and exit'
+complete -c with-lock -n $flags -l history-size -x -d 'keep the last N runs for --history'
 complete -c with-lock -n $flags -s w -l wait -x -d 'wait up to DUR for a busy lock'
 complete -c with-lock -n $flags -s E -l conflict-exit-code -x -d 'exit code when the lock is busy'
 complete -c with-lock -n $flags -s n -l nonblock -d 'fail at once when the lock is busy'
