@@ -257,6 +257,9 @@ func (c *Config) validate() error {
 	case c.KillAfter < 0:
 		return c.bad("kill-after", "%s is negative", c.KillAfter)
 	}
+	if err := c.validateMonitoring(); err != nil { // monitoring.go
+		return err
+	}
 	return c.validateConnection()
 }
 

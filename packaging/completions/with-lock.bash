@@ -21,7 +21,7 @@ _with_lock()
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl)
                 ((i++))
                 ;;
-            --metrics-dir)
+            --metrics-dir | --ping | --ping-timeout)
                 ((i++))
                 ;;
             -*) ;;
@@ -54,6 +54,9 @@ _with_lock()
             _filedir -d
             return
             ;;
+        --ping | --ping-timeout)
+            return
+            ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
             --min-replicas | --slots | --record-ttl)
@@ -69,7 +72,7 @@ _with_lock()
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help
-            --metrics-dir' -- "$cur"))
+            --metrics-dir --ping --ping-timeout --ping-skips' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock
