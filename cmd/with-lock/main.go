@@ -112,6 +112,8 @@ func (r *runner) run() int {
 		r.release(lock)
 		return r.startFailed(err)
 	}
+	// ping.go: --ping's start, sent beside the command
+	r.pingStart()
 	return r.hold(child, lock) // hold.go: renew, stop the command on loss, release
 }
 

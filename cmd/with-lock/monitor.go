@@ -30,6 +30,7 @@ type monitor struct {
 	begun   time.Time // when with-lock began the run, before acquiring
 	skipped string    // outcomeBusy or outcomeDone: the lock said not to run
 	lost    bool
+	ping    *pinger // --ping: set once the start ping is on its way (ping.go)
 }
 
 // monitored runs run, a run of with-lock, and then reports its end to the
@@ -45,6 +46,9 @@ func (r *runner) monitored(run func() int) int {
 	outcome := r.outcome(code)
 	if r.cfg.MetricsDir != "" {
 		r.writeMetrics(outcome, code, end) // metrics.go
+	}
+	if r.cfg.PingURL != "" {
+		r.pingEnd(outcome, code) // ping.go
 	}
 	return code
 }

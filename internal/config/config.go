@@ -284,6 +284,9 @@ func (c *Config) validate() error {
 	case c.MaxRun < 0:
 		return c.bad("max-run", "%s is negative", c.MaxRun)
 	}
+	if err := c.validateMonitoring(); err != nil { // monitoring.go
+		return err
+	}
 	return c.validateConnection()
 }
 

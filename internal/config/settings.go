@@ -93,6 +93,12 @@ func settings(c *Config) []group {
 		{"Monitoring", []setting{
 			{name: "metrics-dir", env: "WITH_LOCK_METRICS_DIR", field: &c.MetricsDir,
 				help: "after every run write with-lock-<name>.prom for node_exporter's textfile collector into `DIR`"},
+			{name: "ping", env: "WITH_LOCK_PING_URL", field: &c.PingURL,
+				help: "the run that holds the lock GETs `URL`/start?rid=ID, then URL/<exit code>?rid=ID (healthchecks.io)"},
+			{name: "ping-timeout", env: "WITH_LOCK_PING_TIMEOUT", field: &c.PingTimeout, def: DefaultPingTimeout,
+				help: "give up on a ping, its one retry included, after `DUR`"},
+			{name: "ping-skips", env: "WITH_LOCK_PING_SKIPS", field: &c.PingSkips,
+				help: "with --ping, also report a run not made (lock busy, or done) to URL/log"},
 		}},
 		{"Configuration", []setting{
 			{name: "config", env: EnvConfig, cli: true, field: &c.File, def: defaultFile,

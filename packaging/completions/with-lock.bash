@@ -19,7 +19,7 @@ _with_lock()
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
-                --leftovers | --max-run | --history-size | --metrics-dir)
+                --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout)
                 ((i++))
                 ;;
             -*) ;;
@@ -56,6 +56,9 @@ _with_lock()
             _filedir -d
             return
             ;;
+        --ping | --ping-timeout)
+            return
+            ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
             --min-replicas | --slots | --record-ttl | --max-run | --history-size)
@@ -71,7 +74,7 @@ _with_lock()
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help
-            --metrics-dir' -- "$cur"))
+            --metrics-dir --ping --ping-timeout --ping-skips' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock
