@@ -53,7 +53,7 @@ func TestLineSkipsFrozenWaiterAtHandOver(t *testing.T) {
 	clitest.Eventually(t, promptly, "the live waiter never joined the line", func() bool { return inLine(t, rdb, key) == 2 })
 
 	frozen.Signal(syscall.SIGSTOP)
-	t.Cleanup(func() { frozen.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { _ = frozen.Cmd.Process.Signal(syscall.SIGCONT) })
 	stopped := time.Now()
 	alive := lineBaseOf(key) + ":c:" + frozenID
 	// Its last refresh was at most a second before the stop.
