@@ -227,7 +227,7 @@ func TestRequeuedWaiterHonoursContextWhenRedisStalls(t *testing.T) {
 			withlock.SetWaitTimings(c, longPoll, 50*time.Millisecond)
 			holder := mustAcquire(t, withlock.New(srv.Client(), nil), name, time.Minute)
 
-			const deadline = 6 * time.Second
+			const deadline = 10 * time.Second // the steps before the stall take well under a second
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			if tc.cancel {

@@ -33,10 +33,25 @@ func cidAt(t *testing.T, rdb *redis.Client, key string, i int64) string {
 
 // A waiter whose process is frozen (stopped, or cut off by a partition)
 // keeps its Redis connection, so its subscription stays counted; only its
-// Client's liveness key, which it no longer refreshes, expires. A release
-// after that skips it and hands the lock to the live waiter behind it,
-// instead of to a process that cannot use it.
+// Client's liveness key, which it no longer refreshes, expires. A hand-over
+// after that skips it and gives the lock to the live waiter behind it,
+// instead of to a process that cannot use it: the release's, and the line's
+// check's when the key was freed without a release (a DEL, --break, a
+// crashed holder's expiry).
 func TestLineSkipsFrozenWaiterAtHandOver(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release bool          // the holder releases; otherwise its key is deleted
+		poll    time.Duration // of the live waiter, whose check then hands over
+	}{
+		{"release", true, longPoll},
+		{"check", false, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testFrozenWaiterSkipped(t, tc.release, tc.poll) })
+	}
+}
+
+func testFrozenWaiterSkipped(t *testing.T, release bool, poll time.Duration) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -48,12 +63,13 @@ func TestLineSkipsFrozenWaiterAtHandOver(t *testing.T) {
 	frozen := clitest.Start(t, nil, "--redis", srv.URL(), "--wait", "5m", "--ttl", "5m", name, "true")
 	clitest.Eventually(t, promptly, "the with-lock process never joined the line", func() bool { return inLine(t, rdb, key) == 1 })
 	frozenID := cidAt(t, rdb, key, 0)
-	live := waitClient(t, srv)
+	live := withlock.New(srv.Client(), nil)
+	withlock.SetWaitTimings(live, poll, 100*time.Millisecond)
 	got := acquireAsync(ctx, live, name, time.Minute)
 	clitest.Eventually(t, promptly, "the live waiter never joined the line", func() bool { return inLine(t, rdb, key) == 2 })
 
 	frozen.Signal(syscall.SIGSTOP)
-	t.Cleanup(func() { frozen.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { _ = frozen.Cmd.Process.Signal(syscall.SIGCONT) })
 	stopped := time.Now()
 	alive := lineBaseOf(key) + ":c:" + frozenID
 	// Its last refresh was at most a second before the stop.
@@ -71,7 +87,11 @@ func TestLineSkipsFrozenWaiterAtHandOver(t *testing.T) {
 		t.Fatalf("%d subscribers on the frozen waiter's channel, want its connection still counted (1)", n)
 	}
 
-	if err := holder.Release(ctx); err != nil {
+	if release {
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := rdb.Del(ctx, key).Err(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -84,7 +104,7 @@ func TestLineSkipsFrozenWaiterAtHandOver(t *testing.T) {
 		}
 		_ = o.lock.Release(ctx)
 	case <-time.After(promptly):
-		t.Fatalf("the live waiter behind a frozen one was not handed the lock within %s of the release: the key holds %q (PTTL %s), handed to the frozen process",
+		t.Fatalf("the live waiter behind a frozen one was not handed the lock within %s of the key's freeing: the key holds %q (PTTL %s), handed to the frozen process",
 			promptly, rdb.Get(ctx, key).Val(), rdb.PTTL(ctx, key).Val())
 	}
 	if n := inLine(t, rdb, key); n != 0 {
