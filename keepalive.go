@@ -28,7 +28,7 @@ type LostError struct {
 	Err error
 	// BrokenBy is, when Err is ErrLockNotHeld because Client.Break removed
 	// the lock, the "<host>:<pid>" of the Client that broke it; "" when
-	// Redis knows of no break (on a quorum it is never told).
+	// Redis knows of no break.
 	BrokenBy string
 }
 
