@@ -95,6 +95,12 @@ type KeepAliveOptions struct {
 	// restart by putting its key back there, or a semaphore's slot
 	// (NewSemaphore), whose number another holder may have taken, is never
 	// reacquired: its loss is reported as without Reacquire.
+	//
+	// It is an option of KeepAlive, not a method of Lock, because only the
+	// renewal that found the key gone can tell a vanished key from a taken
+	// one, and only the KeepAlive knows the local deadline before which the
+	// reacquisition must land for the lock to be held without a break in
+	// its renewals.
 	Reacquire bool
 }
 
