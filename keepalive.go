@@ -98,9 +98,8 @@ type KeepAliveOptions struct {
 	//
 	// It is an option of KeepAlive, not a method of Lock, because only the
 	// renewal that found the key gone can tell a vanished key from a taken
-	// one, and only the KeepAlive knows the local deadline before which the
-	// reacquisition must land for the lock to be held without a break in
-	// its renewals.
+	// one, and only the KeepAlive knows the local deadline: a reacquisition
+	// after it would take back a lock already reported lost.
 	Reacquire bool
 }
 
