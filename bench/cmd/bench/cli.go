@@ -55,11 +55,8 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 		builds = append(builds, struct{ dir, out, pkg string }{src, base, "./cmd/with-lock"})
 	}
 	for _, b := range builds {
-		// The flags of make build, for both.
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b.out, b.pkg)
-		cmd.Dir = b.dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		if err := goBuild(b.dir, b.out, b.pkg); err != nil {
+			return nil, err
 		}
 	}
 	seed, err := filepath.Abs("seed-with-lock.sh")
@@ -88,6 +85,16 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 			[]string{base, "x", "true"}, redisEnv, 0})
 	}
 	return ways, nil
+}
+
+// goBuild builds pkg in dir to out with the flags of make build.
+func goBuild(dir, out, pkg string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // checkout writes the tree of rev in root's repository to dir and returns

@@ -26,6 +26,7 @@ func (r *results) report() report {
 	b.WriteString(r.fairTable())
 	b.WriteString(r.slotsTable())
 	b.WriteString(r.cliTable())
+	b.WriteString(r.listTable())
 	rep := report{targets: r.targets()}
 	b.WriteString("\n### Targets, ratios from this run\n\n")
 	for _, t := range rep.targets {
@@ -51,6 +52,13 @@ func (r *results) partial(part string) string {
 		var b strings.Builder
 		b.WriteString(r.fairTable() + r.slotsTable())
 		r.fairTargets(func(what string, met bool, format string, args ...any) {
+			fmt.Fprintf(&b, "- %s: %s — %v\n", what, fmt.Sprintf(format, args...), met)
+		})
+		return b.String()
+	case "list":
+		var b strings.Builder
+		b.WriteString(r.listTable() + "\n")
+		r.listTargets(func(what string, met bool, format string, args ...any) {
 			fmt.Fprintf(&b, "- %s: %s — %v\n", what, fmt.Sprintf(format, args...), met)
 		})
 		return b.String()
@@ -196,6 +204,7 @@ func (r *results) targets() []target {
 
 	r.cliTargets(add)
 	r.fairTargets(add)
+	r.listTargets(add)
 	return ts
 }
 
