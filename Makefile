@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test bench redis dist check-dist clean
+.PHONY: build install demo test test-short bench redis promtool dist check-dist clean
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
 build:
@@ -29,14 +29,27 @@ redis:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
 	fi
 
+## promtool: install promtool (Debian package prometheus) if missing, without leaving its server running
+promtool:
+	@if ! command -v promtool >/dev/null 2>&1; then \
+		echo "installing promtool (Debian package prometheus) with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null && \
+		{ $(SUDO) systemctl disable --now prometheus >/dev/null 2>&1 || $(SUDO) service prometheus stop >/dev/null 2>&1 || true; }; \
+	fi
+
 ## demo: start Redis on 127.0.0.1:6379 if nothing answers, install, race three copies of a job
 demo: redis install
 	BIN=$(DESTDIR)$(BINDIR)/with-lock scripts/demo.sh
 
 ## test: go vet and the race-enabled test suite against real redis-server processes
-test: redis
+test: redis promtool
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+## test-short: the tests that need no Redis (go test -short), in seconds, without redis-server
+test-short:
+	$(GO) test -short ./...
 
 ## bench: compare with redislock, redsync, rueidislock and floors; writes BENCHMARKS.md and bench/handoff.svg
 bench: redis

@@ -47,9 +47,9 @@ func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
 
 // breakLock breaks the key on every node. What it removed was held when
 // one token was on a majority of them.
-func (q *quorum) breakLock(ctx context.Context, key string) (lockView, error) {
+func (q *quorum) breakLock(ctx context.Context, key, by string) (lockView, error) {
 	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus {
-		token, _, err := breakOn(ctx, rdb, key)
+		token, _, err := breakOn(ctx, rdb, key, by)
 		return nodeStatus{token: token, err: err}
 	})
 	return majority(key, views, q.need)

@@ -70,8 +70,8 @@ func scanKeys(ctx context.Context, rdb redis.Cmdable, match string) ([]string, e
 
 // breakLock runs the break script where the key lives: on a Cluster the
 // client sends it to the master of the key's slot.
-func (s *single) breakLock(ctx context.Context, key string) (lockView, error) {
-	token, slots, err := breakOn(ctx, s.rdb, key)
+func (s *single) breakLock(ctx context.Context, key, by string) (lockView, error) {
+	token, slots, err := breakOn(ctx, s.rdb, key, by)
 	if err != nil {
 		return lockView{}, err
 	}

@@ -43,10 +43,11 @@ type backend interface {
 	// keys returns, each once, the keys that match the SCAN pattern match
 	// on every master (all of a Cluster's, every node of a quorum).
 	keys(ctx context.Context, match string) ([]string, error)
-	// breakLock deletes key whatever its token and wakes its waiters. It
-	// returns the view of what it removed (st.Held false when nothing was
-	// held), without records.
-	breakLock(ctx context.Context, key string) (lockView, error)
+	// breakLock deletes key whatever its token and wakes its waiters, and
+	// leaves a marker naming by ("<host>:<pid>") for the holder to read
+	// (brokenKey). It returns the view of what it removed (st.Held false
+	// when nothing was held), without records.
+	breakLock(ctx context.Context, key, by string) (lockView, error)
 	// finish releases l as release does and, in the same round trip,
 	// stores w: the record at recordKey(l.key), the history, the last
 	// success and a once-per marker (records.go). relErr is what release

@@ -30,6 +30,9 @@ type Run struct {
 	ExitCode int   `json:"exit_code"`
 	Lost     bool  `json:"lost,omitempty"`  // the lock was lost before the run ended
 	Fence    int64 `json:"fence,omitempty"` // the lock's fencing number, or 0
+	// TimedOut is set when the run was stopped for running too long (the
+	// CLI's --max-run).
+	TimedOut bool `json:"timed_out,omitempty"`
 	// Outcome is how the run ended in one word: OutcomeOK, OutcomeFailed,
 	// OutcomeLost, OutcomeTimedOut, or the caller's own. Only OutcomeOK
 	// counts as a success.
@@ -78,10 +81,12 @@ const (
 // history when Options.History is 0.
 const DefaultHistory = 10
 
-// outcomeOf is the outcome of a run that does not name one: lost, ok for
-// exit code 0, else failed.
+// outcomeOf is the outcome of a run that does not name one: timed out,
+// lost, ok for exit code 0, else failed.
 func outcomeOf(run *Run) string {
 	switch {
+	case run.TimedOut:
+		return OutcomeTimedOut
 	case run.Lost:
 		return OutcomeLost
 	case run.ExitCode == 0:

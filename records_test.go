@@ -151,3 +151,32 @@ func TestHistoryIsNewestFirstAndTrimmed(t *testing.T) {
 		t.Errorf("default history: %d runs, %v; want %s", len(runs), err, strconv.Itoa(withlock.DefaultHistory))
 	}
 }
+
+// A run's outcome follows how it ended, unless the caller names one.
+func TestOutcomeFollowsHowTheRunEnded(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := withlock.New(srv.Client(), nil)
+	for _, tc := range []struct {
+		run  withlock.Run
+		want string
+	}{
+		{withlock.Run{ExitCode: 0}, withlock.OutcomeOK},
+		{withlock.Run{ExitCode: 2}, withlock.OutcomeFailed},
+		{withlock.Run{ExitCode: 125, Lost: true}, withlock.OutcomeLost},
+		{withlock.Run{ExitCode: 124, TimedOut: true}, withlock.OutcomeTimedOut},
+		{withlock.Run{ExitCode: 0, Outcome: "skipped-by-caller"}, "skipped-by-caller"},
+	} {
+		l, err := c.TryAcquire(ctx, "outcome", 5*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ReleaseAndRecord(ctx, tc.run, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Status(ctx, "outcome")
+		if err != nil || st.LastRun == nil || st.LastRun.Outcome != tc.want {
+			t.Errorf("%+v: last run %+v, %v; want outcome %q", tc.run, st.LastRun, err, tc.want)
+		}
+	}
+}

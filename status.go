@@ -59,6 +59,9 @@ type Status struct {
 // is on a majority of them, with the time until fewer than a majority of
 // its keys remain, as Lock.TTL does, and the newest record of the nodes.
 func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
 	v, err := c.b.view(ctx, c.Key(name))
 	if err != nil {
 		return nil, err

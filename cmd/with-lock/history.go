@@ -17,13 +17,12 @@ func (r *runner) history() int {
 	defer cancel()
 	runs, err := r.locker.History(ctx, r.cfg.Name, 0)
 	if err != nil {
-		return redisFailed(err)
+		return r.redisFailed(err)
 	}
 	if r.cfg.JSON {
 		for i := range runs {
 			if err := printJSON(newRunJSON(&runs[i])); err != nil {
-				warn("%v", err)
-				return exitInternal
+				return r.log.failed(exitInternal, "%v", err)
 			}
 		}
 		return 0
@@ -40,8 +39,7 @@ func (r *runner) history() int {
 			roughly(now.Sub(run.Finished)), run.Holder, roughly(run.Duration()), run.Outcome, ending(run))
 	}
 	if err := w.Flush(); err != nil {
-		warn("write the history: %v", err)
-		return exitInternal
+		return r.log.failed(exitInternal, "write the history: %v", err)
 	}
 	return 0
 }

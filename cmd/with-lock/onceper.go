@@ -72,6 +72,7 @@ func (r *runner) doneWhileBusy() (code int, skip bool) {
 // doneSkip says, with -v only, that the command did not run because its
 // window is done: a skip cron should not mail about.
 func (r *runner) doneSkip(w withlock.Span) {
+	r.mon.skipped = outcomeDone // monitor.go: the metrics and pings count it
 	r.log.info("done", fields{}, "%s already succeeded in the window starting %s (--once-per %s); command not run",
 		r.locker.Key(r.cfg.Name), utc(w.Start), short(r.cfg.OncePer))
 }

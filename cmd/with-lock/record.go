@@ -12,6 +12,7 @@ import (
 // Neither changes the exit code. A Redis that is down costs one warning,
 // the release's; a record that alone failed is a warning that -q silences.
 func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
+	r.mon.lost = ka != nil && ka.Err() != nil
 	if r.cfg.NoRecord {
 		r.releaseHeld(lock, ka)
 		return
@@ -20,7 +21,7 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	if ka != nil {
 		lost = ka.Err()
 	}
-	run := withlock.Run{ExitCode: code, Lost: lost != nil}
+	run := withlock.Run{ExitCode: code, Lost: lost != nil, TimedOut: r.timedOut}
 	relErr, recErr := split(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
 	switch {
 	case recErr == nil:

@@ -38,20 +38,18 @@ func (r *runner) admin() (code int, ok bool) {
 	}
 	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
 	if err != nil {
-		warn("%v", err)
-		return exitConfig, true
+		return r.log.failed(exitConfig, "%v", err), true
 	}
 	defer closeRedis()
 	r.locker = locker
 	return action(), true
 }
 
-// redisFailed reports an error from Redis on one line and returns the exit
-// code for it.
-func redisFailed(err error) int {
+// redisFailed reports an error from Redis on one line, in the words a run
+// uses for it (inUserWords), and returns the exit code for it.
+func (r *runner) redisFailed(err error) int {
 	code := redisExit(err)
-	warn("%v%s", err, hint(code, err))
-	return code
+	return r.log.failed(code, "%s%s", r.inUserWords(err), hint(code, err))
 }
 
 // statusJSON is --status --json's output, one object on one line, and
@@ -163,18 +161,15 @@ func printJSON(v any) error {
 // status prints who holds the lock, for how long, its fencing number and
 // its last recorded run, and exits 0 when it is held, 1 when it is free.
 func (r *runner) status() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
-		code := redisExit(err)
-		warn("%s%s", r.inUserWords(err), hint(code, err))
-		return code
+		return r.redisFailed(err)
 	}
 	if r.cfg.JSON {
 		if err := printJSON(newStatusJSON(st)); err != nil {
-			warn("%v", err)
-			return exitInternal
+			return r.log.failed(exitInternal, "%v", err)
 		}
 	} else {
 		fmt.Println(statusLine(st))

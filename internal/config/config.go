@@ -36,6 +36,10 @@ const (
 const (
 	OnLostTerm   = "term"   // stop the command: SIGTERM, then SIGKILL
 	OnLostIgnore = "ignore" // warn and let the command finish
+	// OnLostReacquire takes a lock whose key vanished (a Redis restart
+	// without persistence, a failover to a replica without it) again, and
+	// stops the command as term does only if that fails.
+	OnLostReacquire = "reacquire"
 )
 
 // ErrUsage marks a bad command line or environment variable; the CLI
@@ -55,6 +59,7 @@ type Config struct {
 	Lock        // how the lock is taken
 	Supervision // what happens to the command while it runs
 	Output      // what with-lock prints, and whether it runs a command at all
+	Monitoring  // what the monitoring learns of a run: monitoring.go
 
 	// File is the config file: --config's, WITH_LOCK_CONFIG's, or
 	// DefaultFile, which may be missing.
@@ -88,13 +93,21 @@ type Lock struct {
 // Supervision is what happens to the command while it runs.
 type Supervision struct {
 	NoRenew   bool          // the TTL is fixed, as in a plain SET NX EX
-	OnLost    string        // OnLostTerm or OnLostIgnore
+	OnLost    string        // OnLostTerm, OnLostIgnore or OnLostReacquire
 	KillAfter time.Duration // SIGKILL this long after SIGTERM on loss
 	RecordTTL time.Duration // keep the last-run record this long
 	NoRecord  bool          // store no last-run record
+	Leftovers string        // LeftoversWait or LeftoversKill
+	MaxRun    time.Duration // stop the job after this long; 0: no limit
 
 	HistorySize int // runs kept for --history; 0: none
 }
+
+// What --leftovers can say.
+const (
+	LeftoversWait = "wait" // hold the lock until the job's last process ends
+	LeftoversKill = "kill" // stop what is left when the command exits
+)
 
 // Output is what with-lock prints, and whether it runs a command at all.
 type Output struct {
@@ -233,6 +246,10 @@ func (c *Config) validate() error {
 		}
 	}
 	switch {
+	case c.Prefix == "":
+		// The library would put DefaultPrefix in its place: refuse what
+		// cannot mean what it says.
+		return c.bad("prefix", "is empty: a lock's key needs a prefix (the default is %s)", DefaultPrefix)
 	case c.TTL < MinTTL:
 		return c.bad("ttl", "%s is below the minimum of %s", c.TTL, MinTTL)
 	case c.RedisTimeout <= 0:
@@ -255,14 +272,25 @@ func (c *Config) validate() error {
 	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
 		// Counters on independent masters are not one sequence.
 		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
-	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
-		return c.bad("on-lost", "%q: expected %s or %s", c.OnLost, OnLostTerm, OnLostIgnore)
+	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore && c.OnLost != OnLostReacquire:
+		return c.bad("on-lost", "%q: expected %s, %s or %s", c.OnLost, OnLostTerm, OnLostIgnore, OnLostReacquire)
+	case c.OnLost == OnLostReacquire:
+		if err := c.validateReacquire(); err != nil {
+			return err
+		}
 	case c.LogFormat != LogText && c.LogFormat != LogJSON:
 		return c.bad("log-format", "%q: expected %s or %s", c.LogFormat, LogText, LogJSON)
 	case c.Quiet && c.Verbose:
 		return fmt.Errorf("%s and %s contradict each other", c.origin("quiet"), c.origin("verbose"))
 	case c.KillAfter < 0:
 		return c.bad("kill-after", "%s is negative", c.KillAfter)
+	case c.Leftovers != LeftoversWait && c.Leftovers != LeftoversKill:
+		return c.bad("leftovers", "%q: expected %s or %s", c.Leftovers, LeftoversWait, LeftoversKill)
+	case c.MaxRun < 0:
+		return c.bad("max-run", "%s is negative", c.MaxRun)
+	}
+	if err := c.validateMonitoring(); err != nil { // monitoring.go
+		return err
 	}
 	if err := c.validateOncePer(); err != nil {
 		return err
@@ -285,6 +313,21 @@ func (c *Config) validateOncePer() error {
 	}
 	if c.DoneExit < 0 || c.DoneExit > 255 {
 		return c.bad("done-exit-code", "%d is outside 0-255", c.DoneExit)
+	}
+	return nil
+}
+
+// validateReacquire refuses --on-lost reacquire where it has no meaning.
+func (c *Config) validateReacquire() error {
+	switch {
+	case c.NoRenew:
+		return errors.New("--on-lost reacquire needs renewals to notice the loss; it does not go with --no-renew")
+	case c.Slots > 1:
+		// The freed slot's number may be another holder's by then, and
+		// WITH_LOCK_SLOT would lie.
+		return errors.New("--on-lost reacquire does not go with --slots: a semaphore's slot is not taken back")
+	case !c.Cluster && len(c.RedisURLs) > 1:
+		return errors.New("--on-lost reacquire needs one Redis deployment: a quorum already survives a member's restart, putting its key back there")
 	}
 	return nil
 }

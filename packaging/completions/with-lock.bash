@@ -19,7 +19,8 @@ _with_lock()
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
-                --history-size | --once-per | --once-per-offset | --done-exit-code)
+                --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
+                --once-per | --once-per-offset | --done-exit-code)
                 ((i++))
                 ;;
             -*) ;;
@@ -37,21 +38,32 @@ _with_lock()
 
     case $prev in
         --on-lost)
-            COMPREPLY=($(compgen -W 'term ignore' -- "$cur"))
+            COMPREPLY=($(compgen -W 'term ignore reacquire' -- "$cur"))
             return
             ;;
         --log-format)
             COMPREPLY=($(compgen -W 'text json' -- "$cur"))
             return
             ;;
+        --leftovers)
+            COMPREPLY=($(compgen -W 'wait kill' -- "$cur"))
+            return
+            ;;
         --cacert | --cert | --key | --password-file | --sentinel-password-file | --config)
             _filedir
             return
             ;;
+        --metrics-dir)
+            _filedir -d
+            return
+            ;;
+        --ping | --ping-timeout)
+            return
+            ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --slots | --record-ttl | --history-size | --once-per | --once-per-offset | \
-            --done-exit-code)
+            --min-replicas | --slots | --record-ttl | --max-run | --history-size | --once-per | \
+            --once-per-offset | --done-exit-code)
             return
             ;;
     esac
@@ -59,11 +71,12 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --once-per --once-per-offset --done-exit-code --fence --status --json --list --all --scan --break
-            --record-ttl --no-record --history --history-size -w --wait
+            --record-ttl --no-record --history --history-size -w --wait --leftovers --max-run
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
-            --version -h --help' -- "$cur"))
+            --version -h --help
+            --metrics-dir --ping --ping-timeout --ping-skips' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock

@@ -9,7 +9,7 @@ function __with_lock_command_start
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
         --min-hold -w --wait -E --conflict-exit-code --cacert --cert --key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
-        --log-format --history-size --once-per --once-per-offset --done-exit-code
+        --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
@@ -54,8 +54,10 @@ complete -c with-lock -n $flags -l redis-timeout -x -d 'give up on Redis after D
 complete -c with-lock -n $flags -l prefix -x -d 'the key is STR<name>'
 complete -c with-lock -n $flags -l ttl -x -d 'lock time to live'
 complete -c with-lock -n $flags -l no-renew -d 'do not renew the lock while the command runs'
-complete -c with-lock -n $flags -l on-lost -x -a 'term ignore' -d 'what to do when the lock is lost'
+complete -c with-lock -n $flags -l on-lost -x -a 'term ignore reacquire' -d 'what to do when the lock is lost'
 complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
+complete -c with-lock -n $flags -l leftovers -x -a 'wait kill' -d 'processes left when the command exits'
+complete -c with-lock -n $flags -l max-run -x -d 'stop the whole job after DUR, exit 124'
 complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
 complete -c with-lock -n $flags -l once-per -x -d 'run at most once per DUR window it succeeds in'
 complete -c with-lock -n $flags -l once-per-offset -x -d 'start every --once-per window DUR later'
@@ -91,5 +93,9 @@ complete -c with-lock -n $flags -l min-replicas -x -d 'wait until N replicas hav
 complete -c with-lock -n $flags -l slots -x -d 'let up to N holders run at once'
 complete -c with-lock -n $flags -l config -r -F -d 'read settings from the TOML FILE'
 complete -c with-lock -n $flags -l print-config -d 'print the effective settings and where each came from'
+complete -c with-lock -n $flags -l metrics-dir -x -a '(__fish_complete_directories)' -d 'write with-lock-<name>.prom for the textfile collector into DIR'
+complete -c with-lock -n $flags -l ping -x -d 'healthchecks.io check URL: ping start and exit code'
+complete -c with-lock -n $flags -l ping-timeout -x -d 'give up on a ping after DUR'
+complete -c with-lock -n $flags -l ping-skips -d 'with --ping, also report busy and done skips'
 complete -c with-lock -n $flags -l version -d 'print the version and exit'
 complete -c with-lock -n $flags -s h -l help -d 'show the help'

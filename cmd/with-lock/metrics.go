@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// --metrics-dir: at the end of every run with-lock writes
+// DIR/with-lock-<name>.prom for node_exporter's textfile collector. The
+// samples carry no timestamps (the collector refuses them); the counters
+// and the last success are carried over from the file the previous run on
+// this host wrote, so the file is also the only state this needs.
+
+// runMetrics is one lock's metrics on this host after a run.
+type runMetrics struct {
+	lock, host   string
+	start, end   time.Time
+	held, waited time.Duration
+	exitCode     int
+	outcome      string
+	lastSuccess  float64            // Unix seconds; 0: no success known on this host
+	runs         map[string]float64 // with_lock_runs_total by outcome
+	waitTotal    float64            // with_lock_wait_seconds_total
+}
+
+// writeMetrics writes the run's metrics file; a failure is one warning and
+// changes nothing else.
+func (r *runner) writeMetrics(outcome string, code int, end time.Time) {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	m := &runMetrics{lock: r.cfg.Name, host: host, start: r.mon.begun, end: end, exitCode: code, outcome: outcome,
+		runs: map[string]float64{}}
+	if r.acquiredAt.IsZero() {
+		m.waited = end.Sub(r.mon.begun)
+	} else {
+		m.waited, m.held = r.acquiredAt.Sub(r.mon.begun), end.Sub(r.acquiredAt)
+	}
+	if err := writeMetricsFile(r.cfg.MetricsDir, m); err != nil {
+		r.log.warn("warning", fields{}, "metrics of %s not written: %v (--metrics-dir)", r.cfg.Name, err)
+	}
+}
+
+// writeMetricsFile adds m to what the lock's file in dir says and replaces
+// the file, atomically: a temporary file in dir, renamed over it, so the
+// collector never reads half a file. An flock on a hidden file beside it
+// keeps runs of the same name on this host from losing each other's counts.
+func writeMetricsFile(dir string, m *runMetrics) error {
+	path := filepath.Join(dir, metricsFileName(m.lock))
+	unlock, err := lockMetrics(filepath.Join(dir, "."+strings.TrimSuffix(filepath.Base(path), ".prom")+".lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	prev, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err // counting from zero again would reset the counters
+	}
+	m.carry(prev)
+	// Not "*.prom": the collector reads only those, so never this one.
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // once renamed, nothing is left to remove
+	_, err = tmp.Write(m.render())
+	if err == nil {
+		err = tmp.Chmod(0o644) // node_exporter runs as another user
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// metricsLockWait bounds the wait for another run's write of the same file:
+// a write takes milliseconds, and a job must never hang on its metrics.
+const metricsLockWait = 2 * time.Second
+
+// lockMetrics takes an exclusive flock on path and returns its release.
+func lockMetrics(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(metricsLockWait)
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing drops the flock
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("another with-lock kept %s locked for %s", path, metricsLockWait)
+			}
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// metricsFileName is the file of lock name: with-lock-<name>.prom, with
+// every byte other than letters, digits, '.', '_' and '-' made '_'. A name
+// that had to change, or is long, gets a digest of itself, so that "a/b"
+// and "a_b" keep files of their own.
+func metricsFileName(name string) string {
+	safe := []byte(name)
+	changed := len(name) > 100
+	for i, c := range safe {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			safe[i], changed = '_', true
+		}
+	}
+	if !changed {
+		return "with-lock-" + name + ".prom"
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "with-lock-" + string(safe[:min(len(safe), 100)]) + "-" + hex.EncodeToString(sum[:4]) + ".prom"
+}
+
+// carry adds to m what the previous file of its lock says: the counters,
+// and the last success unless this run is one. Lines it does not know are
+// ignored; a missing file (nil) is a first run.
+func (m *runMetrics) carry(prev []byte) {
+	sc := bufio.NewScanner(bytes.NewReader(prev))
+	for sc.Scan() {
+		line := sc.Text()
+		sp := strings.LastIndexByte(line, ' ')
+		if line == "" || line[0] == '#' || sp < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		name, _, _ := strings.Cut(line[:sp], "{")
+		switch name {
+		case "with_lock_runs_total":
+			// The outcome is the last label; a quote inside the lock's
+			// name is escaped, so `outcome="` cannot come from it.
+			if i := strings.LastIndex(line[:sp], `outcome="`); i >= 0 {
+				o, _, _ := strings.Cut(line[i+len(`outcome="`):sp], `"`)
+				m.runs[o] += v
+			}
+		case "with_lock_wait_seconds_total":
+			m.waitTotal += v
+		case "with_lock_last_success_timestamp_seconds":
+			m.lastSuccess = max(m.lastSuccess, v)
+		}
+	}
+	m.runs[m.outcome]++
+	m.waitTotal += m.waited.Seconds()
+	if m.outcome == outcomeOK {
+		m.lastSuccess = unixSeconds(m.end)
+	}
+}
+
+// render is m in the Prometheus text format, as node_exporter's textfile
+// collector reads it: # HELP and # TYPE before each family, no timestamps.
+func (m *runMetrics) render() []byte {
+	var b bytes.Buffer
+	labels := `lock="` + escapeLabel(m.lock) + `",host="` + escapeLabel(m.host) + `"`
+	family := func(name, typ, help string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	sample := func(name, extra string, v float64) {
+		fmt.Fprintf(&b, "%s{%s%s} %s\n", name, labels, extra, strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	one := func(name, typ, help string, v float64) {
+		family(name, typ, help)
+		sample(name, "", v)
+	}
+	one("with_lock_last_run_start_timestamp_seconds", "gauge",
+		"When the last run of the lock on this host began, before acquiring it, in Unix seconds.", unixSeconds(m.start))
+	one("with_lock_last_run_end_timestamp_seconds", "gauge",
+		"When the last run of the lock on this host ended, after releasing it, in Unix seconds.", unixSeconds(m.end))
+	one("with_lock_last_run_duration_seconds", "gauge",
+		"How long the last run held the lock, from acquiring to releasing it; 0 when the command was not run.", m.held.Seconds())
+	one("with_lock_last_run_wait_seconds", "gauge",
+		"How long the last run spent acquiring the lock, or trying to.", m.waited.Seconds())
+	one("with_lock_last_run_exit_code", "gauge",
+		"with-lock's exit code for the last run: the command's, or with-lock's own when the command was not run.", float64(m.exitCode))
+	family("with_lock_last_run_outcome", "gauge", "How the last run ended: 1 for its outcome, 0 for the others.")
+	for _, o := range outcomes {
+		sample("with_lock_last_run_outcome", `,outcome="`+o+`"`, bool01(o == m.outcome))
+	}
+	one("with_lock_last_success_timestamp_seconds", "gauge",
+		"When a run of the lock last succeeded (exit 0) on this host, in Unix seconds; 0 if it never did.", m.lastSuccess)
+	family("with_lock_runs_total", "counter", "Runs of the lock on this host by outcome.")
+	for _, o := range outcomes {
+		sample("with_lock_runs_total", `,outcome="`+o+`"`, m.runs[o])
+	}
+	one("with_lock_wait_seconds_total", "counter", "Time the runs of the lock on this host spent acquiring it.", m.waitTotal)
+	return b.Bytes()
+}
+
+// escapeLabel escapes a label value for the text format.
+func escapeLabel(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
