@@ -55,6 +55,15 @@ func TestMetricsFileRecordsEveryOutcome(t *testing.T) {
 			}
 			return j.Wait(clitest.RunTimeout)
 		}},
+		{"done", 0, true, func(t *testing.T, name, dir string) clitest.Result {
+			// A success in the window, not counted here; then the skip. The
+			// skip held the lock for the moment of reading the marker.
+			once := []string{"--once-per", "1h", "--once-per-offset", midWindow(time.Hour)}
+			if r := e.run(append(once, name, "true")...); r.Code != 0 {
+				t.Fatalf("the run before: exit %d, stderr %q", r.Code, r.Stderr)
+			}
+			return e.run(append(append(once, "--metrics-dir", dir), name, "true")...)
+		}},
 		{"error", 69, false, func(t *testing.T, name, dir string) clitest.Result {
 			nobody := "redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 			return clitest.Run(t, nil, "--redis", nobody, "--metrics-dir", dir, name, "true")
