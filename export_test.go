@@ -1,6 +1,9 @@
 package withlock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetWaitTimings sets the fallback poll and the linger of c's waiting
 // Acquires, so that a test can tell a wake-up by release message or by
@@ -37,3 +40,9 @@ func FenceKey(c *Client, name string) string { return fenceKey(c.Key(name)) }
 
 // AcquiredAt returns when l's acquiring command was sent.
 func AcquiredAt(l *Lock) time.Time { return l.acquired }
+
+// Unindex removes keys of c's prefix from the index of names where they
+// are still stale (index.go), as List does after reading them.
+func Unindex(ctx context.Context, c *Client, keys ...string) error {
+	return c.b.unindex(ctx, c.prefix, keys)
+}

@@ -81,16 +81,25 @@ func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, er
 	return keys, len(keys) > 0, nil
 }
 
-// unindex removes keys from the index of prefix.
+// unindexScript removes from the index KEYS[1] each lock key among the
+// rest, given with its record and last success, that it finds with none of
+// the three: checked and removed in one step, so that a holder that indexed
+// its name after List read it is not dropped.
+//
+//go:embed unindex.lua
+var unindexScript string
+
+// unindex removes keys, seen stale, from the index of prefix if they still
+// are.
 func (s *single) unindex(ctx context.Context, prefix string, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	members := make([]any, len(keys))
-	for i, k := range keys {
-		members[i] = k
+	ks := []string{indexKey(prefix)}
+	for _, k := range keys {
+		ks = append(ks, k, recordKey(k), successKey(k))
 	}
-	return s.rdb.SRem(ctx, indexKey(prefix), members...).Err()
+	return s.rdb.Eval(ctx, unindexScript, ks).Err()
 }
 
 // views reads the views of keys in one pipeline (on a Cluster, one per

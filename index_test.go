@@ -84,3 +84,23 @@ func TestListReadsTheIndexOfNamesNotTheKeyspace(t *testing.T) {
 		t.Errorf("List with Scan = %q, %v; want %q", names(scanned), err, want)
 	}
 }
+
+// Pruning checks each name again as it removes it: a name whose lock or
+// records came back since List read it stays in the index.
+func TestIndexPruningKeepsANameThatCameBack(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	c := withlock.New(rdb, nil)
+	rdb.SAdd(ctx, "{lock:}:index", "lock:back", "lock:recorded", "lock:gone")
+	rdb.Set(ctx, "lock:back", "otherhost:1:abc", time.Minute) // taken again meanwhile
+	rdb.Set(ctx, "{lock:recorded}:last", "{}", time.Minute)
+	if err := withlock.Unindex(ctx, c, "lock:back", "lock:recorded", "lock:gone"); err != nil {
+		t.Fatal(err)
+	}
+	got := rdb.SMembers(ctx, "{lock:}:index").Val()
+	slices.Sort(got)
+	if want := []string{"lock:back", "lock:recorded"}; !slices.Equal(got, want) {
+		t.Errorf("index after pruning = %q, want %q", got, want)
+	}
+}
