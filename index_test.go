@@ -104,3 +104,29 @@ func TestIndexPruningKeepsANameThatCameBack(t *testing.T) {
 		t.Errorf("index after pruning = %q, want %q", got, want)
 	}
 }
+
+// A holder that takes its lock back after Redis lost it (Reacquire) puts
+// its name back into the index too, which Redis lost with the key.
+func TestReacquiredLockIsIndexedAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	c := kaClient(t, srv, time.Second)
+	l, err := c.TryAcquire(ctx, "back", 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := make(renewLog, 16) // reacquire_test.go
+	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew})
+	defer ka.Stop()
+	rl.waitFor(t, ka, nil, 5*time.Second) // the first renewal indexes it
+	if !rdb.SIsMember(ctx, "{lock:}:index", l.Key()).Val() {
+		t.Fatal("not indexed after the first renewal")
+	}
+	rdb.FlushAll(ctx)
+	rl.waitFor(t, ka, withlock.ErrReacquired, 5*time.Second)
+	rl.waitFor(t, ka, nil, 5*time.Second) // a renewal after the reacquisition
+	if !rdb.SIsMember(ctx, "{lock:}:index", l.Key()).Val() {
+		t.Error("the reacquired lock is not in the index after its next renewal")
+	}
+}

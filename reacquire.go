@@ -75,6 +75,7 @@ func (k *KeepAlive) afterLoss(ctx context.Context, r renewal, lossAt time.Time) 
 		if fence != 0 {
 			l.refence.Store(fence)
 		}
+		l.indexed.Store(false) // index.go: a Redis that lost the key lost its index too
 		return renewal{sent: sent, took: took, err: ErrReacquired}
 	case errors.Is(err, ErrNotObtained):
 		r.err = fmt.Errorf("%w: its key vanished and %w", ErrLockNotHeld, err)
