@@ -154,6 +154,13 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		}
 		return c.validated()
 	}
+	if c.Check != "" { // --check NAME: the name is the flag's, so that its options may follow it
+		if len(rest) != 0 {
+			return nil, fmt.Errorf("%w: --check NAME takes no other name and no command", ErrUsage)
+		}
+		c.Name = c.Check
+		return c.validated()
+	}
 	if action := c.action(); action != "" {
 		if len(rest) != 1 {
 			return nil, fmt.Errorf("%w: %s takes one lock name and no command", ErrUsage, action)
@@ -293,6 +300,8 @@ func (c *Config) action() string {
 		return "--status"
 	case c.Break:
 		return "--break"
+	case c.Check != "":
+		return "--check"
 	}
 	return ""
 }
@@ -300,16 +309,16 @@ func (c *Config) action() string {
 // validateActions refuses flags that contradict the action requested.
 func (c *Config) validateActions() error {
 	n := 0
-	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig} {
+	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.Check != ""} {
 		if on {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return errors.New("--status, --list, --break and --print-config go alone: pick one")
-	case c.JSON && !c.Status && !c.List && !c.PrintConfig:
-		return errors.New("--json goes with --status, --list or --print-config")
+		return errors.New("--status, --list, --break, --check and --print-config go alone: pick one")
+	case c.JSON && !c.Status && !c.List && !c.PrintConfig && c.Check == "":
+		return errors.New("--json goes with --status, --list, --check or --print-config")
 	case c.All && !c.List:
 		return errors.New("--all goes with --list")
 	case c.RecordTTL < time.Millisecond:

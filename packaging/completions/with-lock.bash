@@ -21,7 +21,7 @@ _with_lock()
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl)
                 ((i++))
                 ;;
-            --metrics-dir | --ping | --ping-timeout)
+            --metrics-dir | --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok)
                 ((i++))
                 ;;
             -*) ;;
@@ -54,7 +54,7 @@ _with_lock()
             _filedir -d
             return
             ;;
-        --ping | --ping-timeout)
+        --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok)
             return
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
@@ -72,7 +72,7 @@ _with_lock()
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help
-            --metrics-dir --ping --ping-timeout --ping-skips' -- "$cur"))
+            --metrics-dir --ping --ping-timeout --ping-skips --check --max-age --warn-age --running-ok' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock
