@@ -47,9 +47,9 @@ func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
 
 // breakLock breaks the key on every node. What it removed was held when
 // one token was on a majority of them.
-func (q *quorum) breakLock(ctx context.Context, key string) (lockView, error) {
+func (q *quorum) breakLock(ctx context.Context, key, by string) (lockView, error) {
 	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus {
-		token, _, err := breakOn(ctx, rdb, key)
+		token, _, err := breakOn(ctx, rdb, key, by)
 		return nodeStatus{token: token, err: err}
 	})
 	return majority(key, views, q.need)
@@ -57,13 +57,13 @@ func (q *quorum) breakLock(ctx context.Context, key string) (lockView, error) {
 
 // finish releases and records on every node, each in one pipeline; the
 // record is stored when a majority stored it.
-func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
+func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
 	type result struct {
 		release nodeResult
 		record  error
 	}
 	res := eachNode(q.nodes, func(rdb redis.UniversalClient) result {
-		relErr, recErr := finishOn(ctx, rdb, l, keep, rec, retention)
+		relErr, recErr := finishOn(ctx, rdb, l, keep, w)
 		switch {
 		case relErr == nil:
 			return result{nodeResult{1, nil}, recErr}

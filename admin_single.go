@@ -24,6 +24,9 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 	if n.record != "" {
 		v.records = []string{n.record}
 	}
+	if n.success != "" {
+		v.successes = []string{n.success}
+	}
 	if slots, ok := slotsOf(n.token); ok {
 		return s.viewSlots(ctx, v, slots)
 	}
@@ -61,8 +64,8 @@ func scanKeys(ctx context.Context, rdb redis.Cmdable, match string) ([]string, e
 
 // breakLock runs the break script where the key lives: on a Cluster the
 // client sends it to the master of the key's slot.
-func (s *single) breakLock(ctx context.Context, key string) (lockView, error) {
-	token, slots, err := breakOn(ctx, s.rdb, key)
+func (s *single) breakLock(ctx context.Context, key, by string) (lockView, error) {
+	token, slots, err := breakOn(ctx, s.rdb, key, by)
 	if err != nil {
 		return lockView{}, err
 	}
@@ -76,18 +79,19 @@ func (s *single) breakLock(ctx context.Context, key string) (lockView, error) {
 	return v, nil
 }
 
-// finish runs the release and the record's SET as one EVAL (finishScript):
-// one command and one round trip, both keys in one Cluster slot.
-func (s *single) finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
-	return finishOn(ctx, s.rdb, l, keep, rec, retention)
+// finish runs the release and the record's writes as one EVAL
+// (finishScript): one command and one round trip, every key in one Cluster
+// slot.
+func (s *single) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
+	return finishOn(ctx, s.rdb, l, keep, w)
 }
 
 // finishOn runs finishScript for l on rdb and returns the release's error,
 // as release would, and the record's.
-func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
+func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
 	// ARGV[3] is the release's Client id in the fair line; none here.
-	v, err := rdb.Eval(ctx, finishScript, []string{l.key, recordKey(l.key)},
-		l.token, keep.Milliseconds(), "", rec, retention.Milliseconds()).Slice()
+	v, err := rdb.Eval(ctx, finishScript, append([]string{l.key}, w.keys(l.key)...),
+		append([]any{l.token, keep.Milliseconds(), ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }
 

@@ -43,14 +43,19 @@ type backend interface {
 	// keys returns, each once, the keys that match the SCAN pattern match
 	// on every master (all of a Cluster's, every node of a quorum).
 	keys(ctx context.Context, match string) ([]string, error)
-	// breakLock deletes key whatever its token and wakes its waiters. It
-	// returns the view of what it removed (st.Held false when nothing was
-	// held), without records.
-	breakLock(ctx context.Context, key string) (lockView, error)
+	// breakLock deletes key whatever its token and wakes its waiters, and
+	// leaves a marker naming by ("<host>:<pid>") for the holder to read
+	// (brokenKey). It returns the view of what it removed (st.Held false
+	// when nothing was held), without records.
+	breakLock(ctx context.Context, key, by string) (lockView, error)
 	// finish releases l as release does and, in the same round trip,
-	// stores rec at recordKey(l.key) for retention. relErr is what release
+	// stores w: the record at recordKey(l.key), the history, the last
+	// success and a once-per marker (records.go). relErr is what release
 	// would return; recErr is the record's failure.
-	finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error)
+	finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error)
+	// history returns up to n of the runs recorded at historyKey(key),
+	// newest first, as JSON records; on a quorum every node's, each once.
+	history(ctx context.Context, key string, n int) ([]string, error)
 
 	// The waiting line (wait.go, waitline.go, line.go, line_room.go,
 	// handoff.go) uses only these eight.

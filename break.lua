@@ -1,19 +1,30 @@
--- Break a lock whatever its token (see breakScript). KEYS[1]: the lock key.
--- ARGV[1]: the base of a semaphore's slot keys, built here from it.
+-- Break a lock whatever its token (see breakScript). KEYS[1]: the lock key;
+-- KEYS[2]: its break marker. ARGV[1]: the base of a semaphore's slot keys,
+-- built here from it; ARGV[2]: who breaks it, "<host>:<pid>".
 local token = redis.call('get', KEYS[1])
 if not token then
   return token
 end
+local ttl = redis.call('pttl', KEYS[1])
 local out = token
+local sums = {redis.sha1hex(token)}
 local n = string.match(token, '^#slots=(%d+)$')
 if n and ARGV[1] ~= '' then
   out = {token}
   for i = 1, tonumber(n) do
     local s = ARGV[1] .. ':s:' .. i
-    out[i + 1] = redis.call('get', s) or ''
+    local v = redis.call('get', s)
+    out[i + 1] = v or ''
+    if v then
+      sums[#sums + 1] = redis.sha1hex(v)
+    end
     redis.call('del', s)
   end
 end
 redis.call('del', KEYS[1])
+if ttl < 0 then
+  ttl = 60000
+end
+redis.call('set', KEYS[2], ARGV[2] .. ' ' .. table.concat(sums, ' '), 'PX', ttl + 1000)
 redis.call('publish', KEYS[1], '')
 return out

@@ -29,6 +29,10 @@ type DoOptions struct {
 // any loss (matching ErrLockLost, also when the lock turned out to be gone
 // only at release) and any release error. The release runs even when ctx
 // is already cancelled; it is bounded by the Redis client's timeouts.
+//
+// If fn panics (or calls runtime.Goexit), Do stops the renewal and releases
+// the lock before the panic goes on up the stack, so a caller that recovers
+// (as net/http does for every handler) does not keep the lock for ever.
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, opts *DoOptions, fn func(ctx context.Context, l *Lock) error) error {
 	if opts == nil {
 		opts = &DoOptions{}
@@ -42,7 +46,19 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, opts *D
 		return err
 	}
 	ka := l.KeepAlive(ctx, &opts.KeepAlive)
+	returned := false
+	defer func() {
+		if !returned {
+			// fn panicked: renewing would keep the lock as long as the
+			// process lives. The panic continues after this.
+			ka.Stop()
+			if !errors.Is(ka.Err(), ErrLockNotHeld) {
+				_ = l.Release(context.WithoutCancel(ctx))
+			}
+		}
+	}()
 	fnErr := fn(ka.Context(), l)
+	returned = true
 	ka.Stop()
 
 	lost := ka.Err()

@@ -26,11 +26,17 @@ type LostError struct {
 	// is still waiting for an answer), or nil when none failed (the process
 	// was paused, for example).
 	Err error
+	// BrokenBy is, when Err is ErrLockNotHeld because Client.Break removed
+	// the lock, the "<host>:<pid>" of the Client that broke it; "" when
+	// Redis knows of no break (on a quorum it is never told).
+	BrokenBy string
 }
 
 // Error says what was lost and why.
 func (e *LostError) Error() string {
 	switch {
+	case e.BrokenBy != "":
+		return fmt.Sprintf("lock %s lost: broken by %s (Client.Break)", e.Key, e.BrokenBy)
 	case errors.Is(e.Err, ErrLockNotHeld):
 		return fmt.Sprintf("lock %s lost: it expired or was taken over", e.Key)
 	case e.Err != nil:
@@ -65,8 +71,31 @@ type KeepAliveOptions struct {
 	// lock turned out lost, or why the attempt failed (it is retried). It is
 	// not called for a renewal still in flight when the lock is presumed
 	// lost or renewal stops. It runs on the KeepAlive's goroutine and must
-	// not block: it is for logging slow or failed renewals.
+	// not block: it is for logging slow or failed renewals. With Reacquire,
+	// err is ErrReacquired when the lock was taken again, took then being
+	// the time of the acquiring command.
 	OnRenew func(took time.Duration, err error)
+	// Reacquire, when a renewal finds the lock's key gone — not holding
+	// another owner's token, and not removed by Client.Break — takes the
+	// lock again at once under its own token, with the command a fresh
+	// acquisition sends (SET NX PX, or with LockOptions.Fence the script
+	// that draws a new, higher fencing number, which Lock.Fence then
+	// returns). Only if that finds the key held by someone else is the lock
+	// lost; a reacquisition whose answer does not come is retried as a
+	// failed renewal is. It keeps work going through a Redis restart
+	// without persistence or a failover to a replica that lacked the key.
+	//
+	// The price is a gap: between the key vanishing and its reacquisition,
+	// another owner may have taken the lock, run, and released it; mutual
+	// exclusion held only outside that gap. With fencing, the new number
+	// tells a resource that another holder may have come between. The
+	// reacquisition waits for no replica (LockOptions.MinReplicas).
+	//
+	// A lock of a quorum (NewQuorum), which already survives one member's
+	// restart by putting its key back there, or a semaphore's slot
+	// (NewSemaphore), whose number another holder may have taken, is never
+	// reacquired: its loss is reported as without Reacquire.
+	Reacquire bool
 }
 
 // defaultMargin is the KeepAlive margin for a lock with the given TTL: a
@@ -83,6 +112,8 @@ type KeepAlive struct {
 	interval time.Duration
 	margin   time.Duration
 	onRenew  func(time.Duration, error)
+	// reacquire is KeepAliveOptions.Reacquire.
+	reacquire bool
 
 	ctx    context.Context // cancelled with the loss as cause, or on Stop
 	cancel context.CancelCauseFunc
@@ -103,9 +134,10 @@ type KeepAlive struct {
 //
 // It keeps a local deadline on the monotonic clock: the time the last
 // successful acquiring or renewing command was sent, plus the TTL, minus
-// the margin. The lock is lost when a renewal finds the key gone or someone
-// else's, or when that deadline passes without a successful renewal — a
-// renewal stuck in a slow call does not delay this. On loss, Lost is
+// the margin. The lock is lost when a renewal finds the key gone (unless
+// KeepAliveOptions.Reacquire takes it back) or someone else's, or when that
+// deadline passes without a successful renewal — a renewal stuck in a slow
+// call does not delay this. On loss, Lost is
 // closed, Err returns a *LostError, Context is cancelled with it as cause,
 // and renewal stops. Renewal also stops, without a loss, when ctx is done or
 // Stop is called. Call Stop before Release.
@@ -124,7 +156,7 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 		k.margin = min(opts.Margin, l.ttl-time.Millisecond)
 	}
 	if opts != nil {
-		k.onRenew = opts.OnRenew
+		k.onRenew, k.reacquire = opts.OnRenew, opts.Reacquire
 	}
 	k.interval = max(min(k.interval, (l.ttl-k.margin)/2), time.Millisecond)
 	k.ctx, k.cancel = context.WithCancelCause(ctx)
@@ -159,11 +191,13 @@ func (k *KeepAlive) Stop() {
 	k.cancel(context.Canceled)
 }
 
-// renewal is the outcome of one Extend.
+// renewal is the outcome of one Extend, and of what followed it when it
+// found the lock not ours (afterLoss, reacquire.go).
 type renewal struct {
-	sent time.Time
-	took time.Duration
-	err  error
+	sent     time.Time
+	took     time.Duration
+	err      error
+	brokenBy string // who broke the lock, when err matches ErrLockNotHeld
 }
 
 func (k *KeepAlive) run(ctx context.Context) {
@@ -194,7 +228,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 			if busy {
 				lastErr = errNoAnswer
 			}
-			k.lose(lastErr)
+			k.lose(lastErr, "")
 			return
 		case <-next.C:
 			if busy {
@@ -204,32 +238,37 @@ func (k *KeepAlive) run(ctx context.Context) {
 			// After a pause of this process both timers may be due; never
 			// renew a lock whose deadline has passed.
 			if !time.Now().Before(lossAt) {
-				k.lose(lastErr)
+				k.lose(lastErr, "")
 				return
 			}
 			busy = true
 			inflight.Add(1)
-			go func() {
+			go func(lossAt time.Time) {
 				defer inflight.Done()
 				sent := time.Now() // before sending: the key lives at least until sent+TTL
 				err := l.Extend(ctx, l.ttl)
-				results <- renewal{sent: sent, took: time.Since(sent), err: err}
-			}()
+				r := renewal{sent: sent, took: time.Since(sent), err: err}
+				if errors.Is(err, ErrLockNotHeld) {
+					r = k.afterLoss(ctx, r, lossAt)
+				}
+				results <- r
+			}(lossAt)
 		case r := <-results:
 			busy = false
 			if k.onRenew != nil && ctx.Err() == nil {
 				k.onRenew(r.took, r.err)
 			}
 			switch {
-			case r.err == nil:
+			case r.err == nil, errors.Is(r.err, ErrReacquired):
 				// A successful compare-and-PEXPIRE proves the key held our
-				// token all along: nobody can recreate it with our token.
+				// token all along: nobody but this loop (Reacquire)
+				// recreates it with our token.
 				lastErr = nil
 				lossAt = r.sent.Add(l.ttl - k.margin)
 				deadline.Reset(time.Until(lossAt))
 				next.Reset(time.Until(k.nextRenewal(r.sent)))
 			case errors.Is(r.err, ErrLockNotHeld):
-				k.lose(ErrLockNotHeld)
+				k.lose(ErrLockNotHeld, r.brokenBy)
 				return
 			case ctx.Err() != nil:
 				return // stopped while the renewal ran
@@ -258,8 +297,8 @@ func (k *KeepAlive) nextRenewal(sent time.Time) time.Time {
 // retry is the pause before trying again after a failed or slow renewal.
 func (k *KeepAlive) retry() time.Duration { return max(k.interval/4, time.Millisecond) }
 
-func (k *KeepAlive) lose(err error) {
-	lerr := &LostError{Key: k.lock.key, Err: err}
+func (k *KeepAlive) lose(err error, brokenBy string) {
+	lerr := &LostError{Key: k.lock.key, Err: err, BrokenBy: brokenBy}
 	k.mu.Lock()
 	k.err = lerr
 	k.mu.Unlock()

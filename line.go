@@ -205,8 +205,17 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, o
 			r.linger.Stop()
 		}
 		ln.mu.Unlock()
-		<-r.confirmed
+		// A new room waits for its subscription, as at the first join; if
+		// Redis stalls now, ctx still ends the wait.
+		select {
+		case <-r.confirmed:
+		case <-ctx.Done():
+			return ln.leaveLine(ctx, tctx, r, w, false)
+		}
 		if r.err != nil {
+			ln.mu.Lock()
+			ln.removeLiner(r, w)
+			ln.mu.Unlock()
 			return nil, fmt.Errorf("acquire %s: %w", want.key, r.err)
 		}
 	}

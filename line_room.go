@@ -17,7 +17,10 @@ import (
 // subscription and the liveness key.
 
 // roomFor returns key's room, creating it and its subscription. Called
-// with ln.mu held.
+// with ln.mu held, so it sends nothing: go-redis dials the subscription's
+// connection at the first SSUBSCRIBE, which listen sends, and a slow dial
+// under ln.mu would hold up every Release and waiter of the Client.
+// Waiters still join only once listen saw the confirmation.
 func (ln *waitLine) roomFor(b backend, key, base string) *room {
 	if r := ln.rooms[key]; r != nil {
 		return r
@@ -34,8 +37,8 @@ func (ln *waitLine) roomFor(b backend, key, base string) *room {
 	}
 	ln.rooms[key] = r
 	ln.busy.Add(1)
-	r.ps = rdb.SSubscribe(context.Background(), r.channel(ln.cid))
-	go ln.listen(r)
+	r.ps = rdb.SSubscribe(context.Background()) // no channel: nothing sent yet
+	go ln.listen(r, r.channel(ln.cid))
 	go ln.keep(r, ln.cid, ln.pollInterval())
 	return r
 }
@@ -150,20 +153,26 @@ func (ln *waitLine) removeLiner(r *room, w *liner) {
 // dropRoom closes r once it has stayed empty for the linger time.
 func (ln *waitLine) dropRoom(r *room) {
 	ln.mu.Lock()
-	defer ln.mu.Unlock()
 	if ln.rooms[r.key] != r || len(r.waiters) > 0 {
+		ln.mu.Unlock()
 		return
 	}
 	delete(ln.rooms, r.key)
 	ln.busy.Add(-1)
 	close(r.done)
+	ln.mu.Unlock()
+	// Outside ln.mu: Close waits for an SSUBSCRIBE of listen still dialling.
 	_ = r.ps.Close()
 }
 
-// listen delivers the locks published to this Client's channel and notes
-// subscription confirmations, until r is dropped.
-func (ln *waitLine) listen(r *room) {
+// listen subscribes to this Client's channel, then delivers the locks
+// published to it and notes subscription confirmations, until r is
+// dropped. The SSUBSCRIBE's error needs no handling here: go-redis keeps
+// the channel and subscribes again at the next Receive, whose error (a
+// refusal from Redis) listen reads as before.
+func (ln *waitLine) listen(r *room, channel string) {
 	ctx := context.Background()
+	_ = r.ps.SSubscribe(ctx, channel)
 	first, failures := true, 0
 	for {
 		msg, err := r.ps.Receive(ctx)

@@ -46,7 +46,7 @@ func joinInOrder(t *testing.T, rdb *redis.Client, clients []*withlock.Client, na
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Go(func() {
-			l, err := c.Acquire(context.Background(), name, time.Minute, nil)
+			l, err := acquireBounded(c, name, time.Minute, nil)
 			if err != nil {
 				t.Error(err)
 				return
@@ -90,7 +90,7 @@ func TestLineHandOffCommandsDoNotGrowWithWaiters(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for range 20 {
-					l, err := c.Acquire(context.Background(), name, time.Minute, nil)
+					l, err := acquireBounded(c, name, time.Minute, nil)
 					if err != nil {
 						t.Error(err)
 						return

@@ -23,7 +23,8 @@ type ListOptions struct {
 // sorted by key, found with SCAN (never KEYS) on every master of a Cluster
 // and every node of a quorum, and then read one by one as Status reads
 // them: a lock taken or released meanwhile may be missed or shown free.
-// Fencing counters and last-run records are not locks and are skipped.
+// Fencing counters, last-run records and break markers are not locks and
+// are skipped.
 func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error) {
 	keys, err := c.b.keys(ctx, globEscape(c.prefix)+"*")
 	if err != nil {
@@ -68,29 +69,41 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 // key's master, on a quorum on every node. It returns what it removed:
 // Held false when nothing was held (on a quorum: no token was on a
 // majority; keys on a minority are removed all the same). The former
-// holder finds out at its next renewal, which fails with ErrLockNotHeld.
+// holder finds out at its next renewal, which fails with ErrLockNotHeld;
+// the break leaves a marker beside the key, for as long as the removed key
+// had left, from which the holder's KeepAlive learns who broke it
+// (LostError.BrokenBy) and that it must not take it back
+// (KeepAliveOptions.Reacquire). The marker names this Client's host:pid
+// and holds only digests of the tokens removed.
 func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
-	v, err := c.b.breakLock(ctx, c.Key(name))
+	if name == "" {
+		return nil, ErrEmptyName
+	}
+	v, err := c.b.breakLock(ctx, c.Key(name), c.breaker())
 	if err != nil {
 		return nil, err
 	}
 	return v.st, nil
 }
 
-// breakScript removes a lock whatever its token. KEYS[1] is the lock key.
-// It returns the token it removed, or nil when the key was missing; like
-// the release script it publishes on the key's channel, so that waiters
-// try at once.
+// breakScript removes a lock whatever its token. KEYS[1] is the lock key,
+// KEYS[2] its break marker (brokenKey). It returns the token it removed, or
+// nil when the key was missing; like the release script it publishes on
+// the key's channel, so that waiters try at once. When it removed a token
+// it sets the marker to "<ARGV[2]> <SHA-1 of each token removed>…" for the
+// key's remaining life plus a second (a minute more for a key without
+// expiry): the holder's next renewal comes within that life.
 //
 //go:embed break.lua
 var breakScript string
 
-// breakOn runs the break script for key on rdb and returns the token it
-// removed, "" when the key was missing; for a semaphore's marker also the
-// tokens it removed from the slots, by slot ("" for a free one).
-func breakOn(ctx context.Context, rdb redis.UniversalClient, key string) (string, []string, error) {
+// breakOn runs the break script for key on rdb, as the Client by
+// ("<host>:<pid>"), and returns the token it removed, "" when the key was
+// missing; for a semaphore's marker also the tokens it removed from the
+// slots, by slot ("" for a free one).
+func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (string, []string, error) {
 	b, _ := lineBase(key) // "" for a key that cannot be a semaphore
-	v, err := rdb.Eval(ctx, breakScript, []string{key}, b).Result()
+	v, err := rdb.Eval(ctx, breakScript, []string{key, brokenKey(key)}, b, by).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", nil, nil
@@ -115,12 +128,13 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key string) (string
 	return "", nil, fmt.Errorf("break %s: unexpected reply %v", key, v)
 }
 
-// isSideKey reports whether key is the fencing counter or last-run record
-// of another key (see sideKey), or one of the keys beside it that have its
-// line base (lineBase): its fair line, a waiting Client's liveness key, a
-// semaphore's slot. None of them is a lock.
+// isSideKey reports whether key is the fencing counter, last-run record,
+// history, last success, once-per marker or break marker of another key
+// (see sideKey), or one of the keys beside it that have its line base
+// (lineBase): its fair line, a waiting Client's liveness key, a semaphore's
+// slot. None of them is a lock.
 func isSideKey(key string) bool {
-	for _, what := range []string{"fence", "last"} {
+	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
 			return true
 		}

@@ -29,6 +29,11 @@ var (
 	// write: another program uses the same key. Waiting does not help; pick
 	// another name or prefix, or remove the foreign key.
 	ErrWrongType = errors.New("key holds a value that is not a lock")
+
+	// ErrEmptyName means a lock's name is "": its key would be the bare
+	// prefix, one lock shared by every caller that forgot to name theirs.
+	// TryAcquire, Acquire, Do, Status and Break return it.
+	ErrEmptyName = errors.New("lock name is empty")
 )
 
 // NotObtainedError tells who holds a lock that could not be obtained. It
@@ -45,18 +50,26 @@ type NotObtainedError struct {
 }
 
 // Error names the key, the holder, how long it has held the lock when
-// known, and its remaining time, which renewal keeps near the TTL. It never
-// shows the holder's full token.
+// known, and its remaining time when known, which renewal keeps near the
+// TTL. It never shows the holder's full token.
 func (e *NotObtainedError) Error() string {
 	held := ""
-	if !e.Since.IsZero() {
-		held = " for " + time.Since(e.Since).Round(time.Second).String()
+	switch d := time.Since(e.Since); {
+	case e.Since.IsZero():
+	case d < time.Second:
+		held = ", taken just now"
+	default:
+		held = " for " + d.Round(time.Second).String()
+	}
+	expires := ""
+	if e.TTL > 0 {
+		expires = " (expires in " + e.TTL.Round(time.Millisecond).String() + ")"
 	}
 	if e.Slots > 0 {
-		return fmt.Sprintf("all %d slots of lock %s are held; the first to free is %s's%s (expires in %s)",
-			e.Slots, e.Key, e.Holder, held, e.TTL.Round(time.Millisecond))
+		return fmt.Sprintf("all %d slots of %s are held; the first to free is %s's%s%s",
+			e.Slots, e.Key, e.Holder, held, expires)
 	}
-	return fmt.Sprintf("lock %s is held by %s%s (expires in %s)", e.Key, e.Holder, held, e.TTL.Round(time.Millisecond))
+	return fmt.Sprintf("%s is held by %s%s%s", e.Key, e.Holder, held, expires)
 }
 
 // Is makes errors.Is(err, ErrNotObtained) true.
@@ -86,6 +99,10 @@ type Options struct {
 	// Prefix is put before a lock's name to make its key; "" means
 	// DefaultPrefix.
 	Prefix string
+	// History is how many runs Lock.ReleaseAndRecord keeps in a name's
+	// history (Client.History); 0 means DefaultHistory, a negative number
+	// none.
+	History int
 }
 
 // LockOptions configure one acquisition. A nil *LockOptions means the
@@ -118,6 +135,8 @@ type Client struct {
 	prefix string
 	owner  string   // "<host>:<pid>:" put before every token
 	line   waitLine // waiting Acquires, see waitline.go
+
+	history int // runs kept per name by ReleaseAndRecord (records.go)
 }
 
 // New returns a Client that takes locks on the Redis deployment rdb: a
@@ -127,9 +146,12 @@ func New(rdb redis.UniversalClient, opts *Options) *Client {
 }
 
 func newClient(b backend, opts *Options) *Client {
-	c := &Client{b: b, prefix: DefaultPrefix, owner: ownerPrefix()}
+	c := &Client{b: b, prefix: DefaultPrefix, owner: ownerPrefix(), history: DefaultHistory}
 	if opts != nil && opts.Prefix != "" {
 		c.prefix = opts.Prefix
+	}
+	if opts != nil && opts.History != 0 {
+		c.history = max(opts.History, 0)
 	}
 	return c
 }
@@ -143,6 +165,9 @@ func (c *Client) Key(name string) string { return c.prefix + name }
 // token NX PX ttl (EX when ttl is whole seconds). ttl must be at least a
 // millisecond.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
 	token, err := newToken(c.owner, time.Now())
 	if err != nil {
 		return nil, err
@@ -194,6 +219,9 @@ func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, e
 // completed, bounded by the Redis client's read timeout, so that it cannot
 // leave behind a lock nobody knows of.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
 	token, err := newToken(c.owner, time.Now())
 	if err != nil {
 		return nil, err
@@ -216,6 +244,9 @@ type Lock struct {
 	// lock should be renewed before its regular interval (a quorum repairs
 	// a node then), or 0 for none. KeepAlive reads it.
 	renewBy atomic.Int64
+	// refence is the fencing number of the last reacquisition by a
+	// KeepAlive (KeepAliveOptions.Reacquire), or 0: Fence returns it.
+	refence atomic.Int64
 }
 
 // Name returns the lock's name as given to TryAcquire or Acquire.
@@ -235,7 +266,14 @@ func (l *Lock) Token() string { return l.token }
 // keep increasing when Redis loses the counter (a restart without
 // persistence, a failover to a replica that lagged) unless the clock of the
 // server drawing next is behind by more than the time between the draws.
-func (l *Lock) Fence() int64 { return l.fence }
+// After a KeepAlive took the lock again (KeepAliveOptions.Reacquire), it is
+// the number drawn then.
+func (l *Lock) Fence() int64 {
+	if f := l.refence.Load(); f != 0 {
+		return f
+	}
+	return l.fence
+}
 
 // TTL returns the lock's remaining time, or ErrLockNotHeld when it is no
 // longer ours.

@@ -3,10 +3,12 @@ package withlock
 import (
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -28,6 +30,13 @@ type Run struct {
 	ExitCode int   `json:"exit_code"`
 	Lost     bool  `json:"lost,omitempty"`  // the lock was lost before the run ended
 	Fence    int64 `json:"fence,omitempty"` // the lock's fencing number, or 0
+	// TimedOut is set when the run was stopped for running too long (the
+	// CLI's --max-run).
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Outcome is how the run ended in one word: OutcomeOK, OutcomeFailed,
+	// OutcomeLost, OutcomeTimedOut, or the caller's own. Only OutcomeOK
+	// counts as a success.
+	Outcome string `json:"outcome"`
 }
 
 // record is a Run as stored at recordKey, as JSON: with the lock's name, and
@@ -54,14 +63,115 @@ func decodeRecord(raw string) (*record, error) {
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		return nil, fmt.Errorf("not a record written by this package: %w", err)
 	}
+	if rec.Outcome == "" { // written by a version without outcomes
+		rec.Outcome = outcomeOf(&rec.Run)
+	}
 	return &rec, nil
+}
+
+// Outcomes of a run (Run.Outcome).
+const (
+	OutcomeOK       = "ok"        // exit code 0, the lock held to the end: a success
+	OutcomeFailed   = "failed"    // any other exit code
+	OutcomeLost     = "lost"      // the lock was lost before the run ended
+	OutcomeTimedOut = "timed-out" // stopped for running too long (set by the caller)
+)
+
+// DefaultHistory is how many runs of a name ReleaseAndRecord keeps in its
+// history when Options.History is 0.
+const DefaultHistory = 10
+
+// outcomeOf is the outcome of a run that does not name one: lost, ok for
+// exit code 0, else failed.
+func outcomeOf(run *Run) string {
+	switch {
+	case run.Lost:
+		return OutcomeLost
+	case run.ExitCode == 0:
+		return OutcomeOK
+	}
+	return OutcomeFailed
+}
+
+// Host is the host part of run's Holder ("<host>:<pid>").
+func (run *Run) Host() string {
+	if i := strings.LastIndexByte(run.Holder, ':'); i > 0 {
+		return run.Holder[:i]
+	}
+	return run.Holder
+}
+
+// Duration is how long the run took, from Started to Finished.
+func (run *Run) Duration() time.Duration { return run.Finished.Sub(run.Started) }
+
+// historyKey is the list of the last runs of the lock key key, newest
+// first, in its slot: "{key}:runs".
+func historyKey(key string) string { return sideKey(key, "runs") }
+
+// successKey is the record of the last successful run (OutcomeOK) of the
+// lock key key, in its slot: "{key}:ok".
+func successKey(key string) string { return sideKey(key, "ok") }
+
+// windowKey is the marker of the once-per window in which the lock key
+// key's job last succeeded, in its slot: "{key}:done".
+func windowKey(key string) string { return sideKey(key, "done") }
+
+// recordScript is what the finish scripts run after the release, whose
+// reply is in r: it stores the run's record at recordKey, pushes it onto
+// the history at historyKey trimmed to its size (none when 0), and when the
+// run succeeded also stores it at successKey and, with a marker's ms above
+// 0, a once-per window's marker. Every key is in the lock's
+// Cluster slot and lives for the retention, the marker for its own ms. The
+// writes are pcalls after the release, so that none can stop the release
+// or hide its reply: the script returns {the release's reply, "OK" or the
+// first write's error}.
+//
+//go:embed record.lua
+var recordScript string
+
+// finishAround makes a finish script of a release script: the release,
+// run as a function, then recordScript. KEYS and ARGV are the release's,
+// then the record's (recordWrite.keys and args) at their end. So the
+// release stays the one compare-and-delete EVAL the original contract
+// asks for, and the record costs no command of its own.
+func finishAround(release string) string {
+	return "local function release()\n" + release + "\nend\nlocal r = release()\n" + recordScript
+}
+
+// recordWrite is what a finish script stores after the release.
+type recordWrite struct {
+	rec       string        // the run's record, JSON
+	retention time.Duration // how long the record, history and last success live
+	history   int           // how many runs the history keeps; 0: none
+	ok        bool          // the run succeeded: it is also the last success
+	mark      string        // the once-per window's marker, stored with ok
+	markTTL   time.Duration // its life; 0: no marker
+}
+
+// keys are the record's keys for the lock key key, after the release's.
+func (w *recordWrite) keys(key string) []string {
+	return []string{recordKey(key), historyKey(key), successKey(key), windowKey(key)}
+}
+
+// args are the record's ARGV, after the release's.
+func (w *recordWrite) args() []any {
+	ok := "0"
+	if w.ok {
+		ok = "1"
+	}
+	return []any{w.rec, w.retention.Milliseconds(), w.history, ok, w.mark, w.markTTL.Milliseconds()}
 }
 
 // ReleaseAndRecord releases the lock as Release does and stores run as the
 // last run of its name, kept for retention, in the same round trip (on a
-// quorum: on every node, stored when a majority stored it). run's Holder
-// and Fence are taken from the lock; a zero Started becomes the time of
-// acquisition, a zero Finished the present. The record is stored even when
+// quorum: on every node, stored when a majority stored it). The run also
+// goes on the name's history (Client.History), trimmed there to
+// Options.History runs, and when its Outcome is OutcomeOK it becomes the
+// name's last success (Status.LastSuccess), which a later failure does not
+// overwrite. History and last success live for retention too. run's Holder and Fence are taken
+// from the lock; a zero Started becomes the time of acquisition, a zero
+// Finished the present, an empty Outcome OutcomeLost when Lost, OutcomeOK
+// for exit code 0, else OutcomeFailed. The record is stored even when
 // the lock is no longer ours, so that a lost run is recorded too. Unlike
 // Release it never hands the lock to a waiter of the same Client in that
 // round trip: the release message wakes it.
@@ -79,13 +189,17 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	if run.Finished.IsZero() {
 		run.Finished = time.Now()
 	}
+	if run.Outcome == "" {
+		run.Outcome = outcomeOf(&run)
+	}
 	// Round drops the monotonic reading, which JSON would not keep anyway.
 	run.Started, run.Finished = run.Started.Round(0), run.Finished.Round(0)
 	b, err := json.Marshal(record{Name: l.name, Run: run, Tag: tokenTag(l.token)})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
-	relErr, recErr := l.c.b.finish(ctx, l, l.keep(), string(b), retention)
+	w := recordWrite{rec: string(b), retention: retention, history: l.c.history, ok: run.Outcome == OutcomeOK}
+	relErr, recErr := l.c.b.finish(ctx, l, l.keep(), &w)
 	if recErr != nil {
 		recErr = fmt.Errorf("%w for %s: %w", ErrNotRecorded, l.key, recErr)
 	}

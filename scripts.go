@@ -69,17 +69,6 @@ var (
 	lineCheckScript string
 )
 
-// finishScript ends a CLI run in one EVAL: the release script, run as a
-// function, then the SET of the run's last-run record. So the release stays
-// the one compare-and-delete EVAL the original contract asks for, and the
-// record costs no command of its own. KEYS and ARGV are the release's
-// (ARGV[3], the fair line's Client id, must be present: "" for none), then
-// the record's key last in KEYS and the record and its retention in ms last
-// in ARGV. The record is written with pcall after the release, so it can
-// neither stop the release nor hide its reply: the script returns
-// {the release's reply, "OK" or the record's error}.
-var finishScript = "local function release()\n" + releaseScript + "\nend\n" +
-	"local r = release()\n" +
-	"local s = redis.pcall('set', KEYS[#KEYS], ARGV[#ARGV-1], 'PX', ARGV[#ARGV])\n" +
-	"if type(s) == 'table' and s.err then return {r, s.err} end\n" +
-	"return {r, 'OK'}\n"
+// finishScript ends a run in one EVAL: the release script, then the
+// record's writes (finishAround, records.go).
+var finishScript = finishAround(releaseScript)

@@ -152,11 +152,7 @@ var (
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.
-var slotsFinishScript = "local function release()\n" + slotsReleaseScript + "\nend\n" +
-	"local r = release()\n" +
-	"local s = redis.pcall('set', KEYS[#KEYS], ARGV[#ARGV-1], 'PX', ARGV[#ARGV])\n" +
-	"if type(s) == 'table' and s.err then return {r, s.err} end\n" +
-	"return {r, 'OK'}\n"
+var slotsFinishScript = finishAround(slotsReleaseScript)
 
 // markerPrefix starts a semaphore's marker "#slots=N".
 const markerPrefix = "#slots="
@@ -243,9 +239,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 // does for a plain lock.
 func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 	b, _ := lineBase(l.key)
-	retryCleanup(ctx, func(ctx context.Context) error {
-		return s.rdb.Eval(ctx, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "").Err()
-	})
+	cleanupScript(ctx, s.rdb, l.key, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "")
 }
 
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
@@ -277,10 +271,10 @@ func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 }
 
 // finish is single's finish with the slot's release script.
-func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, rec string, retention time.Duration) (relErr, recErr error) {
+func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
 	b, _ := lineBase(l.key)
-	v, err := s.rdb.Eval(ctx, slotsFinishScript, []string{l.key, recordKey(l.key)},
-		l.token, keep.Milliseconds(), b, s.n, l.slot, "", rec, retention.Milliseconds()).Slice()
+	v, err := s.rdb.Eval(ctx, slotsFinishScript, append([]string{l.key}, w.keys(l.key)...),
+		append([]any{l.token, keep.Milliseconds(), b, s.n, l.slot, ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }
 

@@ -130,7 +130,7 @@ func TestSlotsLineHandOffCommandsStayFew(t *testing.T) {
 		for _, c := range clients[1:] {
 			wg.Go(func() {
 				for range each {
-					l, err := c.Acquire(context.Background(), name, time.Minute, nil)
+					l, err := acquireBounded(c, name, time.Minute, nil)
 					if err != nil {
 						t.Error(err)
 						return

@@ -257,24 +257,9 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (handled, got boo
 	return true, got, nil
 }
 
-// Cleanup of an acquisition whose outcome is unknown.
-//
-// A SET (or fenced script) whose reply never came may still be executed by
-// Redis later: a server paused by SIGSTOP or a long fork reads the command
-// from its socket when it resumes, even after the client gave up. An
-// acquisition that returns an error must not leave its token behind, since
-// nobody would release that lock. So before returning such an error it
-// deletes its own token with the release script (keep 0, which also wakes
-// waiters), never anyone else's key, making up to abandonAttempts attempts,
-// each bounded by the Redis client's own timeouts.
-//
-// What remains: when Redis stays silent for longer than all the attempts
-// and executes the SET only afterwards, the key is created when nobody
-// waits for it any more, and blocks the name until it expires, at most one
-// TTL after Redis executed the SET. The cleanup also relies on Redis
-// running the stalled SET before the cleanup sent later on another
-// connection, as its event loop does when both wait for it (it serves
-// sockets in the order they became readable).
+// abandonAttempts is how many times the ordinary clean-up (retryCleanup,
+// see cleanup.go) sends its deletion when it cannot be queued, all within
+// the clean-up's budget.
 const abandonAttempts = 3
 
 // abandonPauses are the pauses after an attempt that failed quicker than
@@ -283,26 +268,28 @@ const abandonAttempts = 3
 var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 200 * time.Millisecond}
 
 // abandon deletes l's key if it still holds l's token, best effort, even
-// when ctx is already cancelled: see abandonAttempts.
+// when ctx is already cancelled, without waiting for a stalled server: see
+// cleanupScript.
 func (s *single) abandon(ctx context.Context, l *Lock) {
-	retryCleanup(ctx, func(ctx context.Context) error {
-		return s.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, 0).Err()
-	})
+	cleanupScript(ctx, s.rdb, l.key, releaseScript, []string{l.key}, l.token, 0)
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts
-// times until Redis answers, even when ctx is already cancelled.
+// times until Redis answers or ctx ends.
 func retryCleanup(ctx context.Context, del func(context.Context) error) {
-	ctx = context.WithoutCancel(ctx)
 	for i := range abandonAttempts {
 		start := time.Now()
 		err := del(ctx)
-		if err == nil || isRedisReply(err) {
+		if err == nil || isRedisReply(err) || ctx.Err() != nil {
 			return
 		}
 		if i < len(abandonPauses) {
 			if d := abandonPauses[i] - time.Since(start); d > 0 {
-				time.Sleep(d)
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
 	}

@@ -32,6 +32,10 @@ type Status struct {
 	// LastRun is the last run of this name that Lock.ReleaseAndRecord
 	// recorded and that is still kept, or nil.
 	LastRun *Run
+	// LastSuccess is the last run of this name with Outcome OutcomeOK that
+	// is still kept, or nil: LastRun when that succeeded, else an earlier
+	// run that a failure did not overwrite.
+	LastSuccess *Run
 	// Finished is true when the lock is held by a run that has ended
 	// (LastRun is that run): the key lives on only for its
 	// LockOptions.MinHold.
@@ -51,6 +55,9 @@ type Status struct {
 // is on a majority of them, with the time until fewer than a majority of
 // its keys remain, as Lock.TTL does, and the newest record of the nodes.
 func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
 	v, err := c.b.view(ctx, c.Key(name))
 	if err != nil {
 		return nil, err
@@ -58,13 +65,15 @@ func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
 	return v.status()
 }
 
-// lockView is a backend's view of a lock: its Status without LastRun, the
-// holder's token ("" when free) and the last-run records found (JSON, one
-// per node that has one). The token never leaves the package.
+// lockView is a backend's view of a lock: its Status without LastRun and
+// LastSuccess, the holder's token ("" when free) and the last-run and
+// last-success records found (JSON, one per node that has one). The token
+// never leaves the package.
 type lockView struct {
-	st      *Status
-	token   string
-	records []string
+	st        *Status
+	token     string
+	records   []string
+	successes []string
 }
 
 // status completes v.st with the newest of v.records, and tells whether
@@ -81,28 +90,40 @@ func (v lockView) status() (*Status, error) {
 			st.Finished = st.Held && rec.Tag == tokenTag(v.token)
 		}
 	}
+	for _, raw := range v.successes {
+		rec, err := decodeRecord(raw)
+		if err != nil {
+			return nil, fmt.Errorf("last-success record of %s: %w", st.Key, err)
+		}
+		if st.LastSuccess == nil || rec.Finished.After(st.LastSuccess.Finished) {
+			st.LastSuccess = &rec.Run
+		}
+	}
 	return st, nil
 }
 
 // nodeStatus is one node's view of a lock. token is "" when the key is
-// missing, record "" when there is no last-run record; the token never
-// leaves the package.
+// missing, record "" when there is no last-run record, success "" when
+// there is no last-success record; the token never leaves the package.
 type nodeStatus struct {
 	token  string
 	ttl    time.Duration // as Status.TTL
 	fence  int64
 	record string
 	err    error
+
+	success string
 }
 
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
-	var get, fence, record *redis.StringCmd
+	var get, fence, record, success *redis.StringCmd
 	var pttl *redis.DurationCmd
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		get = p.Get(ctx, key)
 		pttl = p.PTTL(ctx, key)
 		fence = p.Get(ctx, fenceKey(key))
 		record = p.Get(ctx, recordKey(key))
+		success = p.Get(ctx, successKey(key))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -123,7 +144,7 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", f)}
 		}
 	}
-	v.record = record.Val()
+	v.record, v.success = record.Val(), success.Val()
 	return v
 }
 
@@ -145,6 +166,9 @@ func majority(key string, views []nodeStatus, need int) (lockView, error) {
 		}
 		if n.record != "" {
 			v.records = append(v.records, n.record)
+		}
+		if n.success != "" {
+			v.successes = append(v.successes, n.success)
 		}
 	}
 	if len(views)-len(errs) < need {

@@ -134,7 +134,7 @@ func TestAcquireFreeLockIsOneSet(t *testing.T) {
 	rdb := srv.Client()
 	c := waitClient(t, srv)
 	resetStats(t, rdb)
-	l, err := c.Acquire(context.Background(), "free", time.Minute, nil)
+	l, err := acquireBounded(c, "free", time.Minute, nil)
 	if err != nil {
 		t.Fatalf("Acquire of a free lock: %v", err)
 	}
@@ -374,7 +374,7 @@ func TestHandOffWithinClientCostsAtMostSixCommands(t *testing.T) {
 	for range waiters {
 		wg.Go(func() {
 			for range rounds {
-				l, err := c.Acquire(context.Background(), "handoff", time.Minute, nil)
+				l, err := acquireBounded(c, "handoff", time.Minute, nil)
 				if err != nil {
 					t.Error(err)
 					return

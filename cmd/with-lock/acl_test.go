@@ -27,10 +27,11 @@ import (
 // --status read a lock in one transaction, SCAN lets --list find the locks;
 // the last-run record is a SET of {lock:<name>}:last. RPUSH, LPOP, LREM,
 // LPOS, EXISTS, SPUBLISH and SSUBSCRIBE keep the fair line; MGET reads a
-// semaphore's slots.
+// semaphore's slots. LPUSH and LTRIM keep a name's history in the release's
+// script, LRANGE reads it for --history.
 const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* &{lock:* -@all " +
 	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping " +
-	"+multi +exec +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe +mget"
+	"+multi +exec +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe +mget +lpush +ltrim +lrange"
 
 // The original contract's checks (contract_test.go) pass for a Redis ACL
 // user that has exactly the documented permissions.
@@ -201,14 +202,20 @@ func TestLeastPrivilegeACL(t *testing.T) {
 		}
 	})
 
-	t.Run("--list, --break, --status and the last-run record are allowed too", func(t *testing.T) {
+	t.Run("--list, --break, --status, --history and the last-run record are allowed too", func(t *testing.T) {
+		if res := run(t, "acl-rec", "true"); res.Code != 0 || res.Stderr != "" {
+			t.Fatalf("run: exit %d, stderr %q", res.Code, res.Stderr)
+		}
 		if res := run(t, "acl-rec", "sh", "-c", "exit 5"); res.Code != 5 || res.Stderr != "" {
 			t.Fatalf("run: exit %d, stderr %q", res.Code, res.Stderr)
+		}
+		if res := run(t, "--history", "acl-rec"); res.Code != 0 || !hasLine(res.Stdout, "failed", "exit 5") || !hasLine(res.Stdout, "ok", "exit 0") {
+			t.Fatalf("--history: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 		}
 		if n := admin.Exists(ctx, "{lock:acl-rec}:last").Val(); n != 1 {
 			t.Fatal("no last-run record")
 		}
-		if res := run(t, "--status", "acl-rec"); res.Code != 1 || !strings.Contains(res.Stdout, "exit 5") {
+		if res := run(t, "--status", "acl-rec"); res.Code != 1 || !strings.Contains(res.Stdout, "exit 5") || !strings.Contains(res.Stdout, "last success: ") {
 			t.Fatalf("--status: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 		}
 		admin.Set(ctx, "lock:acl-list", "elsewhere:1:abc", time.Minute)

@@ -28,7 +28,13 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 			lock, err = r.locker.Acquire(wctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
 			return
 		}
-		lock, err = r.locker.TryAcquire(ctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
+		// One deadline for the whole try (a new connection's handshake,
+		// the SET, reading a busy lock's holder), so that a stalled Redis
+		// costs --redis-timeout, as the message says, not one per round
+		// trip.
+		tctx, tcancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+		defer tcancel()
+		lock, err = r.locker.TryAcquire(tctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
 	}()
 	select {
 	case <-done:
@@ -38,8 +44,9 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		if lock != nil {
 			r.release(lock)
 		}
-		r.log.error("interrupted", fields{Signal: signalName(sig)}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
-		return nil, 128 + int(sig.(syscall.Signal))
+		code := 128 + int(sig.(syscall.Signal))
+		r.log.error("interrupted", fields{Signal: signalName(sig), Code: &code}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
+		return nil, code
 	}
 	switch {
 	case err == nil:
@@ -58,15 +65,13 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 			if r.cfg.Wait > 0 {
 				r.gaveUp(err, time.Since(start))
 			} else {
-				var held *withlock.NotObtainedError
-				errors.As(err, &held)
-				r.log.warn("busy", fields{Holder: held.Holder, TTLMs: held.TTL.Milliseconds()}, "%v; command not run", err)
+				r.busy(err) // busy.go
 			}
 		}
 		return nil, r.cfg.ConflictExit
 	default:
 		code := redisExit(err)
-		r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
+		r.log.error("error", fields{Code: &code}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
 		return nil, code
 	}
 }
@@ -109,10 +114,7 @@ func (r *runner) gaveUp(err error, waited time.Duration) {
 	switch {
 	case serr == nil && st.Held:
 		f.Holder, f.Since, f.TTLMs = st.Holder, rfc3339(st.Since), st.TTL.Milliseconds()
-		who = "held by " + st.Holder
-		if s := since(st.Since, time.Now()); s != "" {
-			who += " " + s
-		}
+		who = waitedFor(st, time.Now()) // busy.go
 	case serr == nil:
 		who = "it was held until just now"
 		if held != nil {

@@ -25,7 +25,10 @@ func newLocker(cfg *config.Config) (*withlock.Client, func(), error) {
 			_ = rdb.Close()
 		}
 	}
-	opts := &withlock.Options{Prefix: cfg.Prefix}
+	opts := &withlock.Options{Prefix: cfg.Prefix, History: cfg.HistorySize}
+	if cfg.HistorySize == 0 {
+		opts.History = -1 // --history-size 0 keeps none; the library's 0 is its default
+	}
 	if len(clients) == 1 && cfg.Slots > 1 {
 		locker, err := withlock.NewSemaphore(clients[0], cfg.Slots, opts)
 		if err != nil {

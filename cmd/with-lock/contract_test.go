@@ -193,10 +193,11 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 			continue
 		}
 		// The release script runs whole inside the EVAL, on the same key and
-		// token, and the record's key is the one other key.
-		if len(eval) < 7 || !strings.Contains(eval[1], string(script)) ||
-			!slices.Equal(eval[2:7], []string{"2", "lock:x", "{lock:x}:last", set[2], "0"}) {
-			t.Errorf("EVAL = %q, want release.lua and the record on lock:x and {lock:x}:last with the SET's token", eval)
+		// token; the other keys are the record's, history's, last success's
+		// and once-per marker's, all in the lock's slot.
+		want := []string{"5", "lock:x", "{lock:x}:last", "{lock:x}:runs", "{lock:x}:ok", "{lock:x}:done", set[2], "0"}
+		if len(eval) < 10 || !strings.Contains(eval[1], string(script)) || !slices.Equal(eval[2:10], want) {
+			t.Errorf("EVAL = %q, want release.lua and the record's keys %q with the SET's token", eval, want[2:6])
 		}
 	}
 }

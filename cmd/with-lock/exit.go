@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"syscall"
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
@@ -23,6 +22,7 @@ const (
 	exitInternal    = 70  // EX_SOFTWARE: a bug or an impossible state
 	exitNoPerm      = 77  // EX_NOPERM: Redis refused our credentials
 	exitConfig      = 78  // EX_CONFIG: a configuration that cannot work
+	exitTimedOut    = 124 // --max-run stopped the job, as timeout(1) exits
 	exitLockLost    = 125 // the lock was lost while the command ran
 )
 
@@ -80,6 +80,8 @@ func hint(code int, err error) string {
 		return " (check the user and password: URL, --password-file, WITH_LOCK_PASSWORD)"
 	case code != exitUnavailable:
 		return ""
+	case len(outermost(err, isUnresolved, nil)) > 0:
+		return " (check the host name in --redis / WITH_LOCK_REDIS)"
 	case redis.IsLoadingError(err):
 		return " (Redis is loading its data set; try again when it is done)"
 	case redis.IsReadOnlyError(err):
@@ -103,11 +105,13 @@ func hint(code int, err error) string {
 func (r *runner) startFailed(err error) int {
 	var serr *supervise.StartError
 	if errors.As(err, &serr) {
-		r.log.error("error", fields{Code: &serr.Code}, "%v", serr)
-		return serr.Code
+		if serr.Code == supervise.ExitNotFound && config.IsFlag(r.cfg.Command[0]) {
+			// "with-lock x -q true": -q was meant for with-lock.
+			return r.log.failed(serr.Code, "%v (flags go before the lock name)", serr)
+		}
+		return r.log.failed(serr.Code, "%v", serr)
 	}
-	r.log.error("error", fields{}, "%v", err)
-	return exitInternal
+	return r.log.failed(exitInternal, "%v", err)
 }
 
 // inUserWords is err's message with every timeout in it said as the
@@ -117,6 +121,7 @@ func (r *runner) startFailed(err error) int {
 func (r *runner) inUserWords(err error) string {
 	msg := err.Error()
 	said := fmt.Sprintf("timed out after %s (--redis-timeout)", r.cfg.RedisTimeout)
+	msg = unresolvedInWords(err, msg, said) // words.go
 	for _, t := range timeouts(err, nil) {
 		words := said
 		var op *net.OpError
@@ -132,8 +137,8 @@ func (r *runner) inUserWords(err error) string {
 	// A refused connection: nothing listens there (Redis down, or the
 	// wrong port), which Go says as "dial tcp ADDR: connect: connection
 	// refused".
-	var op *net.OpError
-	if errors.Is(err, syscall.ECONNREFUSED) && errors.As(err, &op) && op.Addr != nil {
+	for _, e := range outermost(err, isRefused, nil) { // words.go
+		op := e.(*net.OpError)
 		msg = strings.ReplaceAll(msg, op.Error(), "nothing listens at "+op.Addr.String()+" (connection refused)")
 	}
 	// What a wrapper said in words of its own, not as a wrapped error.
@@ -145,7 +150,7 @@ func (r *runner) inUserWords(err error) string {
 // wait for a free connection.
 func timeouts(err error, found []error) []error {
 	switch {
-	case err == nil:
+	case err == nil, isUnresolved(err): // a failed lookup is said by unresolvedInWords
 		return found
 	case isTimeout(err), err == context.DeadlineExceeded, err == redis.ErrPoolTimeout:
 		return append(found, err)

@@ -13,10 +13,6 @@ import (
 	"github.com/with-lock/with-lock/internal/supervise"
 )
 
-// groupPoll is how often hold checks whether the rest of a stopped
-// command's process group is gone.
-const groupPoll = 10 * time.Millisecond
-
 // hold supervises the command while it holds lock: it renews the lock
 // (unless --no-renew), passes on the signals with-lock receives, stops the
 // command when the lock is lost (--on-lost term), and releases the lock at
@@ -30,25 +26,28 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	}
 	var ka *withlock.KeepAlive
 	var lost <-chan struct{}
-	rn := &renewals{r: r, key: lock.Key(), lastOK: r.acquiredAt}
+	rn := &renewals{r: r, key: lock.Key(), lock: lock, lastOK: r.acquiredAt}
 	if !r.cfg.NoRenew {
-		ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{OnRenew: rn.report})
+		ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
+			OnRenew: rn.report, Reacquire: r.cfg.OnLost == config.OnLostReacquire}) // reacquire.go
 		lost = ka.Lost()
 	}
 	var killAt time.Time // set once the command is being stopped
 	var kill <-chan time.Time
+	js := r.newJobStop(child, lock.Key()) // jobstop.go: --max-run, --leftovers, the end of the job
+	code := 0
 	for {
 		select {
-		case <-child.Done():
-			code := child.Wait()
-			r.logExit(child, code)
-			if !killAt.IsZero() {
-				r.drain(child, killAt)
-				code = exitLockLost
+		case <-js.mainDone:
+			var stop bool
+			if code, stop = js.commandExited(!killAt.IsZero()); stop {
+				kill = time.After(r.cfg.KillAfter)
 			}
+		case <-js.jobDone:
 			if ka != nil {
 				ka.Stop()
 			}
+			code = js.exitCode(code, !killAt.IsZero())
 			r.finish(lock, ka, code) // record.go: release, and record the run
 			return code
 		case sig := <-r.sigs:
@@ -58,6 +57,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 		case <-lost:
 			lost = nil
 			why, f := r.lostReason(lock, ka.Err(), rn)
+			why += r.notReacquired(ka.Err()) // reacquire.go
 			if r.cfg.OnLost == config.OnLostIgnore {
 				r.log.error("lost", f, "%s; --on-lost ignore: the command goes on without the lock", why)
 				continue
@@ -76,35 +76,32 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			if err := child.Signal(syscall.SIGKILL); err != nil {
 				r.log.warn("warning", fields{}, "kill the command: %v", err)
 			}
+			js.killed()
+		case <-js.maxRun:
+			if js.timeUp(!killAt.IsZero()) {
+				kill = time.After(r.cfg.KillAfter)
+			}
+		case <-js.rekill:
+			_ = child.Signal(syscall.SIGKILL)
+		case <-js.giveUp:
+			js.abandon()
+		case <-js.settled:
+			js.leftOver()
 		}
 	}
 }
 
-// logExit says, with -v, how the command ended and after how long.
+// logExit says, with -v, how the command ended and after how long, and
+// what follows the rest of its job.
 func (r *runner) logExit(child *supervise.Child, code int) {
 	took := time.Since(child.Started())
-	f := fields{Code: &code, DurationMs: ms(took)}
+	f := fields{Code: &code, DurationMs: ms(took), Tracking: child.Tracking()}
 	if sig, ok := child.KilledBy(); ok {
 		f.Signal = signalName(sig)
-		r.log.info("exited", f, "command killed by %s after %s (exit %d)", f.Signal, round(took), code)
+		r.log.info("exited", f, "command killed by %s after %s (exit %d; its job followed by %s)", f.Signal, round(took), code, f.Tracking)
 		return
 	}
-	r.log.info("exited", f, "command exited with code %d after %s", code, round(took))
-}
-
-// drain waits, after a lost lock stopped the command's leader, until the
-// rest of its process group is gone too: children that ignored SIGTERM get
-// SIGKILL at killAt.
-func (r *runner) drain(child *supervise.Child, killAt time.Time) {
-	killed := false
-	giveUp := killAt.Add(time.Second) // for the kernel to deliver SIGKILL
-	for child.GroupAlive() && time.Now().Before(giveUp) {
-		if !killed && !time.Now().Before(killAt) {
-			_ = child.Signal(syscall.SIGKILL)
-			killed = true
-		}
-		time.Sleep(groupPoll)
-	}
+	r.log.info("exited", f, "command exited with code %d after %s (its job followed by %s)", code, round(took), f.Tracking)
 }
 
 // releaseHeld releases the lock unless its loss already showed it is not
@@ -155,8 +152,9 @@ func (r *runner) released(lock *withlock.Lock, err, lost error) {
 // with -v when a renewal was slow or failed, and keeps when the last one
 // succeeded, to tell a key that expired from one that vanished.
 type renewals struct {
-	r   *runner
-	key string
+	r    *runner
+	key  string
+	lock *withlock.Lock // for its fencing number after a reacquisition
 
 	mu       sync.Mutex
 	lastOK   time.Time // when the last successful renewal, or the acquisition, was sent
@@ -189,6 +187,8 @@ func (rn *renewals) report(took time.Duration, err error) {
 				rn.key, round(took), round(slow))
 		}
 		rn.lastOK, rn.failed = sent, 0
+	case errors.Is(err, withlock.ErrReacquired):
+		rn.reacquired(sent) // reacquire.go
 	case errors.Is(err, withlock.ErrLockNotHeld):
 		// The loss: hold says why.
 	default:
@@ -215,6 +215,8 @@ func keepAliveMargin(ttl time.Duration) time.Duration { return min(ttl/10+100*ti
 // "lost" event, judged by this host's clock:
 //   - Redis did not answer renewals until the key could have expired:
 //     "Redis unreachable for longer than the TTL allows";
+//   - --break removed it (the marker it leaves names the breaker):
+//     "broken by host:pid with --break";
 //   - no renewal was even tried in time (with-lock was paused or starved):
 //     taken over by host:pid if Redis says so, else "it expired";
 //   - Redis said the lock is no longer ours: taken over by host:pid if
@@ -232,6 +234,9 @@ func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (strin
 		// now would only wait out another timeout.
 		return fmt.Sprintf("lock %s presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for %s of its %s TTL (last attempt: %s)",
 			lock.Key(), round(time.Since(lastOK)), ttl, r.inUserWords(lerr.Err)), fields{}
+	}
+	if errors.As(err, &lerr) && lerr.BrokenBy != "" {
+		return brokenReason(lock, lerr.BrokenBy, r.cfg.OnLost) // reacquire.go
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 	defer cancel()

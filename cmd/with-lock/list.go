@@ -21,25 +21,34 @@ const (
 // a last-run record), as a table or one JSON object per line, and exits 0,
 // also when there is none. A Redis deployment's locks are listed by
 // scanning it, so the time it takes grows with the number of keys there.
+// With none, a terminal is told so and a pipe gets nothing.
 func (r *runner) list() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.RedisTimeout)
 	defer cancel()
 	locks, err := r.locker.List(ctx, &withlock.ListOptions{All: r.cfg.All})
 	if err != nil {
-		return redisFailed(err)
+		return r.redisFailed(err)
 	}
 	if r.cfg.JSON {
 		for _, st := range locks {
 			out := newStatusJSON(st)
 			out.Name = strings.TrimPrefix(st.Key, r.cfg.Prefix)
 			if err := printJSON(out); err != nil {
-				warn("%v", err)
-				return exitInternal
+				return r.log.failed(exitInternal, "%v", err)
 			}
 		}
 		return 0
 	}
 	if len(locks) == 0 {
+		// A person at a terminal is told; a script reading a pipe gets
+		// no rows, as before (and --json stays one object per lock).
+		if isTerminal(os.Stdout) {
+			what := "no locks held"
+			if r.cfg.All {
+				what = "no locks held and no last runs"
+			}
+			fmt.Printf("%s under %s\n", what, r.cfg.Prefix)
+		}
 		return 0
 	}
 	now := time.Now()
@@ -79,8 +88,7 @@ func (r *runner) list() int {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", name, holder, heldFor, ttl, fence, last)
 	}
 	if err := w.Flush(); err != nil {
-		warn("write the list: %v", err)
-		return exitInternal
+		return r.log.failed(exitInternal, "write the list: %v", err)
 	}
 	return 0
 }
@@ -89,14 +97,15 @@ func (r *runner) list() int {
 // was; the holder finds out at its next renewal and stops its command
 // (125). It exits 0 when it removed a held lock, 1 when none was held.
 func (r *runner) breakLock() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
 	defer cancel()
 	st, err := r.locker.Break(ctx, r.cfg.Name)
 	if err != nil {
-		return redisFailed(err)
+		return r.redisFailed(err)
 	}
 	if !st.Held {
-		warn("%s was not held; nothing removed", st.Key)
+		// The answer to --break, as its exit code says: shown with -q too.
+		r.log.print(levelWarn, "warning", fields{}, "%s was not held; nothing removed", st.Key)
 		return exitNotHeld
 	}
 	if len(st.Holders) > 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -33,6 +34,15 @@ func newLogger(cfg *config.Config, w io.Writer) *logger {
 	return l
 }
 
+// earlyLogger is the logger for an error in the command line, the
+// environment or the config file, before there is a Config: in the format
+// that any of them asks for, as far as it can be read
+// (config.EarlyLogFormat), so that a log shipper that asked for JSON gets
+// JSON.
+func earlyLogger(args []string, w io.Writer) *logger {
+	return &logger{w: w, json: config.EarlyLogFormat(args, os.Getenv) == config.LogJSON, now: time.Now}
+}
+
 // Levels of a log line.
 const (
 	levelInfo  = "info"  // an event, shown with -v
@@ -60,9 +70,11 @@ type fields struct {
 	Fence      int64  `json:"fence,omitempty"`
 	DurationMs *int64 `json:"duration_ms,omitempty"` // how long the event took or lasted
 	TTLMs      int64  `json:"ttl_ms,omitempty"`
-	Code       *int   `json:"code,omitempty"`   // the command's exit code
+	Code       *int   `json:"code,omitempty"`   // the command's exit code; with-lock's on an error
 	Signal     string `json:"signal,omitempty"` // the signal that ended the command
 	Error      string `json:"error,omitempty"`  // the cause of a failed renewal
+	// Tracking is what follows the job's processes: subreaper or process group.
+	Tracking string `json:"tracking,omitempty"`
 }
 
 // ms is d in whole milliseconds, for fields.DurationMs.
@@ -100,6 +112,13 @@ func (l *logger) error(event string, f fields, format string, args ...any) {
 	l.print(levelError, event, f, format, args...)
 }
 
+// failed reports why with-lock exits with code, always, as an "error"
+// event whose code field is that exit code, and returns code.
+func (l *logger) failed(code int, format string, args ...any) int {
+	l.print(levelError, "error", fields{Code: &code}, format, args...)
+	return code
+}
+
 // print writes one line. A line break that comes from the input (a flag
 // named "--a\nb") is shown escaped, so that every message stays one line,
 // as cron mails and log scanners expect. Text lines keep the shape they
@@ -126,16 +145,26 @@ func (l *logger) print(level, event string, f fields, format string, args ...any
 }
 
 // since says when a holder took the lock, for a person: "since 14:02:07
-// (12m ago)", with the date when it was not today; "" when unknown.
+// (12m ago)", or "(just now)" within the second, with the date when it was
+// not today; "" when unknown.
 func since(t, now time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
+	if d := now.Sub(t); d < time.Second {
+		return fmt.Sprintf("since %s (just now)", clock(t, now))
+	}
+	return fmt.Sprintf("since %s (%s ago)", clock(t, now), ago(now.Sub(t)))
+}
+
+// clock is t's time of day for a person, with the date when it is not
+// now's day.
+func clock(t, now time.Time) string {
 	layout := "15:04:05"
 	if y, m, d := t.Date(); y != now.Year() || m != now.Month() || d != now.Day() {
 		layout = "2006-01-02 15:04:05"
 	}
-	return fmt.Sprintf("since %s (%s ago)", t.Format(layout), ago(now.Sub(t)))
+	return t.Format(layout)
 }
 
 // ago rounds d for a person: 42s, 12m, 3h12m.

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -46,16 +45,15 @@ func run(args []string) int {
 		config.Usage(os.Stdout)
 		return 0
 	case errors.Is(err, config.ErrConfig): // the config file
-		warn("%v", err)
-		return exitConfig
+		return earlyLogger(args, os.Stderr).failed(exitConfig, "%v", err)
 	case err != nil:
-		warn("%v (see with-lock --help)", err) // one line, as every error
-		return exitUsage
+		// One line, as every error.
+		return earlyLogger(args, os.Stderr).failed(exitUsage, "%v (see with-lock --help)", err)
 	case cfg.Version:
 		fmt.Println("with-lock", buildVersion())
 		return 0
 	case cfg.PrintConfig:
-		return printConfig(os.Stdout, cfg) // printconfig.go
+		return printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
 	}
 	r := &runner{cfg: cfg, sigs: make(chan os.Signal, 4), log: newLogger(cfg, os.Stderr)}
 	return r.monitored(r.run) // monitor.go: --metrics-dir and --ping learn how it ended
@@ -71,6 +69,8 @@ type runner struct {
 	// acquiredAt is when the lock was obtained.
 	acquiredAt time.Time
 	mon        monitor // what the monitoring learns of the run: monitor.go
+	// timedOut is set when --max-run stopped the job: jobstop.go.
+	timedOut bool
 }
 
 func (r *runner) run() int {
@@ -79,7 +79,7 @@ func (r *runner) run() int {
 		// can see, or debugs a run with -v; a script or cron job gets its
 		// answer alone.
 		if r.cfg.Status && isTerminal(os.Stderr) {
-			warn("note: %s", config.LocalOnlyWarning)
+			r.log.print(levelWarn, "warning", fields{}, "note: %s", config.LocalOnlyWarning)
 		} else {
 			r.log.event(levelWarn, "warning", fields{}, "note: %s", config.LocalOnlyWarning)
 		}
@@ -96,8 +96,7 @@ func (r *runner) run() int {
 	// short job a tenth of with-lock's start-up-to-exit time.
 	locker, _, err := newLocker(r.cfg)
 	if err != nil {
-		r.log.error("error", fields{}, "%v", err)
-		return exitConfig
+		return r.log.failed(exitConfig, "%v", err)
 	}
 	r.locker = locker
 
@@ -140,12 +139,4 @@ func (r *runner) env(lock *withlock.Lock) []string {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// warn prints one line on stderr in with-lock's name. A line break that
-// comes from the input (a flag named "--a\nb") is shown escaped, so that
-// every message stays one line, as cron mails and log scanners expect.
-func warn(format string, args ...any) {
-	msg := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(fmt.Sprintf(format, args...))
-	fmt.Fprintf(os.Stderr, "with-lock: %s\n", msg)
 }

@@ -22,7 +22,7 @@ type printConfigJSON struct {
 // printConfig prints the effective settings and where each came from, as
 // a config file (key = value) whose comments name the sources, or as JSON.
 // Passwords never appear: a URL's shows as ***.
-func printConfig(w io.Writer, cfg *config.Config) int {
+func printConfig(w io.Writer, cfg *config.Config, log *logger) int {
 	secrets := cfg.SecretSources(os.Getenv)
 	if cfg.JSON {
 		b, err := json.Marshal(printConfigJSON{
@@ -30,8 +30,7 @@ func printConfig(w io.Writer, cfg *config.Config) int {
 			RedisIsDefault: cfg.RedisIsDefault(), Settings: cfg.Effective(), Secrets: secrets,
 		})
 		if err != nil {
-			warn("encode settings: %v", err)
-			return exitInternal
+			return log.failed(exitInternal, "encode settings: %v", err)
 		}
 		fmt.Fprintln(w, string(b))
 		return 0

@@ -21,7 +21,7 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	if ka != nil {
 		lost = ka.Err()
 	}
-	run := withlock.Run{ExitCode: code, Lost: lost != nil}
+	run := withlock.Run{ExitCode: code, Lost: lost != nil, TimedOut: r.timedOut}
 	relErr, recErr := split(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
 	switch {
 	case recErr == nil:

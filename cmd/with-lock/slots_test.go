@@ -99,7 +99,7 @@ func TestSlotsBusyStatusListAndBreakShowEveryHolder(t *testing.T) {
 	if r.Code != 75 {
 		t.Errorf("with both slots held: exit %d, want 75 (stderr %q)", r.Code, r.Stderr)
 	}
-	oneLine(t, r, "all 2 slots of lock lock:backup are held; the first to free is ")
+	oneLine(t, r, "all 2 slots of lock:backup are held; the first to free is ")
 
 	r = e.run("--status", "backup")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "lock:backup is a semaphore: 2 of 2 slots held\n") ||

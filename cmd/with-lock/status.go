@@ -33,25 +33,25 @@ func (r *runner) admin() (code int, ok bool) {
 		action = r.list // list.go
 	case r.cfg.Break:
 		action = r.breakLock // list.go
+	case r.cfg.History:
+		action = r.history // history.go
 	default:
 		return 0, false
 	}
 	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
 	if err != nil {
-		warn("%v", err)
-		return exitConfig, true
+		return r.log.failed(exitConfig, "%v", err), true
 	}
 	defer closeRedis()
 	r.locker = locker
 	return action(), true
 }
 
-// redisFailed reports an error from Redis on one line and returns the exit
-// code for it.
-func redisFailed(err error) int {
+// redisFailed reports an error from Redis on one line, in the words a run
+// uses for it (inUserWords), and returns the exit code for it.
+func (r *runner) redisFailed(err error) int {
 	code := redisExit(err)
-	warn("%v%s", err, hint(code, err))
-	return code
+	return r.log.failed(code, "%s%s", r.inUserWords(err), hint(code, err))
 }
 
 // statusJSON is --status --json's output, one object on one line, and
@@ -70,6 +70,8 @@ type statusJSON struct {
 	LastRun  *runJSON   `json:"last_run,omitempty"`
 	Slots    int        `json:"slots,omitempty"`   // a semaphore's number of slots
 	Holders  []slotJSON `json:"holders,omitempty"` // a semaphore's holders, by slot
+
+	LastSuccess *runJSON `json:"last_success,omitempty"` // kept when later runs fail
 }
 
 // slotJSON is one holder of a semaphore.
@@ -93,6 +95,7 @@ type runJSON struct {
 	ExitCode   int       `json:"exit_code"`
 	Lost       bool      `json:"lost,omitempty"`
 	Fence      int64     `json:"fence,omitempty"`
+	Outcome    string    `json:"outcome,omitempty"` // ok, failed, lost, timed-out
 }
 
 func newStatusJSON(st *withlock.Status) statusJSON {
@@ -113,11 +116,18 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 		}
 		out.Holders = append(out.Holders, s)
 	}
-	if run := st.LastRun; run != nil {
-		out.LastRun = &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
-			DurationMs: run.Finished.Sub(run.Started).Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence}
-		out.LastRun.Host, out.LastRun.PID = splitHolder(run.Holder)
+	out.LastRun, out.LastSuccess = newRunJSON(st.LastRun), newRunJSON(st.LastSuccess)
+	return out
+}
+
+// newRunJSON is run as JSON, nil for none.
+func newRunJSON(run *withlock.Run) *runJSON {
+	if run == nil {
+		return nil
 	}
+	out := &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
+		DurationMs: run.Duration().Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence, Outcome: run.Outcome}
+	out.Host, out.PID = splitHolder(run.Holder)
 	return out
 }
 
@@ -143,18 +153,15 @@ func printJSON(v any) error {
 // status prints who holds the lock, for how long, its fencing number and
 // its last recorded run, and exits 0 when it is held, 1 when it is free.
 func (r *runner) status() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
 	if err != nil {
-		code := redisExit(err)
-		warn("%s%s", r.inUserWords(err), hint(code, err))
-		return code
+		return r.redisFailed(err)
 	}
 	if r.cfg.JSON {
 		if err := printJSON(newStatusJSON(st)); err != nil {
-			warn("%v", err)
-			return exitInternal
+			return r.log.failed(exitInternal, "%v", err)
 		}
 	} else {
 		fmt.Println(statusLine(st))
@@ -163,6 +170,9 @@ func (r *runner) status() int {
 		}
 		if st.LastRun != nil {
 			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
+		}
+		if st.LastSuccess != nil && (st.LastRun == nil || *st.LastSuccess != *st.LastRun) {
+			fmt.Println("last success: " + runLine(st.LastSuccess, time.Now()))
 		}
 	}
 	if st.Held {

@@ -113,6 +113,16 @@ func (c *Config) universalOptions(rawURL string) (*redis.UniversalOptions, *redi
 		MaxRetries:    -1,
 		DialerRetries: 1,
 		PoolSize:      4,
+		// Pipelines (--status, inspecting a busy lock) share the pool:
+		// go-redis's separate pipeline pool would cost a second connection
+		// and handshake per run, and on a stalled Redis it falls back to
+		// the main pool after its own handshake timed out, doubling the
+		// wait.
+		PipelinePoolSize: -1,
+		// A context's deadline bounds the socket's wait too, so that one
+		// deadline can bound a whole operation of several round trips
+		// (the handshake of a new connection, then the command).
+		ContextTimeoutEnabled: true,
 		// One short-lived process: skip CLIENT SETINFO and maintenance
 		// notifications, which only cost round trips at start-up.
 		DisableIdentity:          true,

@@ -36,6 +36,10 @@ const (
 const (
 	OnLostTerm   = "term"   // stop the command: SIGTERM, then SIGKILL
 	OnLostIgnore = "ignore" // warn and let the command finish
+	// OnLostReacquire takes a lock whose key vanished (a Redis restart
+	// without persistence, a failover to a replica without it) again, and
+	// stops the command as term does only if that fails.
+	OnLostReacquire = "reacquire"
 )
 
 // ErrUsage marks a bad command line or environment variable; the CLI
@@ -85,11 +89,21 @@ type Lock struct {
 // Supervision is what happens to the command while it runs.
 type Supervision struct {
 	NoRenew   bool          // the TTL is fixed, as in a plain SET NX EX
-	OnLost    string        // OnLostTerm or OnLostIgnore
+	OnLost    string        // OnLostTerm, OnLostIgnore or OnLostReacquire
 	KillAfter time.Duration // SIGKILL this long after SIGTERM on loss
 	RecordTTL time.Duration // keep the last-run record this long
 	NoRecord  bool          // store no last-run record
+	Leftovers string        // LeftoversWait or LeftoversKill
+	MaxRun    time.Duration // stop the job after this long; 0: no limit
+
+	HistorySize int // runs kept for --history; 0: none
 }
+
+// What --leftovers can say.
+const (
+	LeftoversWait = "wait" // hold the lock until the job's last process ends
+	LeftoversKill = "kill" // stop what is left when the command exits
+)
 
 // Output is what with-lock prints, and whether it runs a command at all.
 type Output struct {
@@ -100,6 +114,7 @@ type Output struct {
 	List        bool   // --list: print the locks held, run nothing
 	All         bool   // --list --all: also names with only a last-run record
 	Break       bool   // --break <name>: remove the lock, run nothing
+	History     bool   // --history <name>: print the last runs, run nothing
 	JSON        bool   // print --status, --list or --print-config as JSON
 	Version     bool   // print the version, run nothing
 	PrintConfig bool   // print the effective settings, run nothing
@@ -233,6 +248,10 @@ func (c *Config) validate() error {
 		}
 	}
 	switch {
+	case c.Prefix == "":
+		// The library would put DefaultPrefix in its place: refuse what
+		// cannot mean what it says.
+		return c.bad("prefix", "is empty: a lock's key needs a prefix (the default is %s)", DefaultPrefix)
 	case c.TTL < MinTTL:
 		return c.bad("ttl", "%s is below the minimum of %s", c.TTL, MinTTL)
 	case c.RedisTimeout <= 0:
@@ -255,19 +274,42 @@ func (c *Config) validate() error {
 	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
 		// Counters on independent masters are not one sequence.
 		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
-	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore:
-		return c.bad("on-lost", "%q: expected %s or %s", c.OnLost, OnLostTerm, OnLostIgnore)
+	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore && c.OnLost != OnLostReacquire:
+		return c.bad("on-lost", "%q: expected %s, %s or %s", c.OnLost, OnLostTerm, OnLostIgnore, OnLostReacquire)
+	case c.OnLost == OnLostReacquire:
+		if err := c.validateReacquire(); err != nil {
+			return err
+		}
 	case c.LogFormat != LogText && c.LogFormat != LogJSON:
 		return c.bad("log-format", "%q: expected %s or %s", c.LogFormat, LogText, LogJSON)
 	case c.Quiet && c.Verbose:
 		return fmt.Errorf("%s and %s contradict each other", c.origin("quiet"), c.origin("verbose"))
 	case c.KillAfter < 0:
 		return c.bad("kill-after", "%s is negative", c.KillAfter)
+	case c.Leftovers != LeftoversWait && c.Leftovers != LeftoversKill:
+		return c.bad("leftovers", "%q: expected %s or %s", c.Leftovers, LeftoversWait, LeftoversKill)
+	case c.MaxRun < 0:
+		return c.bad("max-run", "%s is negative", c.MaxRun)
 	}
 	if err := c.validateMonitoring(); err != nil { // monitoring.go
 		return err
 	}
 	return c.validateConnection()
+}
+
+// validateReacquire refuses --on-lost reacquire where it has no meaning.
+func (c *Config) validateReacquire() error {
+	switch {
+	case c.NoRenew:
+		return errors.New("--on-lost reacquire needs renewals to notice the loss; it does not go with --no-renew")
+	case c.Slots > 1:
+		// The freed slot's number may be another holder's by then, and
+		// WITH_LOCK_SLOT would lie.
+		return errors.New("--on-lost reacquire does not go with --slots: a semaphore's slot is not taken back")
+	case !c.Cluster && len(c.RedisURLs) > 1:
+		return errors.New("--on-lost reacquire needs one Redis deployment: a quorum already survives a member's restart, putting its key back there")
+	}
+	return nil
 }
 
 // validateRun checks what a run or --status needs beyond the settings.
@@ -292,6 +334,14 @@ const MaxSlots = 1000
 // weekend or a holiday.
 const DefaultRecordTTL = 30 * 24 * time.Hour
 
+// DefaultHistorySize is how many runs of a name --history keeps: enough
+// for a week and a half of a nightly job, small enough to cost nothing.
+const DefaultHistorySize = 10
+
+// MaxHistorySize bounds --history-size: the history is trimmed, and read
+// by --history, in the release's script, so its cost grows with N.
+const MaxHistorySize = 1000
+
 // action is the flag of the one-name action requested (--status, --break),
 // or "" when with-lock is to run a command.
 func (c *Config) action() string {
@@ -300,6 +350,8 @@ func (c *Config) action() string {
 		return "--status"
 	case c.Break:
 		return "--break"
+	case c.History:
+		return "--history"
 	case c.Check != "":
 		return "--check"
 	}
@@ -309,20 +361,22 @@ func (c *Config) action() string {
 // validateActions refuses flags that contradict the action requested.
 func (c *Config) validateActions() error {
 	n := 0
-	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.Check != ""} {
+	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History, c.Check != ""} {
 		if on {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return errors.New("--status, --list, --break, --check and --print-config go alone: pick one")
-	case c.JSON && !c.Status && !c.List && !c.PrintConfig && c.Check == "":
-		return errors.New("--json goes with --status, --list, --check or --print-config")
+		return errors.New("--status, --list, --break, --history, --check and --print-config go alone: pick one")
+	case c.JSON && !c.Status && !c.List && !c.PrintConfig && !c.History && c.Check == "":
+		return errors.New("--json goes with --status, --list, --history, --check or --print-config")
 	case c.All && !c.List:
 		return errors.New("--all goes with --list")
 	case c.RecordTTL < time.Millisecond:
 		return c.bad("record-ttl", "%s is below 1ms (turn records off with --no-record)", c.RecordTTL)
+	case c.HistorySize < 0 || c.HistorySize > MaxHistorySize:
+		return c.bad("history-size", "%d is outside 0-%d", c.HistorySize, MaxHistorySize)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func TestParse(t *testing.T) {
 	defaults := config.Config{
 		Connection:  config.Connection{RedisURLs: []string{config.DefaultRedisURL}, RedisTimeout: config.DefaultRedisTimeout},
 		Lock:        config.Lock{Prefix: config.DefaultPrefix, TTL: config.DefaultTTL, ConflictExit: config.DefaultConflictExit, Slots: 1},
-		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL},
+		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, HistorySize: config.DefaultHistorySize},
 		Output:      config.Output{LogFormat: config.LogText},
 	}
 	with := func(f func(c *config.Config)) config.Config {
@@ -139,8 +139,15 @@ func TestParseUsageErrors(t *testing.T) {
 		{[]string{"-E", "x", "job", "cmd"}, "x"},
 		{[]string{"--slots", "0", "job", "cmd"}, "--slots 0 is outside 1-1000"},
 		{[]string{"--slots", "1001", "job", "cmd"}, "outside 1-1000"},
+		{[]string{"--history-size", "-1", "job", "cmd"}, "--history-size -1 is outside 0-1000"},
+		{[]string{"--history", "job", "cmd"}, "--history takes one lock name and no command"},
+		{[]string{"--history", "--status", "job"}, "go alone"},
 		{[]string{"--slots", "2", "--min-replicas", "1", "job", "cmd"}, "--slots and --min-replicas do not go together"},
 		{[]string{"--slots", "3", "--redis", "redis://a:1/0", "--redis", "redis://b:1/0", "--redis", "redis://c:1/0", "job", "cmd"}, "--slots needs one Redis deployment"},
+		{[]string{"--on-lost", "retry", "job", "cmd"}, "expected term, ignore or reacquire"},
+		{[]string{"--on-lost", "reacquire", "--no-renew", "job", "cmd"}, "does not go with --no-renew"},
+		{[]string{"--on-lost", "reacquire", "--slots", "2", "job", "cmd"}, "does not go with --slots"},
+		{[]string{"--on-lost", "reacquire", "--redis", "redis://a:1/0", "--redis", "redis://b:1/0", "--redis", "redis://c:1/0", "job", "cmd"}, "--on-lost reacquire needs one Redis deployment"},
 		{[]string{"--bogus", "job", "cmd"}, "bogus"},
 		{[]string{"-x", "job", "cmd"}, "-x"},
 		{[]string{"--ttl"}, "ttl"},

@@ -106,7 +106,7 @@ func TestConfigFileErrorsSayFileLineAndKey(t *testing.T) {
 		{"int of the wrong type", "conflict-exit-code = \"0\"\n", `1: conflict-exit-code: expected a whole number, not a string`},
 		{"list of the wrong type", "redis = [1]\n", `1: redis: expected a list of strings such as ["a", "b"], not an integer`},
 		{"out of range", "\nttl = \"100ms\"\n", `2: ttl 100ms is below the minimum of 200ms`},
-		{"bad choice", "on-lost = \"kill\"\n", `1: on-lost "kill": expected term or ignore`},
+		{"bad choice", "on-lost = \"kill\"\n", `1: on-lost "kill": expected term, ignore or reacquire`},
 		{"a section", "ttl = \"5s\"\n[redis]\nurl = \"x\"\n", `2: [redis]: the file has no sections`},
 		{"unterminated string", "\nttl = \"5s\n", `2: `},
 		{"duplicate key", "ttl = \"5s\"\nttl = \"6s\"\n", `2: `},

@@ -74,7 +74,7 @@ func TestEnvValueErrorsNameTheVariable(t *testing.T) {
 		{env("WITH_LOCK_TTL", "100ms"), "WITH_LOCK_TTL 100ms is below the minimum of 200ms"},
 		{env("WITH_LOCK_QUIET", "yes please"), "WITH_LOCK_QUIET: "},
 		{env("WITH_LOCK_CONFLICT_EXIT_CODE", "300"), "WITH_LOCK_CONFLICT_EXIT_CODE 300 is outside 0-255"},
-		{env("WITH_LOCK_ON_LOST", "kill"), `WITH_LOCK_ON_LOST "kill": expected term or ignore`},
+		{env("WITH_LOCK_ON_LOST", "kill"), `WITH_LOCK_ON_LOST "kill": expected term, ignore or reacquire`},
 	} {
 		_, err := config.Parse([]string{"job", "true"}, tc.env)
 		if !errors.Is(err, config.ErrUsage) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "--") {

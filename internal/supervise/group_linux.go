@@ -22,24 +22,26 @@ func (c *Child) groupHasLiveProcess() bool {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if state, pgrp, ok := parseStat(string(stat)); ok && pgrp == c.pgid && state != 'Z' && state != 'X' {
+		if state, _, pgrp, ok := parseStat(string(stat)); ok && pgrp == c.pgid && state != 'Z' && state != 'X' {
 			return true
 		}
 	}
 	return false
 }
 
-// parseStat returns the state and process group of a /proc/<pid>/stat
-// line: "pid (comm) state ppid pgrp ...", where comm may hold anything.
-func parseStat(stat string) (state byte, pgrp int, ok bool) {
+// parseStat returns the state, parent and process group of a
+// /proc/<pid>/stat line: "pid (comm) state ppid pgrp ...", where comm may
+// hold anything.
+func parseStat(stat string) (state byte, ppid, pgrp int, ok bool) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	f := strings.Fields(stat[i+1:])
 	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	pgrp, err := strconv.Atoi(f[2])
-	return f[0][0], pgrp, err == nil
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	return f[0][0], ppid, pgrp, err1 == nil && err2 == nil
 }

@@ -29,20 +29,27 @@ import (
 // a shell, and nothing from the user reaches it.
 
 // guardScript ignores the signals with-lock forwards to the command's group
-// (they are the command's to handle), then waits for one line: "done" from
-// with-lock means stand down; EOF means with-lock died.
+// (they are the command's to handle), then reads lines: "done" from
+// with-lock means stand down; "pids ..." is the latest list of the job's
+// processes outside the group (and the groups they lead, as -PGID); EOF
+// means with-lock died, and it kills those, then its own group.
 const guardScript = `trap '' INT TERM HUP QUIT PIPE
-read -r word
-[ "$word" = done ] || kill -s KILL 0`
+while read -r word rest; do
+case $word in done) exit 0 ;; pids) p=$rest ;; esac
+done
+kill -s KILL -- $p 2>/dev/null
+kill -s KILL 0`
 
 const (
 	guardShell = "/bin/sh"
 	guardArgv0 = "with-lock-guard" // what ps shows
 	guardDone  = "done"
+	guardPids  = "pids"
 )
 
-// StartGuarded is Start with a guard that kills the child's process group
-// with SIGKILL if this process dies before the child has exited. If the
+// StartGuarded is Start with a guard that kills the child's job with
+// SIGKILL if this process dies before the job has ended: its process
+// group, and the processes that left it as of the last census. If the
 // guard cannot be started the child runs anyway, in a group of its own:
 // see GuardErr.
 func StartGuarded(path string, argv, env []string) (*Child, error) {
@@ -65,8 +72,9 @@ func (c *Child) GuardErr() error { return c.guardErr }
 // guard is a started guard process and the write end of its pipe.
 type guard struct {
 	cmd  *exec.Cmd
-	once sync.Once // standDown
+	mu   sync.Mutex // w, down
 	w    *os.File
+	down bool // told to stand down
 }
 
 func startGuard() (*guard, error) {
@@ -96,13 +104,26 @@ func startGuard() (*guard, error) {
 // pgid is the process group the guard leads.
 func (g *guard) pgid() int { return g.cmd.Process.Pid }
 
-// standDown tells the guard the child has exited, so it leaves without
-// killing. It is called as soon as the child is reaped, before Done is
-// closed: with-lock may exit right after Done, and a guard that then saw
-// EOF would kill what the command left running in its group.
+// standDown tells the guard the job has ended, so it leaves without
+// killing. It is called as soon as the last process of the job is reaped,
+// before JobDone is closed: with-lock may exit right after, and a guard
+// that then saw EOF would kill whatever now has the job's pids.
 func (g *guard) standDown() {
-	g.once.Do(func() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.down {
+		g.down = true
 		fmt.Fprintln(g.w, guardDone)
 		g.w.Close()
-	})
+	}
+}
+
+// tell gives the guard one line, unless it has stood down. A guard that is
+// gone (killed with the job's group) makes it fail, harmlessly.
+func (g *guard) tell(line string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.down {
+		fmt.Fprintln(g.w, line)
+	}
 }

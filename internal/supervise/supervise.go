@@ -1,8 +1,9 @@
 // Package supervise runs with-lock's command as a child process: in its own
-// process group so the whole tree can be signalled, killed if with-lock
-// dies (by a guard process everywhere, and by the kernel's parent-death
-// signal on Linux), and in the terminal's foreground when run
-// interactively.
+// process group so the whole tree can be signalled, as a subreaper on Linux
+// so that every process the command starts stays with-lock's to wait for
+// and to stop (job.go), killed if with-lock dies (by a guard process
+// everywhere, and by the kernel's parent-death signal on Linux), and in the
+// terminal's foreground when run interactively.
 package supervise
 
 import (
@@ -111,15 +112,20 @@ func missingInterpreter(path string) (string, bool) {
 	return fields[0], true
 }
 
-// Child is a running command.
+// Child is a running command and its job.
 type Child struct {
 	cmd        *exec.Cmd
 	pgid       int // its process group: its own, or its guard's
 	foreground int // the terminal fd whose foreground we took, or -1
 	done       chan struct{}
-	state      *os.ProcessState
+	jobDone    chan struct{} // see JobDone
+	censusStop chan struct{} // closed when the job ends
+	status     syscall.WaitStatus
+	usage      jobUsage
 	started    time.Time // just before the command was started
+	guard      *guard    // nil when unguarded
 	guardErr   error     // see StartGuarded
+	tracking   string    // see Tracking
 }
 
 // Start runs path with argv and env, stdio inherited. The child leads a new
@@ -129,10 +135,14 @@ func Start(path string, argv, env []string) (*Child, error) {
 	return start(path, argv, env, nil)
 }
 
-// start is Start, telling g (if not nil) to stand down once the child has
-// been reaped.
+// start is Start, with g (if not nil) as the job's guard, told to stand
+// down once the job has ended.
 func start(path string, argv, env []string, g *guard) (*Child, error) {
-	c := &Child{done: make(chan struct{}), foreground: -1}
+	c := &Child{done: make(chan struct{}), jobDone: make(chan struct{}), censusStop: make(chan struct{}),
+		foreground: -1, guard: g, tracking: "process group"}
+	if becomeSubreaper() {
+		c.tracking = tracking
+	}
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        argv,
@@ -169,16 +179,13 @@ func start(path string, argv, env []string, g *guard) (*Child, error) {
 			c.pgid = cmd.Process.Pid // it leads a group of its own
 		}
 		started <- nil
-		_ = cmd.Wait() // its error only repeats ProcessState, read below
-		if g != nil {
-			g.standDown()
-		}
-		c.state = cmd.ProcessState
-		c.restoreTerminal()
-		close(c.done)
+		c.reap() // job_*.go: until the job has ended
 	}()
 	if err := <-started; err != nil {
 		return nil, startError(argv[0], path, err)
+	}
+	if g != nil && c.tracking == tracking {
+		go c.census()
 	}
 	return c, nil
 }
@@ -208,36 +215,22 @@ func (c *Child) Started() time.Time { return c.started }
 // and false when it exited by itself.
 func (c *Child) KilledBy() (syscall.Signal, bool) {
 	<-c.done
-	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ws.Signal(), true
+	if c.status.Signaled() {
+		return c.status.Signal(), true
 	}
 	return 0, false
 }
 
-// Done is closed once the child has exited and been reaped.
+// Done is closed once the child has exited and been reaped; processes of
+// its job may remain (see JobDone).
 func (c *Child) Done() <-chan struct{} { return c.done }
-
-// Signal sends sig to the child's whole process group, so a shell's own
-// children get it too. A group that is already gone is not an error.
-func (c *Child) Signal(sig syscall.Signal) error {
-	err := syscall.Kill(-c.pgid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
-}
 
 // Wait waits for the child and returns its exit code as a shell reports it:
 // its own code, or 128+N when signal N killed it.
 func (c *Child) Wait() int {
 	<-c.done
-	return ExitCode(c.state)
-}
-
-// ExitCode converts a finished process's state to a shell-style exit code.
-func ExitCode(st *os.ProcessState) int {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if c.status.Signaled() {
+		return 128 + int(c.status.Signal())
 	}
-	return st.ExitCode()
+	return c.status.ExitStatus()
 }

@@ -18,10 +18,9 @@ _with_lock()
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
                 --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
-                --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl)
-                ((i++))
-                ;;
-            --metrics-dir | --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok)
+                --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
+                --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
+                --check | --max-age | --warn-age | --running-ok)
                 ((i++))
                 ;;
             -*) ;;
@@ -39,11 +38,15 @@ _with_lock()
 
     case $prev in
         --on-lost)
-            COMPREPLY=($(compgen -W 'term ignore' -- "$cur"))
+            COMPREPLY=($(compgen -W 'term ignore reacquire' -- "$cur"))
             return
             ;;
         --log-format)
             COMPREPLY=($(compgen -W 'text json' -- "$cur"))
+            return
+            ;;
+        --leftovers)
+            COMPREPLY=($(compgen -W 'wait kill' -- "$cur"))
             return
             ;;
         --cacert | --cert | --key | --password-file | --sentinel-password-file | --config)
@@ -59,7 +62,7 @@ _with_lock()
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --slots | --record-ttl)
+            --min-replicas | --slots | --record-ttl | --max-run | --history-size)
             return
             ;;
     esac
@@ -67,7 +70,7 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --fence --status --json --list --all --break
-            --record-ttl --no-record -w --wait
+            --record-ttl --no-record --history --history-size -w --wait --leftovers --max-run
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config

@@ -9,7 +9,7 @@ function __with_lock_command_start
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
         --min-hold -w --wait -E --conflict-exit-code --cacert --cert --key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
-        --log-format
+        --log-format --leftovers --max-run
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
@@ -54,8 +54,10 @@ complete -c with-lock -n $flags -l redis-timeout -x -d 'give up on Redis after D
 complete -c with-lock -n $flags -l prefix -x -d 'the key is STR<name>'
 complete -c with-lock -n $flags -l ttl -x -d 'lock time to live'
 complete -c with-lock -n $flags -l no-renew -d 'do not renew the lock while the command runs'
-complete -c with-lock -n $flags -l on-lost -x -a 'term ignore' -d 'what to do when the lock is lost'
+complete -c with-lock -n $flags -l on-lost -x -a 'term ignore reacquire' -d 'what to do when the lock is lost'
 complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
+complete -c with-lock -n $flags -l leftovers -x -a 'wait kill' -d 'processes left when the command exits'
+complete -c with-lock -n $flags -l max-run -x -d 'stop the whole job after DUR, exit 124'
 complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
 complete -c with-lock -n $flags -l fence -d 'fencing number in WITH_LOCK_FENCE'
 complete -c with-lock -n $flags -l status -d 'print who holds the lock and exit'
@@ -65,6 +67,8 @@ complete -c with-lock -n $flags -l all -d 'with --list, also the last runs of na
 complete -c with-lock -n $flags -l break -d 'remove the lock whoever holds it and exit'
 complete -c with-lock -n $flags -l record-ttl -x -d 'keep the last-run record for DUR'
 complete -c with-lock -n $flags -l no-record -d 'do not store a record of the run'
+complete -c with-lock -n $flags -l history -d 'print the last runs of the lock and exit'
+complete -c with-lock -n $flags -l history-size -x -d 'keep the last N runs for --history'
 complete -c with-lock -n $flags -s w -l wait -x -d 'wait up to DUR for a busy lock'
 complete -c with-lock -n $flags -s E -l conflict-exit-code -x -d 'exit code when the lock is busy'
 complete -c with-lock -n $flags -s n -l nonblock -d 'fail at once when the lock is busy'

@@ -1,0 +1,109 @@
+package withlock_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// The holder of a lock that Client.Break removed learns who broke it
+// (LostError.BrokenBy, from the marker Break leaves), a plain lock's or a
+// semaphore slot's; with Reacquire it does not take a broken lock back,
+// since breaking it was an operator's decision.
+func TestKeepAliveLearnsWhoBrokeTheLock(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	breaker := host + ":" + strconv.Itoa(os.Getpid()) // Break's Client is in this process
+	tests := []struct {
+		name      string
+		slots     int
+		reacquire bool
+	}{
+		{"plain", 1, false},
+		{"plain with reacquire", 1, true},
+		{"semaphore slot", 3, false},
+	}
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	admin := withlock.New(srv.Client(), nil)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			locker, err := withlock.NewSemaphore(srv.ClientWith(&redis.Options{MaxRetries: -1}), tt.slots, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := "broken-{" + strconv.Itoa(i) + "}" // a hash tag: the marker is then under the prefix, which List scans
+			l, err := locker.TryAcquire(ctx, name, ttl, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: tt.reacquire})
+			defer ka.Stop()
+			if st, err := admin.Break(ctx, name); err != nil || !st.Held {
+				t.Fatalf("Break = %+v, %v; want the lock it removed", st, err)
+			}
+			waitLost(t, ka, 5*time.Second)
+			var lerr *withlock.LostError
+			err = ka.Err()
+			if !errors.As(err, &lerr) || !errors.Is(err, withlock.ErrLockNotHeld) || lerr.BrokenBy != breaker {
+				t.Fatalf("Err() = %v (BrokenBy %q); want ErrLockNotHeld broken by %s", err, lerr.BrokenBy, breaker)
+			}
+			if !strings.Contains(err.Error(), "broken by "+breaker) {
+				t.Errorf("Err() says %q, want it to name the breaker", err)
+			}
+			ka.Stop()
+			if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
+				t.Error("the broken lock was taken back")
+			}
+			if list, err := admin.List(ctx, nil); err != nil || len(list) != 0 {
+				t.Errorf("List after the break = %v, %v; want no lock (the marker is none)", list, err)
+			}
+		})
+	}
+}
+
+// The marker speaks only of the tokens Break removed: a later holder whose
+// key vanishes otherwise is not told its lock was broken, and with
+// Reacquire takes it back.
+func TestBreakMarkerNamesOnlyTheTokensItRemoved(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	locker := kaClient(t, srv, time.Second)
+	first, err := locker.TryAcquire(ctx, "broken-later", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := locker.Break(ctx, "broken-later"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := locker.TryAcquire(ctx, "broken-later", 900*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() == first.Token() {
+		t.Fatal("two acquisitions drew one token")
+	}
+	rl := make(renewLog, 16)
+	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew})
+	defer ka.Stop()
+	if err := rdb.Del(ctx, l.Key()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rl.waitFor(t, ka, withlock.ErrReacquired, 5*time.Second)
+	if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
+		t.Errorf("key holds %q after the reacquisition, want the later holder's token", v)
+	}
+}

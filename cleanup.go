@@ -1,0 +1,163 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cleanup of an acquisition whose outcome is unknown.
+//
+// A SET (or script) whose reply never came may still be executed by Redis
+// later: a server paused by SIGSTOP, in DEBUG SLEEP or a long fork reads
+// the command from its socket when it resumes, even after the client gave
+// up and closed the connection. An acquisition that returns an error must
+// not leave its token behind, since nobody would release that lock; and it
+// must not wait for the stalled server either, or a failed run would last
+// several timeouts.
+//
+// So the compare-and-delete of our own token is queued rather than waited
+// for: it is written on a fresh connection to the same server, with the
+// AUTH and SELECT it needs in front, and the connection is closed without
+// reading a reply (queueScript). The kernel of the server's host holds
+// those bytes even while Redis is stopped; when Redis resumes it runs the
+// SET first, since that socket became readable first and its event loop
+// serves sockets in that order, and the deletion next. A fresh connection
+// is used because the SET's own one is closed by go-redis on the timeout,
+// and one from the pool would first send HELLO and wait for its answer.
+//
+// Where that cannot be done — a TLS connection (its handshake needs the
+// stalled server), a credentials provider that streams, a client that is
+// neither a *redis.Client nor a *redis.ClusterClient — the deletion is sent
+// the ordinary way and retried (retryCleanup), all of it within the same
+// budget: half the client's read timeout. A SET that lands after that
+// blocks the name, never double-holds it, for at most one TTL.
+
+// cleanupBudget is how long a failed acquisition may spend on its clean-up
+// on top of the timeout that failed it: half the client's read timeout,
+// so that the whole failed acquisition stays within 1.5 of it.
+func cleanupBudget(rdb redis.UniversalClient) time.Duration {
+	var rt time.Duration
+	switch c := rdb.(type) {
+	case *redis.Client:
+		rt = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		rt = c.Options().ReadTimeout
+	}
+	if rt <= 0 {
+		rt = 3 * time.Second // go-redis's default
+	}
+	return rt / 2
+}
+
+// cleanupScript deletes our own token with script (keys, args) on the
+// server of rdb that owns key, without waiting for a stalled server: see
+// above. ctx may be cancelled already.
+func cleanupScript(ctx context.Context, rdb redis.UniversalClient, key, script string, keys []string, args ...any) {
+	budget := cleanupBudget(rdb)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	defer cancel()
+	if queueScript(ctx, rdb, key, script, keys, args...) == nil {
+		return
+	}
+	retryCleanup(ctx, func(ctx context.Context) error {
+		return rdb.Eval(ctx, script, keys, args...).Err()
+	})
+}
+
+// errCannotQueue means queueScript cannot reach the server without its
+// answering first; the caller sends the command the ordinary way.
+var errCannotQueue = errors.New("cannot queue a command for this client")
+
+// queueScript writes EVAL script on a new connection to the master of rdb
+// that owns key, preceded by AUTH and SELECT where the client uses them,
+// and closes the connection without reading any reply. A nil error means
+// the bytes were handed to the kernel, not that Redis ran them.
+func queueScript(ctx context.Context, rdb redis.UniversalClient, key, script string, keys []string, args ...any) error {
+	var opt *redis.Options
+	switch c := rdb.(type) {
+	case *redis.Client:
+		opt = c.Options()
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		opt = node.Options()
+	default:
+		return errCannotQueue
+	}
+	if opt.TLSConfig != nil || opt.StreamingCredentialsProvider != nil || opt.Dialer == nil {
+		return errCannotQueue
+	}
+	user, pass, err := credentials(ctx, opt)
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	switch {
+	case pass != "" && user != "":
+		buf = appendCommand(buf, "AUTH", user, pass)
+	case pass != "":
+		buf = appendCommand(buf, "AUTH", pass)
+	}
+	if opt.DB != 0 {
+		buf = appendCommand(buf, "SELECT", strconv.Itoa(opt.DB))
+	}
+	cmd := []string{"EVAL", script, strconv.Itoa(len(keys))}
+	cmd = append(cmd, keys...)
+	for _, a := range args {
+		cmd = append(cmd, fmt.Sprint(a))
+	}
+	buf = appendCommand(buf, cmd...)
+
+	conn, err := opt.Dialer(ctx, opt.Network, opt.Addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetWriteDeadline(d)
+	}
+	if _, err := conn.Write(buf); err != nil {
+		return err
+	}
+	// Half-close: Redis reads the commands, then the end of the stream.
+	if tc, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+	}
+	return nil
+}
+
+// credentials are the user and password a connection of opt authenticates
+// with, from its provider if it has one.
+func credentials(ctx context.Context, opt *redis.Options) (user, pass string, err error) {
+	switch {
+	case opt.CredentialsProviderContext != nil:
+		return opt.CredentialsProviderContext(ctx)
+	case opt.CredentialsProvider != nil:
+		user, pass = opt.CredentialsProvider()
+		return user, pass, nil
+	}
+	return opt.Username, opt.Password, nil
+}
+
+// appendCommand appends args as one RESP command (an array of bulk
+// strings), as redis-cli sends it.
+func appendCommand(buf []byte, args ...string) []byte {
+	buf = append(buf, '*')
+	buf = strconv.AppendInt(buf, int64(len(args)), 10)
+	buf = append(buf, "\r\n"...)
+	for _, a := range args {
+		buf = append(buf, '$')
+		buf = strconv.AppendInt(buf, int64(len(a)), 10)
+		buf = append(buf, "\r\n"...)
+		buf = append(buf, a...)
+		buf = append(buf, "\r\n"...)
+	}
+	return buf
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	withlock "github.com/with-lock/with-lock"
+)
+
+// busy says, unless -q, that the lock is held and the command not run.
+// On one deployment it asks Redis again (Status) for what the failed SET
+// NX cannot tell: that the holder's run has finished and only --min-hold
+// keeps the key, or that the key has no expiry and will never free by
+// itself. A quorum is not asked again: a slow member would slow the
+// answer.
+func (r *runner) busy(err error) {
+	if r.log.quiet {
+		return
+	}
+	var held *withlock.NotObtainedError
+	if !errors.As(err, &held) {
+		r.log.warn("busy", fields{}, "%v; command not run", err)
+		return
+	}
+	f := fields{Holder: held.Holder, TTLMs: held.TTL.Milliseconds()}
+	msg := err.Error()
+	if held.Slots == 0 && (r.cfg.Cluster || len(r.cfg.RedisURLs) == 1) {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
+		st, serr := r.locker.Status(ctx, r.cfg.Name)
+		cancel()
+		if serr == nil && st.Held {
+			f = fields{Holder: st.Holder, Since: rfc3339(st.Since), TTLMs: st.TTL.Milliseconds()}
+			msg = busyLine(st, time.Now())
+		}
+	}
+	r.log.warn("busy", f, "%s; command not run", msg)
+}
+
+// busyLine says who holds the lock st describes, since when, and when it
+// frees.
+func busyLine(st *withlock.Status, now time.Time) string {
+	switch {
+	case st.Finished:
+		return fmt.Sprintf("%s is kept by --min-hold until %s (%s from now): the last run, by %s, has finished",
+			st.Key, clock(now.Add(st.TTL), now), round(st.TTL), st.Holder)
+	case st.TTL < 0:
+		return fmt.Sprintf("%s is held by %s with no expiry: it will never free by itself (see --status; --break removes it)",
+			st.Key, owner(st.Holder))
+	}
+	who := owner(st.Holder)
+	if s := since(st.Since, now); s != "" {
+		who += " " + s
+	}
+	return fmt.Sprintf("%s is held by %s, expires in %s", st.Key, who, round(st.TTL))
+}
+
+// owner names a holder in a sentence: a token in another format has no
+// host:pid to show.
+func owner(holder string) string {
+	if holder == "unknown" {
+		return "an unknown owner (a value with-lock did not write)"
+	}
+	return holder
+}
+
+// waitedFor says, after a wait ran out, what keeps the lock st describes:
+// as busyLine, without the key the message already names, and without the
+// remaining time, which renewal keeps near the TTL.
+func waitedFor(st *withlock.Status, now time.Time) string {
+	switch {
+	case st.Finished:
+		return fmt.Sprintf("the last run, by %s, has finished and --min-hold keeps the lock until %s (%s from now)",
+			st.Holder, clock(now.Add(st.TTL), now), round(st.TTL))
+	case st.TTL < 0:
+		return fmt.Sprintf("held by %s with no expiry: it will never free by itself (see --status; --break removes it)",
+			owner(st.Holder))
+	}
+	who := "held by " + owner(st.Holder)
+	if s := since(st.Since, now); s != "" {
+		who += " " + s
+	}
+	return who
+}

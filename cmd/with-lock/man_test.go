@@ -1,0 +1,110 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// manSection returns the text of with-lock.1 from the line starting with
+// start up to the next line starting with a roff request in next.
+func manSection(t *testing.T, start string, next ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "with-lock.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	man := string(data)
+	i := strings.Index(man, "\n"+start)
+	if i < 0 {
+		t.Fatalf("with-lock.1 has no line %q", start)
+	}
+	rest := man[i+1+len(start):]
+	end := len(rest)
+	for _, n := range next {
+		if j := strings.Index(rest, "\n"+n); j >= 0 && j < end {
+			end = j
+		}
+	}
+	return rest[:end]
+}
+
+// Every WITH_LOCK_* variable the binary reads or sets for the command is
+// in the man page's ENVIRONMENT: the variables are found in the source of
+// the binary (the CLI and its config package), so a new one cannot be
+// forgotten.
+func TestManPageNamesEveryVariable(t *testing.T) {
+	env := manSection(t, ".SH ENVIRONMENT", ".SH ")
+	vars := map[string]bool{}
+	literal := regexp.MustCompile(`"(WITH_LOCK_[A-Z0-9_]*[A-Z0-9])"`)
+	for _, dir := range []string{".", filepath.Join("..", "..", "internal", "config")} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range literal.FindAllStringSubmatch(string(src), -1) {
+				vars[m[1]] = true
+			}
+		}
+	}
+	if len(vars) < 20 {
+		t.Fatalf("found only %d variables in the source: %v", len(vars), vars)
+	}
+	names := make([]string, 0, len(vars))
+	for v := range vars {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	for _, v := range names {
+		// Whole name only: WITH_LOCK_SENTINEL must not be satisfied by
+		// WITH_LOCK_SENTINEL_MASTER.
+		if !regexp.MustCompile(`(?:^|[^A-Z0-9_])` + v + `(?:[^A-Z0-9_]|$)`).MatchString(env) {
+			t.Errorf("with-lock.1's ENVIRONMENT does not name %s, which the binary reads or sets", v)
+		}
+	}
+}
+
+// The man page's --json and --log-format paragraphs name every field the
+// JSON output has, and --json every action it goes with.
+func TestManPageNamesEveryJSONField(t *testing.T) {
+	for _, tc := range []struct {
+		flag  string
+		types []reflect.Type
+	}{
+		{`.B \-\-json`, []reflect.Type{reflect.TypeFor[statusJSON](), reflect.TypeFor[printConfigJSON]()}},
+		{`.BI \-\-log\-format`, []reflect.Type{reflect.TypeFor[entry](), reflect.TypeFor[fields]()}},
+	} {
+		text := manSection(t, tc.flag, ".TP", ".SH ")
+		text = strings.ReplaceAll(text, `\-`, "-")
+		if tc.flag == `.B \-\-json` {
+			for _, action := range []string{"--status", "--list", "--print-config"} { // validateActions
+				if !strings.Contains(text, action) {
+					t.Errorf("with-lock.1's --json does not say it goes with %s", action)
+				}
+			}
+		}
+		for _, typ := range tc.types {
+			for i := range typ.NumField() {
+				name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+				if name == "" || name == "-" {
+					continue // an embedded struct: its fields are checked on their own
+				}
+				if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(text) {
+					t.Errorf("with-lock.1's %s does not name the JSON field %s", tc.flag, name)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package main_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/clitest"
+)
+
+// stallTimeout is the --redis-timeout of these tests. A failed run must end
+// within 1.5 of it; stallMargin is added for a loaded machine.
+const (
+	stallTimeout = time.Second
+	stallMargin  = time.Second
+)
+
+// stall is a way of making a live redis-server stop answering: stop
+// starts it (and returns once the server is silent), resume ends it and
+// returns once the server answers again.
+type stall struct {
+	name string
+	stop func(e *env, d time.Duration) (resume func())
+}
+
+var stalls = []stall{
+	{"SIGSTOP", func(e *env, _ time.Duration) func() {
+		e.srv.Signal(syscall.SIGSTOP)
+		return func() { e.srv.Signal(syscall.SIGCONT) }
+	}},
+	{"DEBUG SLEEP", func(e *env, d time.Duration) func() {
+		sleeper := e.srv.ClientWith(&redis.Options{ReadTimeout: d + time.Minute})
+		done := make(chan error, 1)
+		go func() { done <- sleeper.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds()).Err() }()
+		probe := e.srv.ClientWith(&redis.Options{ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
+		clitest.Eventually(e.t, 10*time.Second, "the server never started its DEBUG SLEEP", func() bool {
+			return probe.Ping(context.Background()).Err() != nil
+		})
+		return func() {
+			if err := <-done; err != nil {
+				e.t.Errorf("DEBUG SLEEP: %v", err)
+			}
+		}
+	}},
+}
+
+// A run against a Redis that does not answer ends within 1.5 of
+// --redis-timeout, says how long it waited, and truly waited that long;
+// the admin actions are bounded the same way. Nothing is left behind
+// once Redis answers again.
+func TestStalledRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
+	for _, st := range stalls {
+		for _, tc := range []struct {
+			name    string
+			args    []string
+			timeout time.Duration
+			says    bool // the message names the wait (the admin actions' wording is their own)
+		}{
+			{"run", []string{"x", "touch"}, stallTimeout, true},
+			// Long enough that two timeouts exceed the bound.
+			{"--status", []string{"--status", "x"}, 3 * stallTimeout, true},
+			{"--break", []string{"--break", "x"}, stallTimeout, false},
+			{"--list", []string{"--list"}, stallTimeout, false},
+		} {
+			t.Run(st.name+"/"+tc.name, func(t *testing.T) {
+				e := setup(t, "enable-debug-command", "yes")
+				args := append([]string{"--redis-timeout", tc.timeout.String()}, tc.args...)
+				if tc.name == "run" {
+					args = append(args, e.path("ran"))
+				}
+				resume := st.stop(e, 3*tc.timeout)
+				r := e.run(args...)
+				resume()
+				if r.Code != 69 {
+					t.Errorf("exit %d, want 69 (stderr %q)", r.Code, r.Stderr)
+				}
+				if bound := tc.timeout*3/2 + stallMargin; r.Duration > bound {
+					t.Errorf("gave up after %s with --redis-timeout %s; want at most %s", r.Duration, tc.timeout, bound)
+				}
+				if r.Duration < tc.timeout {
+					t.Errorf("gave up after %s, before --redis-timeout %s", r.Duration, tc.timeout)
+				}
+				if tc.says {
+					oneLine(t, r, "timed out after "+tc.timeout.String()+" (--redis-timeout)")
+				}
+				e.notRun("ran")
+				goneSoon(t, e, "lock:x")
+			})
+		}
+	}
+}
+
+// A run whose SET reached Redis just as it stalled cannot know whether it
+// landed. It still ends within the bound, while Redis is silent, and
+// leaves no lock: the clean-up it queued runs right after the SET when
+// Redis resumes. The fence counter shows that the SET did land.
+func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) {
+	for _, st := range stalls {
+		t.Run(st.name, func(t *testing.T) {
+			e := setup(t, "enable-debug-command", "yes")
+			ctx := context.Background()
+			clitest.Binary(t) // built before the holder's key starts to run out
+			// A foreign holder whose key expires while Redis is stalled;
+			// --fence waits without the fair line: it tries the SET again
+			// at the holder's expiry (or its poll), on the connection of
+			// its first try.
+			const held, stalled = 2 * time.Second, 7 * time.Second
+			setAt := time.Now()
+			if err := e.rdb.Set(ctx, "lock:x", foreign, held).Err(); err != nil {
+				t.Fatal(err)
+			}
+			p := clitest.Start(t, nil, "--redis", e.srv.URL(), "--redis-timeout", stallTimeout.String(),
+				"--fence", "-w", "60s", "x", "touch", e.path("ran"))
+			clitest.Eventually(t, 10*time.Second, "with-lock never began to wait", func() bool {
+				return e.rdb.PubSubNumSub(ctx, "lock:x").Val()["lock:x"] > 0
+			})
+			if time.Since(setAt) > held/2 {
+				t.Fatalf("with-lock took %s to begin waiting; the test needs it before the holder's key runs out", time.Since(setAt))
+			}
+			resume := st.stop(e, stalled)
+			// The retry is sent at the holder's expiry at the latest, and
+			// may take 1.5 timeouts.
+			bound := held + stallTimeout*3/2 + stallMargin
+			var r clitest.Result
+			select {
+			case <-p.Done():
+				r = p.Wait(time.Second)
+			case <-time.After(stalled - time.Since(setAt)):
+				resume()
+				t.Fatalf("with-lock still waited when Redis had been silent for %s; want it to give up %s after the holder's SET", stalled, bound)
+			}
+			took := time.Since(setAt)
+			resume()
+			if r.Code != 69 {
+				t.Errorf("exit %d, want 69 (stderr %q)", r.Code, r.Stderr)
+			}
+			if took > bound {
+				t.Errorf("gave up %s after the holder's SET; want at most %s", took, bound)
+			}
+			if !hasLine(r.Stderr, "timed out after 1s (--redis-timeout)", "command not run") {
+				t.Errorf("stderr %q: want the timeout and that the command did not run", r.Stderr)
+			}
+			e.notRun("ran")
+			if e.get(fenceKey("x")) == "" {
+				t.Fatal("the fence counter is unset: the SET never landed, so this tested nothing")
+			}
+			goneSoon(t, e, "lock:x")
+		})
+	}
+}
+
+// goneSoon checks that key is gone once a resumed Redis has run what was
+// queued for it: a connection opened during the stall is read an event
+// loop turn after the older ones.
+func goneSoon(t *testing.T, e *env, key string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(3 * time.Second)
+	for e.rdb.Exists(ctx, key).Val() != 0 {
+		if time.Now().After(deadline) {
+			t.Errorf("%s was left behind, PTTL %s", key, e.rdb.PTTL(ctx, key).Val())
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

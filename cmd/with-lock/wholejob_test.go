@@ -1,0 +1,181 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// The lock covers the whole job: every process the command starts,
+// background and daemonized ones included, runs only while with-lock holds
+// the lock (Linux, where with-lock is a subreaper).
+
+// backgroundJob is a command that starts a background child, which writes
+// its pid to "$0/pid" and runs until "$0/go" exists; the command exits 3
+// once the pid is there.
+const backgroundJob = `sh -c 'echo $$ > "$0/pid.tmp" && mv "$0/pid.tmp" "$0/pid"; while [ ! -e "$0/go" ]; do sleep 0.02; done' "$0" &
+while [ ! -e "$0/pid" ]; do sleep 0.01; done; exit 3`
+
+// A background child outlives the command: with-lock keeps the lock,
+// renewed, until it exits, says so in one line, refuses a second run
+// meanwhile, then releases and exits with the command's own code.
+func TestBackgroundChildKeepsLockHeldUntilItExits(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	dir := t.TempDir()
+	p := clitest.Start(t, redisEnv(srv), "--ttl", "1s", "bg", "sh", "-c", backgroundJob, dir)
+	pid := clitest.ReadPids(t, 10*time.Second, filepath.Join(dir, "pid"), 1)[0]
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	p.WaitStderr("remaining process")
+	time.Sleep(1500 * time.Millisecond) // past the TTL: the lock must be renewed, not just left to expire
+	if p.Exited() {
+		t.Fatalf("with-lock exited while the command's background child ran; stderr %q", p.Stderr())
+	}
+	if st := lookAt(rdb, "lock:bg"); st.err != nil || !tokenRE.MatchString(st.val) {
+		t.Errorf("key %+v while the background child runs: want held by with-lock", st)
+	}
+	if second := clitest.Run(t, redisEnv(srv), "bg", "true"); second.Code != 75 {
+		t.Errorf("a second with-lock bg exited %d while the first one's background child ran; want 75 (busy)", second.Code)
+	}
+	touch(t, filepath.Join(dir, "go"))
+	res := p.Wait(10 * time.Second)
+	t.Logf("exit %d; stderr %q", res.Code, res.Stderr)
+	if res.Code != 3 {
+		t.Errorf("exit %d, want the command's 3", res.Code)
+	}
+	if !hasLine(res.Stderr, "command exited 3; holding lock:bg until its ", "remaining process", strconv.Itoa(pid), "--leftovers kill would stop them") {
+		t.Errorf("stderr %q: want the line saying what holds the lock", res.Stderr)
+	}
+	if n := rdb.Exists(context.Background(), "lock:bg").Val(); n != 0 {
+		t.Error("lock not released once the background child exited")
+	}
+}
+
+// --leftovers kill stops what the command left when it exits, and
+// with-lock exits with the command's code without waiting for it.
+func TestLeftoversKillStopsBackgroundChildAtCommandExit(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	p := clitest.Start(t, redisEnv(srv), "--leftovers", "kill", "bg-kill", "sh", "-c", backgroundJob, dir)
+	pid := clitest.ReadPids(t, 10*time.Second, filepath.Join(dir, "pid"), 1)[0]
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	res := p.Wait(10 * time.Second)
+	clitest.WaitDead(t, 5*time.Second, pid)
+	if res.Code != 3 || res.Stderr != "" {
+		t.Errorf("exit %d, stderr %q; want the command's 3 and nothing", res.Code, res.Stderr)
+	}
+	if n := srv.Client().Exists(context.Background(), "lock:bg-kill").Val(); n != 0 {
+		t.Error("lock not released")
+	}
+}
+
+// Escapees leave the command's process group: a setsid child of the
+// command, and a daemon double-forked through a shell that exits, which
+// with-lock adopts. Each writes its pid to "$0"; the command itself then
+// sleeps.
+var escapees = []struct {
+	name, script string
+}{
+	{"setsid child", `setsid sh -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 100' "$0" & exec sleep 100`},
+	{"double-forked daemon", `(setsid sh -c 'echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 100' "$0" &); exec sleep 100`},
+}
+
+// startEscapee starts with-lock with flags on name running the escapee's
+// script, and returns it with the escapee's pid once it runs.
+func startEscapee(t *testing.T, srv *redistest.Server, script, name string, flags ...string) (*clitest.Proc, int) {
+	t.Helper()
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	p := clitest.Start(t, redisEnv(srv), append(flags, name, "sh", "-c", script, pidfile)...)
+	pid := clitest.ReadPids(t, 10*time.Second, pidfile, 1)[0]
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if pg, err := syscall.Getpgid(pid); err != nil || pg != pid {
+		t.Fatalf("escapee %d in group %d (%v): want a group of its own", pid, pg, err)
+	}
+	return p, pid
+}
+
+// A process that left the command's process group is stopped with the
+// rest of the job: when the lock is lost (exit 125), on a signal passed on
+// to the job, and when with-lock is killed with SIGKILL (by the guard,
+// which learns of escapees every 100ms).
+func TestEscapeesAreStoppedWithTheJob(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	stops := []struct {
+		name  string
+		stop  func(p *clitest.Proc, key string)
+		code  int // with-lock's exit; -1 when it is killed
+		bound time.Duration
+	}{
+		{"lost lock", func(_ *clitest.Proc, key string) {
+			if err := rdb.Set(context.Background(), key, foreign, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, 125, 5 * time.Second},
+		{"forwarded SIGTERM", func(p *clitest.Proc, _ string) { p.Signal(syscall.SIGTERM) }, 143, 5 * time.Second},
+		{"with-lock killed -9", func(p *clitest.Proc, _ string) {
+			time.Sleep(time.Second) // for the guard to have learnt of the escapee (every 100ms)
+			p.Signal(syscall.SIGKILL)
+		}, -1, time.Second},
+	}
+	for i, stop := range stops {
+		for j, esc := range escapees {
+			t.Run(stop.name+"/"+esc.name, func(t *testing.T) {
+				name := "escapee-" + string(rune('a'+i)) + string(rune('a'+j))
+				p, pid := startEscapee(t, srv, esc.script, name, "--ttl", "900ms")
+				stop.stop(p, "lock:"+name)
+				stoppedAt := time.Now()
+				deadAt := clitest.WaitDead(t, 10*time.Second, pid)
+				res := p.Wait(10 * time.Second)
+				took := deadAt.Sub(stoppedAt)
+				t.Logf("%s: escapee dead %s after the stop; exit %d; stderr %q", esc.name, took.Round(time.Millisecond), res.Code, res.Stderr)
+				if took > stop.bound {
+					t.Errorf("escapee dead %s after the stop, want within %s", took, stop.bound)
+				}
+				if stop.code >= 0 && res.Code != stop.code {
+					t.Errorf("exit %d, want %d", res.Code, stop.code)
+				}
+			})
+		}
+	}
+}
+
+// --max-run stops a job that runs too long, escapees included, exits 124
+// as timeout(1) does, releases the lock and records the run as timed out.
+func TestMaxRunStopsWholeJobAndExits124(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	p, pid := startEscapee(t, srv, escapees[0].script, "max-run", "--max-run", "1s", "--kill-after", "1s")
+	res := p.Wait(10 * time.Second)
+	clitest.WaitDead(t, time.Second, pid)
+	t.Logf("exit %d after %s; stderr %q", res.Code, res.Duration.Round(time.Millisecond), res.Stderr)
+	if res.Code != 124 || !hasLine(res.Stderr, "--max-run 1s", "exit 124") {
+		t.Errorf("exit %d, stderr %q; want 124 and why", res.Code, res.Stderr)
+	}
+	if res.Duration < time.Second || res.Duration > 5*time.Second {
+		t.Errorf("with-lock ran %s, want about --max-run's 1s", res.Duration)
+	}
+	ctx := context.Background()
+	if n := rdb.Exists(ctx, "lock:max-run").Val(); n != 0 {
+		t.Error("lock not released")
+	}
+	var rec struct {
+		ExitCode int  `json:"exit_code"`
+		TimedOut bool `json:"timed_out"`
+	}
+	raw := rdb.Get(ctx, "{lock:max-run}:last").Val()
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil || rec.ExitCode != 124 || !rec.TimedOut {
+		t.Errorf("last-run record %q (%v): want exit_code 124 and timed_out", raw, err)
+	}
+	if strings.Contains(raw, `"lost":true`) {
+		t.Errorf("last-run record %q says lost", raw)
+	}
+}

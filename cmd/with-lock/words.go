@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+)
+
+// unresolvedInWords is msg, err's message, with every failed lookup of a
+// Redis host name in err said as such: "the host name redis-01 does not
+// resolve (no such host)" instead of Go's "dial tcp: lookup redis-01 on
+// 10.0.0.2:53: no such host". A lookup that timed out says the setting
+// that bounds it, as said does.
+func unresolvedInWords(err error, msg, said string) string {
+	for _, e := range outermost(err, isUnresolved, nil) {
+		var dns *net.DNSError
+		errors.As(e, &dns)
+		var words string
+		switch {
+		case dns.IsNotFound:
+			words = fmt.Sprintf("the host name %s does not resolve (no such host)", dns.Name)
+		case dns.IsTimeout:
+			words = fmt.Sprintf("the host name %s did not resolve: %s", dns.Name, said)
+		default:
+			words = fmt.Sprintf("the host name %s does not resolve (%s)", dns.Name, dns.Err)
+		}
+		msg = strings.ReplaceAll(msg, e.Error(), words)
+	}
+	return msg
+}
+
+// isUnresolved reports whether err itself is a failed lookup of a host
+// name: a *net.DNSError, or the dial error that holds one (and says
+// "dial tcp: " before it).
+func isUnresolved(err error) bool {
+	if op, ok := err.(*net.OpError); ok {
+		err = op.Err
+	}
+	_, ok := err.(*net.DNSError)
+	return ok
+}
+
+// isRefused reports whether err itself is a dial refused at an address:
+// nothing listens there.
+func isRefused(err error) bool {
+	op, ok := err.(*net.OpError)
+	return ok && op.Addr != nil && errors.Is(op.Err, syscall.ECONNREFUSED)
+}
+
+// outermost appends to found the outermost errors in err's tree for which
+// match holds: each node of a quorum's joined errors has its own.
+func outermost(err error, match func(error) bool, found []error) []error {
+	switch {
+	case err == nil:
+		return found
+	case match(err):
+		return append(found, err)
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return outermost(u.Unwrap(), match, found)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			found = outermost(e, match, found)
+		}
+	}
+	return found
+}

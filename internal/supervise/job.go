@@ -1,0 +1,171 @@
+package supervise
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The job is the command and every process it starts. Where with-lock is a
+// subreaper (job_linux.go) that is every descendant, wherever it went; elsewhere
+// it is the command's process group, and with-lock waits for the command
+// alone.
+
+// Usage is what the job's processes cost, from the rusage of those reaped:
+// a process's rusage covers the descendants it reaped itself.
+type Usage struct {
+	User, System time.Duration // CPU time of all reaped processes
+	MaxRSSKB     int64         // the largest resident set of any one of them, in KiB
+}
+
+// jobUsage sums Usage as the reaper adds to it.
+type jobUsage struct {
+	mu sync.Mutex
+	u  Usage
+}
+
+func (j *jobUsage) add(ru *syscall.Rusage) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.u.User += time.Duration(ru.Utime.Nano())
+	j.u.System += time.Duration(ru.Stime.Nano())
+	j.u.MaxRSSKB = max(j.u.MaxRSSKB, maxRSSKB(ru))
+}
+
+// Usage returns what the job's processes reaped so far cost; once JobDone
+// is closed, the whole job's.
+func (c *Child) Usage() Usage {
+	c.usage.mu.Lock()
+	defer c.usage.mu.Unlock()
+	return c.usage.u
+}
+
+// Tracking says what with-lock follows of the job: "subreaper" (every
+// descendant) or "process group".
+func (c *Child) Tracking() string { return c.tracking }
+
+// JobDone is closed once the command has exited and no process of its job
+// is left.
+func (c *Child) JobDone() <-chan struct{} { return c.jobDone }
+
+// Remaining returns the processes of the job still there besides the
+// command (its left-overs once it has exited); none where only the process
+// group is followed.
+func (c *Child) Remaining() []int {
+	var left []int
+	for _, pid := range c.descendants() {
+		if pid != c.cmd.Process.Pid {
+			left = append(left, pid)
+		}
+	}
+	return left
+}
+
+// Signal sends sig to the whole job: the command's process group, so a
+// shell's own children get it too, and each process that left the group.
+// Escapees are found by walking the job's tree, which a process that dies
+// meanwhile can hide (its children move to with-lock behind the walk): so
+// the walk is repeated until it finds no new one. A job that is already
+// gone is not an error.
+func (c *Child) Signal(sig syscall.Signal) error {
+	sent := map[int]bool{}
+	var err error
+	for round := 0; round < signalRounds; round++ {
+		found := false
+		for _, pid := range c.escapees() {
+			if !sent[pid] {
+				sent[pid], found = true, true
+				_ = syscall.Kill(pid, sig) // it may have exited meanwhile
+			}
+		}
+		if round == 0 {
+			// After the escapees, whose walk is easiest while the tree
+			// still stands.
+			if err = syscall.Kill(-c.pgid, sig); errors.Is(err, syscall.ESRCH) {
+				err = nil
+			}
+		} else if !found {
+			break
+		}
+	}
+	return err
+}
+
+// signalRounds bounds Signal's walks of the job.
+const signalRounds = 4
+
+// exited records how the command ended and lets Done's waiters go.
+func (c *Child) exited(ws syscall.WaitStatus) {
+	c.status = ws
+	c.restoreTerminal()
+	close(c.done)
+}
+
+func (c *Child) mainDone() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// jobEnded tells the guard to stand down — nothing is left for it to kill —
+// and lets JobDone's waiters go.
+func (c *Child) jobEnded() {
+	close(c.censusStop)
+	if c.guard != nil {
+		c.guard.standDown()
+	}
+	close(c.jobDone)
+}
+
+func (c *Child) guardPid() int {
+	if c.guard == nil {
+		return -1
+	}
+	return c.guard.pgid()
+}
+
+// censusEvery is how often with-lock tells the guard which processes of
+// the job left the command's process group, so that it can kill them too
+// should with-lock be killed: one that escaped less than this before is
+// missed. A census reads a few small /proc files per process of the job.
+const censusEvery = 100 * time.Millisecond
+
+// census keeps the guard's list of escapees up to date until the job ends.
+func (c *Child) census() {
+	t := time.NewTicker(censusEvery)
+	defer t.Stop()
+	last := ""
+	for {
+		select {
+		case <-c.censusStop:
+			return
+		case <-t.C:
+		}
+		if line := escapeesLine(c.escapees()); line != last {
+			c.guard.tell(line)
+			last = line
+		}
+	}
+}
+
+// escapeesLine is the guard's "pids" line for escapees: each pid, and the
+// process group of each one that leads its own, so that what it forks
+// after the census in its group is reached too. A group led by a live
+// process of the job cannot be reused by a stranger.
+func escapeesLine(pids []int) string {
+	var b strings.Builder
+	b.WriteString(guardPids)
+	for _, pid := range pids {
+		b.WriteString(" " + strconv.Itoa(pid))
+		if pg, err := syscall.Getpgid(pid); err == nil && pg == pid {
+			b.WriteString(" -" + strconv.Itoa(pid))
+		}
+	}
+	return b.String()
+}

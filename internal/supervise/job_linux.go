@@ -1,0 +1,157 @@
+package supervise
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// On Linux with-lock is a child subreaper while it runs a command: a
+// process of the job whose parent exits — a shell's background job, a
+// daemon that called setsid, a double fork — is re-parented to with-lock
+// instead of to init. So every process of the job descends from with-lock
+// for as long as it lives, which is what lets with-lock wait for the last
+// of them, and find and signal those that left the command's process
+// group.
+
+// tracking is what covers the job here.
+const tracking = "subreaper"
+
+// becomeSubreaper makes this process the reaper of its orphaned
+// descendants. It fails only on kernels older than 3.4; the job is then
+// the command's process group, as elsewhere.
+func becomeSubreaper() bool {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == nil
+}
+
+// reap reaps every child of this process — the command, and every orphan
+// of the job re-parented to it — until the command has exited and nothing
+// of its job is left, then closes jobDone. It must run on the thread that
+// started the command (see start). Only this loop waits for children: the
+// guard is reaped here too.
+func (c *Child) reap() {
+	for {
+		var ws syscall.WaitStatus
+		var ru syscall.Rusage
+		pid, err := syscall.Wait4(-1, &ws, 0, &ru)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: no child at all is left, not even the guard
+			break
+		}
+		if pid == c.guardPid() {
+			continue
+		}
+		c.usage.add(&ru)
+		if pid == c.cmd.Process.Pid {
+			c.exited(ws)
+		}
+		if c.mainDone() && !c.hasJobChildren() {
+			break
+		}
+	}
+	c.jobEnded()
+}
+
+// hasJobChildren reports whether this process has a child other than the
+// guard. Since every orphan of the job comes here, no such child means no
+// process of the job is left. If /proc cannot tell, it reports none: the
+// job is then the command alone, as it was before subreapers.
+func (c *Child) hasJobChildren() bool {
+	for _, pid := range childrenOf(os.Getpid()) {
+		if pid != c.guardPid() {
+			return true
+		}
+	}
+	return false
+}
+
+// descendants returns the processes of the job that are still there:
+// every descendant of this process but the guard, found by walking
+// /proc's children lists. A process forked while the walk runs may be
+// missed; callers that must reach all of them repeat.
+func (c *Child) descendants() []int {
+	var found []int
+	queue := []int{os.Getpid()}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, kid := range childrenOf(pid) {
+			if kid != c.guardPid() {
+				found = append(found, kid)
+				queue = append(queue, kid)
+			}
+		}
+	}
+	return found
+}
+
+// escapees returns the processes of the job outside the command's process
+// group (setsid, setpgid): signals to the group miss them.
+func (c *Child) escapees() []int {
+	var out []int
+	for _, pid := range c.descendants() {
+		if pg, err := unix.Getpgid(pid); err == nil && pg != c.pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// childrenOf lists the children of process pid from every one of its
+// threads' /proc children file (a child's parent is the thread that forked
+// it, or the one that adopted it). Without those files (a kernel built
+// without CONFIG_PROC_CHILDREN) it scans every process's parent.
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // gone, or no /proc
+	}
+	var kids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if errors.Is(err, os.ErrNotExist) && t.Name() == strconv.Itoa(pid) {
+			return childrenByScan(pid)
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids
+}
+
+// childrenByScan finds the children of pid by reading every process's
+// parent from /proc/<pid>/stat.
+func childrenByScan(pid int) []int {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var kids []int
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if _, ppid, _, ok := parseStat(string(stat)); ok && ppid == pid {
+			if k, err := strconv.Atoi(p.Name()); err == nil {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids
+}
+
+// maxRSSKB is ru_maxrss, which Linux gives in KiB.
+func maxRSSKB(ru *syscall.Rusage) int64 { return ru.Maxrss }

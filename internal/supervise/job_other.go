@@ -1,0 +1,41 @@
+//go:build !linux
+
+package supervise
+
+import (
+	"runtime"
+	"syscall"
+)
+
+// Without a subreaper here (FreeBSD's procctl(PROC_REAP_ACQUIRE) is not
+// used yet; macOS has none) the job is the command's process group: a
+// process that leaves it (setsid) is neither waited for nor stopped, and
+// background processes the command leaves in its group are stopped with
+// it but not waited for.
+
+// tracking is what covers the job here.
+const tracking = "process group"
+
+func becomeSubreaper() bool { return false }
+
+// reap waits for the command; the job ends with it.
+func (c *Child) reap() {
+	_ = c.cmd.Wait() // its error only repeats ProcessState
+	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		c.usage.add(ru)
+	}
+	c.exited(c.cmd.ProcessState.Sys().(syscall.WaitStatus))
+	c.jobEnded()
+}
+
+func (c *Child) descendants() []int { return nil }
+
+func (c *Child) escapees() []int { return nil }
+
+// maxRSSKB is ru_maxrss in KiB: macOS gives bytes, the BSDs KiB.
+func maxRSSKB(ru *syscall.Rusage) int64 {
+	if runtime.GOOS == "darwin" {
+		return int64(ru.Maxrss) / 1024
+	}
+	return int64(ru.Maxrss)
+}

@@ -1,0 +1,137 @@
+package withlock
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What a KeepAlive does when a renewal finds its key gone: tell whether
+// Client.Break removed it (brokenBy), and with KeepAliveOptions.Reacquire
+// take it back when nobody broke or took it (retake).
+
+// ErrReacquired is what KeepAliveOptions.OnRenew is given for a renewal that
+// found the lock's key gone and took it again (KeepAliveOptions.Reacquire):
+// the lock is held again, under the same token, and Lock.Fence returns the
+// new fencing number if the lock is fenced.
+var ErrReacquired = errors.New("the lock's key vanished; took it again")
+
+// brokenKey is the key of the marker Client.Break leaves beside the lock
+// key key, in its Cluster slot: "<host:pid of the breaker> <sha1 of each
+// token removed>…", living as long as the broken key had left (plus a
+// second), so that its holder's next renewal can find it.
+func brokenKey(key string) string { return sideKey(key, "broken") }
+
+// breaker is who breaks a lock as the marker names it: the Client's
+// "<host>:<pid>".
+func (c *Client) breaker() string { return strings.TrimSuffix(c.owner, ":") }
+
+// tokenSum is how the break marker names a token it removed: the hex SHA-1
+// that Lua's redis.sha1hex computes. The marker never holds a token.
+func tokenSum(token string) string {
+	sum := sha1.Sum([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// brokenBy reads the break marker of l's key: the "<host>:<pid>" of the
+// Client whose Break removed l's token, or "" when Redis knows of no such
+// break (the key vanished otherwise, or the marker has expired). It is one
+// GET, sent only after a renewal found l not ours. A semaphore's slot is
+// named in its name's marker, so this serves both.
+func (s *single) brokenBy(ctx context.Context, l *Lock) (string, error) {
+	v, err := s.rdb.Get(ctx, brokenKey(l.key)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	by, sums, _ := strings.Cut(v, " ")
+	for _, sum := range strings.Fields(sums) {
+		if sum == tokenSum(l.token) {
+			return by, nil
+		}
+	}
+	return "", nil
+}
+
+// breakTeller is a backend whose Break leaves a marker its victim can read:
+// one deployment, plain lock or semaphore. A quorum's loss says nothing of
+// a break.
+type breakTeller interface {
+	brokenBy(ctx context.Context, l *Lock) (string, error)
+}
+
+// retake takes l again with its own token after its key vanished: the
+// acquiring command of a fresh acquisition (SET NX PX, or with fencing the
+// script that draws a new number), so it fails when anyone else holds the
+// key. It returns the new fencing number (0 unfenced, or when the key
+// turned out to hold l's token still: a failover's READONLY, then the new
+// master had it), ErrNotObtained when the key is someone else's, or why
+// Redis could not tell. Only a plain lock on one deployment can: see
+// KeepAliveOptions.Reacquire.
+func (s *single) retake(ctx context.Context, l *Lock) (int64, error) {
+	// A fresh Lock for the command, so that the one the caller reads is
+	// never written here: the new number reaches it through l.refence.
+	fenced := l.Fence() != 0
+	again := &Lock{c: l.c, name: l.name, key: l.key, token: l.token, ttl: l.ttl}
+	ok, err := s.set(ctx, s.rdb, again, fenced)
+	switch {
+	case err != nil:
+		return 0, err
+	case ok:
+		return again.fence, nil
+	}
+	holder, ttl, err := inspect(ctx, s.rdb, l.key)
+	switch {
+	case err != nil:
+		return 0, err
+	case holder == l.token:
+		return 0, nil
+	}
+	return 0, notObtained(l.key, holder, ttl)
+}
+
+// afterLoss is what the renewal goroutine does once Extend said l is not
+// ours (r.err matches ErrLockNotHeld), before lossAt: read the break
+// marker, and with reacquire take the lock back if nobody broke it. It
+// returns the renewal to report: r with the breaker in brokenBy, or a
+// successful reacquisition (err ErrReacquired, sent and took of the
+// acquiring command), or a failed attempt to be retried (another error),
+// or r when the lock is someone else's.
+func (k *KeepAlive) afterLoss(ctx context.Context, r renewal, lossAt time.Time) renewal {
+	l := k.lock
+	if bt, ok := l.c.b.(breakTeller); ok {
+		// Bounded by the local deadline: a loss already known must not
+		// turn into a presumed one while Redis is slow to say who broke it.
+		rctx, cancel := context.WithDeadline(ctx, lossAt)
+		r.brokenBy, _ = bt.brokenBy(rctx, l)
+		cancel()
+	}
+	s, ok := l.c.b.(*single)
+	if !k.reacquire || !ok || r.brokenBy != "" || ctx.Err() != nil {
+		return r
+	}
+	sent := time.Now() // before sending: the new key lives at least until sent+TTL
+	fence, err := s.retake(ctx, l)
+	took := time.Since(sent)
+	switch {
+	case err == nil:
+		if fence != 0 {
+			l.refence.Store(fence)
+		}
+		return renewal{sent: sent, took: took, err: ErrReacquired}
+	case errors.Is(err, ErrNotObtained):
+		r.err = fmt.Errorf("%w: its key vanished and %w", ErrLockNotHeld, err)
+		return r
+	}
+	// Redis refused or did not answer (still loading after a restart,
+	// say): retried as a failed renewal is, until the deadline.
+	return renewal{sent: sent, took: took, err: fmt.Errorf("take back %s after its key vanished: %w", l.key, err)}
+}

@@ -1,0 +1,193 @@
+package withlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// renewLog collects what a KeepAlive's OnRenew reports.
+type renewLog chan error
+
+func (rl renewLog) onRenew(_ time.Duration, err error) {
+	select {
+	case rl <- err:
+	default: // never block the KeepAlive; the tests read as they go
+	}
+}
+
+// waitFor waits up to timeout for OnRenew to report an error matching
+// want, failing on a loss first.
+func (rl renewLog) waitFor(t *testing.T, ka *withlock.KeepAlive, want error, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case err := <-rl:
+			if errors.Is(err, want) {
+				return
+			}
+		case <-ka.Lost():
+			t.Fatalf("lost before OnRenew reported %v: %v", want, ka.Err())
+		case <-deadline:
+			t.Fatalf("OnRenew did not report %v within %s", want, timeout)
+		}
+	}
+}
+
+// A key that vanishes under a running KeepAlive with Reacquire, by a
+// FLUSHALL or a restart of Redis without persistence, is taken again under
+// the same token: no loss, the key back with the lock's token and TTL, a
+// fenced lock with a higher fencing number that Fence returns, and a
+// Release that works.
+func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	tests := []struct {
+		name  string
+		fence bool
+		fault func(srv *redistest.Server, rdb *redis.Client) error
+	}{
+		{"flushall", false, func(_ *redistest.Server, rdb *redis.Client) error {
+			return rdb.FlushAll(context.Background()).Err()
+		}},
+		{"flushall fenced", true, func(_ *redistest.Server, rdb *redis.Client) error {
+			return rdb.FlushAll(context.Background()).Err()
+		}},
+		{"restart empty fenced", true, func(srv *redistest.Server, _ *redis.Client) error {
+			srv.Restart() // SIGKILL, then a fresh empty server on the same port
+			return nil
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			ctx := context.Background()
+			locker := kaClient(t, srv, time.Second)
+			l, err := locker.TryAcquire(ctx, "reacquire-"+strconv.Itoa(i), ttl, &withlock.LockOptions{Fence: tt.fence})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := l.Fence()
+			rl := make(renewLog, 16)
+			ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew})
+			defer ka.Stop()
+			if err := tt.fault(srv, srv.Client()); err != nil {
+				t.Fatal(err)
+			}
+			rl.waitFor(t, ka, withlock.ErrReacquired, 5*time.Second)
+			rdb := srv.Client()
+			if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
+				t.Fatalf("after the reacquisition the key holds %q, want the lock's own token", v)
+			}
+			if d := rdb.PTTL(ctx, l.Key()).Val(); d <= 0 || d > ttl {
+				t.Errorf("reacquired key's PTTL %s, want within (0, %s]", d, ttl)
+			}
+			if tt.fence {
+				counter, _ := rdb.Get(ctx, withlock.FenceKey(locker, l.Name())).Int64()
+				if l.Fence() <= before || counter != l.Fence() {
+					t.Errorf("fence %d before, %d after, counter %d: want a higher number, stored as the counter", before, l.Fence(), counter)
+				}
+			} else if l.Fence() != 0 {
+				t.Errorf("an unfenced lock got fence %d", l.Fence())
+			}
+			// Renewals go on: two TTLs later the key is still ours.
+			time.Sleep(2 * ttl)
+			select {
+			case <-ka.Lost():
+				t.Fatalf("lost after the reacquisition: %v", ka.Err())
+			default:
+			}
+			ka.Stop()
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release after the reacquisition: %v", err)
+			}
+			if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
+				t.Error("the reacquired key outlived Release")
+			}
+		})
+	}
+}
+
+// Reacquire takes back only a key nobody holds: one that another owner
+// took after it vanished, or overwrote, is left alone, and the lock is
+// lost as without Reacquire.
+func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	tests := []struct {
+		name  string
+		fault func(ctx context.Context, rdb *redis.Client, key string) error
+	}{
+		{"vanished then taken", func(ctx context.Context, rdb *redis.Client, key string) error {
+			_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.FlushAll(ctx)
+				p.SetNX(ctx, key, "other", time.Minute)
+				return nil
+			})
+			return err
+		}},
+		{"overwritten", func(ctx context.Context, rdb *redis.Client, key string) error {
+			return rdb.Set(ctx, key, "other", time.Minute).Err()
+		}},
+	}
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	locker := kaClient(t, srv, time.Second)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			l, err := locker.TryAcquire(ctx, "reacquire-other-"+strconv.Itoa(i), ttl, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true})
+			defer ka.Stop()
+			if err := tt.fault(ctx, rdb, l.Key()); err != nil {
+				t.Fatal(err)
+			}
+			waitLost(t, ka, 5*time.Second)
+			var lerr *withlock.LostError
+			if err := ka.Err(); !errors.As(err, &lerr) || !errors.Is(err, withlock.ErrLockNotHeld) || lerr.BrokenBy != "" {
+				t.Errorf("Err() = %v, want a loss with ErrLockNotHeld and no breaker", err)
+			}
+			ka.Stop()
+			if v, d := rdb.Get(ctx, l.Key()).Val(), rdb.PTTL(ctx, l.Key()).Val(); v != "other" || d < 50*time.Second {
+				t.Errorf("the other owner's key = %q with PTTL %s, want it untouched", v, d)
+			}
+		})
+	}
+}
+
+// A semaphore's slot is never reacquired: its number may be another
+// holder's by then. The vanished slot is a loss, as without Reacquire.
+func TestKeepAliveReacquireDoesNotTakeBackASemaphoreSlot(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	sem, err := withlock.NewSemaphore(srv.ClientWith(&redis.Options{MaxRetries: -1}), 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sem.TryAcquire(ctx, "reacquire-slots", 900*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true})
+	defer ka.Stop()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLost(t, ka, 5*time.Second)
+	if err := ka.Err(); !errors.Is(err, withlock.ErrLockNotHeld) {
+		t.Errorf("Err() = %v, want a loss with ErrLockNotHeld", err)
+	}
+	ka.Stop()
+	if keys := rdb.Keys(ctx, "*").Val(); len(keys) != 0 {
+		t.Errorf("keys %q after the loss, want none: the slot was taken back", keys)
+	}
+}

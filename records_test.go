@@ -1,0 +1,153 @@
+package withlock_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// runOnce takes the lock called name on c and ends it with a recorded run
+// that exits code.
+func runOnce(t *testing.T, c *withlock.Client, name string, code int) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := c.TryAcquire(ctx, name, 5*time.Second, nil)
+	if err != nil {
+		t.Fatalf("acquire %s: %v", name, err)
+	}
+	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, time.Minute); err != nil {
+		t.Fatalf("release and record %s: %v", name, err)
+	}
+}
+
+// A failed run after a successful one is the last run, and the success
+// stays the last success; a success replaces it. The outcome follows the
+// exit code.
+func TestLastSuccessSurvivesALaterFailure(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		client func(t *testing.T) *withlock.Client
+	}{
+		{"one Redis", func(t *testing.T) *withlock.Client { return withlock.New(srv.Client(), nil) }},
+		{"a semaphore", func(t *testing.T) *withlock.Client {
+			c, err := withlock.NewSemaphore(srv.Client(), 2, &withlock.Options{Prefix: "{sem}:"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}},
+		{"a quorum", func(t *testing.T) *withlock.Client {
+			var nodes []redis.UniversalClient
+			for range 3 {
+				nodes = append(nodes, redistest.Start(t).Client())
+			}
+			c, err := withlock.NewQuorum(nodes, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.client(t)
+			st, err := c.Status(ctx, "job")
+			if err != nil || st.LastSuccess != nil {
+				t.Fatalf("before any run: last success %+v, %v; want none", st.LastSuccess, err)
+			}
+			runOnce(t, c, "job", 0)
+			runOnce(t, c, "job", 3)
+			st, err = c.Status(ctx, "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.LastRun == nil || st.LastRun.ExitCode != 3 || st.LastRun.Outcome != withlock.OutcomeFailed {
+				t.Errorf("last run %+v, want the failure (exit 3, %q)", st.LastRun, withlock.OutcomeFailed)
+			}
+			if st.LastSuccess == nil || st.LastSuccess.ExitCode != 0 || st.LastSuccess.Outcome != withlock.OutcomeOK ||
+				!st.LastSuccess.Finished.Before(st.LastRun.Finished) && !st.LastSuccess.Finished.Equal(st.LastRun.Finished) {
+				t.Errorf("last success %+v, want the earlier exit 0", st.LastSuccess)
+			}
+			if st.LastSuccess != nil && st.LastSuccess.Host() == "" {
+				t.Errorf("last success %+v has no host", st.LastSuccess)
+			}
+			// Each run once, newest first, also merged from a quorum's nodes.
+			if runs, err := c.History(ctx, "job", 0); err != nil || len(runs) != 2 || runs[0].ExitCode != 3 || runs[1].ExitCode != 0 {
+				t.Errorf("history %+v, %v; want exit 3 then exit 0", runs, err)
+			}
+			first := st.LastSuccess
+			runOnce(t, c, "job", 0)
+			if st, err = c.Status(ctx, "job"); err != nil || st.LastSuccess == nil || first == nil ||
+				!st.LastSuccess.Finished.After(first.Finished) {
+				t.Errorf("after a second success: last success %+v (%v), want one after %+v", st.LastSuccess, err, first)
+			}
+		})
+	}
+}
+
+// History lists a name's runs newest first, keeps Options.History of them,
+// and lives for the record's retention.
+func TestHistoryIsNewestFirstAndTrimmed(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	c := withlock.New(rdb, &withlock.Options{History: 4})
+	for code := range 6 { // exit codes 0..5, oldest first
+		runOnce(t, c, "hist", code)
+	}
+	runs, err := c.History(ctx, "hist", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []int
+	for _, r := range runs {
+		codes = append(codes, r.ExitCode)
+	}
+	if want := []int{5, 4, 3, 2}; len(codes) != len(want) || codes[0] != 5 || codes[1] != 4 || codes[2] != 3 || codes[3] != 2 {
+		t.Errorf("history exit codes %v, want %v (newest first, 4 kept)", codes, want)
+	}
+	if n := rdb.LLen(ctx, "{lock:hist}:runs").Val(); n != 4 {
+		t.Errorf("the list holds %d runs, want 4", n)
+	}
+	if ttl := rdb.PTTL(ctx, "{lock:hist}:runs").Val(); ttl <= 0 || ttl > time.Minute {
+		t.Errorf("the history lives %v, want the record's retention (at most 1m)", ttl)
+	}
+	for i, r := range runs {
+		if r.Holder == "" || r.Started.IsZero() || r.Finished.Before(r.Started) || r.Duration() < 0 {
+			t.Errorf("run %d: %+v lacks a holder or times", i, r)
+		}
+		if i > 0 && r.Finished.After(runs[i-1].Finished) {
+			t.Errorf("run %d finished after run %d", i, i-1)
+		}
+	}
+	if two, err := c.History(ctx, "hist", 2); err != nil || len(two) != 2 || two[0].ExitCode != 5 || two[1].ExitCode != 4 {
+		t.Errorf("History(2) = %+v, %v; want the two newest", two, err)
+	}
+	if none, err := c.History(ctx, "never-ran", 10); err != nil || len(none) != 0 {
+		t.Errorf("History of a name without runs = %+v, %v; want none", none, err)
+	}
+
+	off := withlock.New(rdb, &withlock.Options{History: -1})
+	runOnce(t, off, "nohist", 0)
+	if n := rdb.Exists(ctx, "{lock:nohist}:runs").Val(); n != 0 {
+		t.Error("History -1 kept a history")
+	}
+	if st, err := off.Status(ctx, "nohist"); err != nil || st.LastRun == nil || st.LastSuccess == nil {
+		t.Errorf("History -1: status %+v, %v; want the last run and success kept", st, err)
+	}
+
+	// The default keeps DefaultHistory runs.
+	def := withlock.New(rdb, nil)
+	for code := range withlock.DefaultHistory + 2 {
+		runOnce(t, def, "default", code)
+	}
+	if runs, err := def.History(ctx, "default", 0); err != nil || len(runs) != withlock.DefaultHistory {
+		t.Errorf("default history: %d runs, %v; want %s", len(runs), err, strconv.Itoa(withlock.DefaultHistory))
+	}
+}
