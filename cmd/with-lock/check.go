@@ -100,15 +100,23 @@ func (r *runner) judge(st *withlock.Status, now time.Time) verdict {
 		host, _ := splitHolder(st.Holder)
 		return verdict{checkOK, fmt.Sprintf("%s running on %s for %s (--running-ok %s)", name, host, age(now.Sub(st.Since)), age(ok))}
 	}
+	success := lastSuccess(st)
 	if run := st.LastRun; run != nil && !succeeded(run) {
 		host, _ := splitHolder(run.Holder)
 		how := fmt.Sprintf("exit %d", run.ExitCode)
-		if run.Lost {
+		switch {
+		case run.Lost:
 			how += ", lock lost"
+		case run.TimedOut || run.Outcome == withlock.OutcomeTimedOut:
+			how += ", stopped by --max-run"
 		}
-		return verdict{checkCritical, fmt.Sprintf("last run of %s failed on %s (%s) %s ago", name, host, how, age(now.Sub(run.Finished)))}
+		msg := fmt.Sprintf("last run of %s failed on %s (%s) %s ago", name, host, how, age(now.Sub(run.Finished)))
+		if success != nil {
+			shost, _ := splitHolder(success.Holder)
+			msg += fmt.Sprintf("; last success on %s %s ago", shost, age(now.Sub(success.Finished)))
+		}
+		return verdict{checkCritical, msg}
 	}
-	success := lastSuccess(st)
 	if success == nil {
 		return verdict{checkCritical, fmt.Sprintf("no run of %s recorded (records are kept for --record-ttl)", name)}
 	}
@@ -124,8 +132,12 @@ func (r *runner) judge(st *withlock.Status, now time.Time) verdict {
 }
 
 // lastSuccess is the newest run of the name that succeeded and that the
-// records keep: the last run, when it succeeded.
+// records keep: Status.LastSuccess, or the last run when it succeeded (a
+// record written before last successes were kept apart).
 func lastSuccess(st *withlock.Status) *withlock.Run {
+	if st.LastSuccess != nil {
+		return st.LastSuccess
+	}
 	if run := st.LastRun; run != nil && succeeded(run) {
 		return run
 	}
@@ -133,8 +145,8 @@ func lastSuccess(st *withlock.Status) *withlock.Run {
 }
 
 // succeeded reports whether run ended well: exit 0 with the lock held to
-// the end.
-func succeeded(run *withlock.Run) bool { return run.ExitCode == 0 && !run.Lost }
+// the end, as its record's outcome says.
+func succeeded(run *withlock.Run) bool { return run.Outcome == withlock.OutcomeOK }
 
 func (r *runner) checkJSON(v verdict, st *withlock.Status, now time.Time) checkJSON {
 	out := checkJSON{Status: checkStates[v.code], Code: v.code, Message: v.msg, Name: r.cfg.Name,
@@ -149,23 +161,12 @@ func (r *runner) checkJSON(v verdict, st *withlock.Status, now time.Time) checkJ
 			out.Running.Since = &st.Since
 		}
 	}
-	out.LastRun = checkRun(st.LastRun)
+	out.LastRun = newRunJSON(st.LastRun)
 	if s := lastSuccess(st); s != nil {
-		out.LastSuccess = checkRun(s)
+		out.LastSuccess = newRunJSON(s)
 		a := now.Sub(s.Finished).Seconds()
 		out.AgeSeconds = &a
 	}
-	return out
-}
-
-// checkRun is run as --status --json shows it.
-func checkRun(run *withlock.Run) *runJSON {
-	if run == nil {
-		return nil
-	}
-	out := &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
-		DurationMs: run.Finished.Sub(run.Started).Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence}
-	out.Host, out.PID = splitHolder(run.Holder)
 	return out
 }
 

@@ -49,7 +49,11 @@ func TestCheckExitCodesFollowThePluginConvention(t *testing.T) {
 			e.mustRun(0, "nightly-report", "true")
 			e.mustRun(3, "nightly-report", "sh", "-c", "exit 3")
 		}, []string{"--max-age", "25h"}, 2,
-			`^WITH-LOCK CRITICAL - last run of nightly-report failed on ` + host + ` \(exit 3\) \d+m?s ago$`},
+			`^WITH-LOCK CRITICAL - last run of nightly-report failed on ` + host + ` \(exit 3\) \d+m?s ago; last success on ` + host + ` \d+m?s ago$`},
+		{"a run stopped by --max-run is CRITICAL", func(t *testing.T, e *env) {
+			e.mustRun(124, "--max-run", "300ms", "nightly-report", "sleep", "30")
+		}, []string{"--max-age", "25h"}, 2,
+			`^WITH-LOCK CRITICAL - last run of nightly-report failed on ` + host + ` \(exit 124, stopped by --max-run\) \d+m?s ago$`},
 		{"a run that lost the lock is CRITICAL, whatever its exit code", func(t *testing.T, e *env) {
 			j := e.startJob(0, "--ttl", "1s", "--on-lost", "ignore", "nightly-report")
 			if err := e.rdb.Set(context.Background(), j.key, foreign, time.Minute).Err(); err != nil {
@@ -115,10 +119,11 @@ func checkLine(t *testing.T, res clitest.Result, code int, line string) {
 	}
 }
 
-// mustRun runs with-lock on name and command, which must exit code.
-func (e *env) mustRun(code int, name string, command ...string) {
+// mustRun runs with-lock with args (flags, name and command), which must
+// exit with code.
+func (e *env) mustRun(code int, args ...string) {
 	e.t.Helper()
-	if res := e.run(append([]string{name}, command...)...); res.Code != code {
-		e.t.Fatalf("%s %q: exit %d, want %d; stderr %q", name, command, res.Code, code, res.Stderr)
+	if res := e.run(args...); res.Code != code {
+		e.t.Fatalf("with-lock %q: exit %d, want %d; stderr %q", args, res.Code, code, res.Stderr)
 	}
 }

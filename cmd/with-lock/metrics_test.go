@@ -39,8 +39,8 @@ func TestMetricsFileRecordsEveryOutcome(t *testing.T) {
 		{"failed", 3, true, func(t *testing.T, name, dir string) clitest.Result {
 			return e.run("--metrics-dir", dir, name, "sh", "-c", "exit 3")
 		}},
-		{"timed_out", 124, true, func(t *testing.T, name, dir string) clitest.Result {
-			return e.run("--metrics-dir", dir, name, "sh", "-c", "exit 124")
+		{"timed-out", 124, true, func(t *testing.T, name, dir string) clitest.Result {
+			return e.run("--metrics-dir", dir, "--max-run", "300ms", name, "sleep", "30")
 		}},
 		{"busy", 75, false, func(t *testing.T, name, dir string) clitest.Result {
 			if err := e.rdb.Set(ctx, "lock:"+name, foreign, time.Minute).Err(); err != nil {
@@ -69,7 +69,7 @@ func TestMetricsFileRecordsEveryOutcome(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr %q", res.Code, tc.code, res.Stderr)
 			}
 			m := readMetrics(t, filepath.Join(dir, "with-lock-"+name+".prom"), name)
-			for _, o := range []string{"ok", "failed", "lost", "timed_out", "busy", "done", "error"} {
+			for _, o := range []string{"ok", "failed", "lost", "timed-out", "busy", "done", "error"} {
 				want := 0.0
 				if o == tc.outcome {
 					want = 1
