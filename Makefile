@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test bench redis promtool dist check-dist clean
+.PHONY: build install demo test test-short bench redis promtool dist check-dist clean
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
 build:
@@ -46,6 +46,10 @@ demo: redis install
 test: redis promtool
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+## test-short: the tests that need no Redis (go test -short), in seconds, without redis-server
+test-short:
+	$(GO) test -short ./...
 
 ## bench: compare with redislock, redsync, rueidislock and floors; writes BENCHMARKS.md and bench/handoff.svg
 bench: redis

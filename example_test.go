@@ -3,8 +3,10 @@ package withlock_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,22 +15,50 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// exampleRedisAddr is the address of the Redis the examples use. Examples
-// take no *testing.T, so they cannot start a server of their own: TestMain
-// starts one for them and puts its address here, which keeps the examples
-// runnable (checked against their Output) instead of compile-only. Tests
-// start their own servers and do not use it.
-var exampleRedisAddr string
+// exampleServer is the Redis the examples use. Examples take no
+// *testing.T, so they cannot start a server of their own: the first
+// example to run starts one (exampleRedisAddr) and TestMain stops it after
+// the run, which keeps the examples runnable (checked against their
+// Output) instead of compile-only. Tests start their own servers and do
+// not use it. A run that selects no example starts no server here.
+var exampleServer struct {
+	once sync.Once
+	addr string
+	stop func()
+}
+
+// exampleRedisAddr returns the address of the examples' Redis, starting it
+// on first use.
+func exampleRedisAddr() string {
+	exampleServer.once.Do(func() {
+		srv, stop, err := redistest.StartMain()
+		if err != nil {
+			panic(fmt.Sprintf("the examples need redis-server: %v", err))
+		}
+		exampleServer.addr, exampleServer.stop = srv.Addr(), stop
+	})
+	return exampleServer.addr
+}
 
 func TestMain(m *testing.M) {
-	srv, stop, err := redistest.StartMain()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "TestMain:", err)
-		os.Exit(1)
+	flag.Parse()
+	if testing.Short() {
+		// The examples need a Redis and an example cannot skip itself, so
+		// go test -short, which runs only what needs no server, leaves
+		// them out as -skip would.
+		skip := "^Example"
+		if prev := flag.Lookup("test.skip").Value.String(); prev != "" {
+			skip = prev + "|" + skip
+		}
+		if err := flag.Set("test.skip", skip); err != nil {
+			fmt.Fprintln(os.Stderr, "TestMain:", err)
+			os.Exit(2)
+		}
 	}
-	exampleRedisAddr = srv.Addr()
 	code := m.Run()
-	stop()
+	if exampleServer.stop != nil {
+		exampleServer.stop()
+	}
 	os.Exit(code)
 }
 
@@ -37,8 +67,8 @@ func TestMain(m *testing.M) {
 func Example() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{
-		Addr:       exampleRedisAddr, // e.g. "127.0.0.1:6379"
-		MaxRetries: -1,               // a retried SET NX may find its own lock: see the package doc
+		Addr:       exampleRedisAddr(), // e.g. "127.0.0.1:6379"
+		MaxRetries: -1,                 // a retried SET NX may find its own lock: see the package doc
 	})
 	defer rdb.Close()
 	locker := withlock.New(rdb, nil)
@@ -73,7 +103,7 @@ func Example() {
 // Acquire waits for a busy lock until its context ends.
 func ExampleClient_Acquire() {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: exampleRedisAddr, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: exampleRedisAddr(), MaxRetries: -1})
 	defer rdb.Close()
 	locker := withlock.New(rdb, nil)
 

@@ -28,7 +28,7 @@ type LostError struct {
 	Err error
 	// BrokenBy is, when Err is ErrLockNotHeld because Client.Break removed
 	// the lock, the "<host>:<pid>" of the Client that broke it; "" when
-	// Redis knows of no break (on a quorum it is never told).
+	// Redis knows of no break.
 	BrokenBy string
 }
 
@@ -95,6 +95,11 @@ type KeepAliveOptions struct {
 	// restart by putting its key back there, or a semaphore's slot
 	// (NewSemaphore), whose number another holder may have taken, is never
 	// reacquired: its loss is reported as without Reacquire.
+	//
+	// It is an option of KeepAlive, not a method of Lock, because only the
+	// renewal that found the key gone can tell a vanished key from a taken
+	// one, and only the KeepAlive knows the local deadline: a reacquisition
+	// after it would take back a lock already reported lost.
 	Reacquire bool
 }
 

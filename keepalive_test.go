@@ -12,6 +12,10 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
+// KeepAlive against a real Redis: what its renewals do to the key, and how
+// a paused, killed or taken-over Redis is seen. Its exact schedule, and
+// Stop, are tested on a fake clock in keepalive_synctest_test.go.
+
 // kaClient is a lock client on srv whose Redis client never retries, as the
 // CLI's, with the given read timeout.
 func kaClient(t *testing.T, srv *redistest.Server, readTimeout time.Duration) *withlock.Client {
@@ -205,34 +209,6 @@ func TestKeepAliveRedisDown(t *testing.T) {
 	if !errors.As(ka.Err(), &lerr) || lerr.Err == nil || errors.Is(lerr, withlock.ErrLockNotHeld) {
 		t.Errorf("Err() = %#v, want a *LostError carrying the last connection error", ka.Err())
 	}
-}
-
-func TestKeepAliveStop(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	const ttl = 600 * time.Millisecond
-	ctx := context.Background()
-	l, err := kaClient(t, srv, time.Second).TryAcquire(ctx, "ka-stop", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ka := l.KeepAlive(ctx, nil)
-	time.Sleep(ttl / 2)
-	ka.Stop()
-	ka.Stop() // twice is fine
-	if ka.Err() != nil {
-		t.Errorf("Err() after Stop = %v, want nil", ka.Err())
-	}
-	select {
-	case <-ka.Lost():
-		t.Error("Lost closed by Stop")
-	default:
-	}
-	if !errors.Is(ka.Context().Err(), context.Canceled) {
-		t.Errorf("Context().Err() = %v, want Canceled", ka.Context().Err())
-	}
-	// No renewal after Stop: the key runs out within the TTL.
-	kaWaitGone(t, rdb, l.Key(), ttl+time.Second)
 }
 
 func kaWaitGone(t *testing.T, rdb *redis.Client, key string, timeout time.Duration) {

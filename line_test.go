@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,7 +169,7 @@ func TestLineOnCluster(t *testing.T) {
 		got := acquireAsync(context.Background(), waiter, name, time.Minute)
 		node := cl.NodeFor(holder.Key())
 		clitest.Eventually(t, promptly, "waiter never in line", func() bool {
-			return lineLenOn(node.Client(), holder.Key()) == 1
+			return inLine(t, node.Client(), holder.Key()) == 1
 		})
 		if err := holder.Release(context.Background()); err != nil {
 			t.Fatalf("%s: Release: %v", name, err)
@@ -188,15 +187,6 @@ func TestLineOnCluster(t *testing.T) {
 	}
 }
 
-// lineLenOn is the length of key's line, read on rdb.
-func lineLenOn(rdb *redis.Client, key string) int64 {
-	base := "{" + key + "}"
-	if strings.Contains(key, "{") { // a hash tag of its own
-		base = key
-	}
-	return rdb.LLen(context.Background(), base+":q").Val()
-}
-
 // Through Sentinel the line lives on the master: a waiter on another
 // Client is handed the lock, or a semaphore's slot, by the release.
 func TestLineThroughSentinel(t *testing.T) {
@@ -210,7 +200,7 @@ func TestLineThroughSentinel(t *testing.T) {
 			withlock.SetWaitTimings(waiter, longPoll, time.Minute)
 			got := acquireAsync(context.Background(), waiter, name, time.Minute)
 			clitest.Eventually(t, promptly, "waiter never in line", func() bool {
-				return admin.LLen(context.Background(), "{lock:"+name+"}:q").Val() == 1
+				return inLine(t, admin, "lock:"+name) == 1
 			})
 			if err := held[0].Release(context.Background()); err != nil {
 				t.Fatal(err)

@@ -2,18 +2,13 @@ package withlock
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // What a KeepAlive does when a renewal finds its key gone: tell whether
-// Client.Break removed it (brokenBy), and with KeepAliveOptions.Reacquire
+// Client.Break removed it (broken.go), and with KeepAliveOptions.Reacquire
 // take it back when nobody broke or took it (retake).
 
 // ErrReacquired is what KeepAliveOptions.OnRenew is given for a renewal that
@@ -21,52 +16,6 @@ import (
 // the lock is held again, under the same token, and Lock.Fence returns the
 // new fencing number if the lock is fenced.
 var ErrReacquired = errors.New("the lock's key vanished; took it again")
-
-// brokenKey is the key of the marker Client.Break leaves beside the lock
-// key key, in its Cluster slot: "<host:pid of the breaker> <sha1 of each
-// token removed>…", living as long as the broken key had left (plus a
-// second), so that its holder's next renewal can find it.
-func brokenKey(key string) string { return sideKey(key, "broken") }
-
-// breaker is who breaks a lock as the marker names it: the Client's
-// "<host>:<pid>".
-func (c *Client) breaker() string { return strings.TrimSuffix(c.owner, ":") }
-
-// tokenSum is how the break marker names a token it removed: the hex SHA-1
-// that Lua's redis.sha1hex computes. The marker never holds a token.
-func tokenSum(token string) string {
-	sum := sha1.Sum([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
-// brokenBy reads the break marker of l's key: the "<host>:<pid>" of the
-// Client whose Break removed l's token, or "" when Redis knows of no such
-// break (the key vanished otherwise, or the marker has expired). It is one
-// GET, sent only after a renewal found l not ours. A semaphore's slot is
-// named in its name's marker, so this serves both.
-func (s *single) brokenBy(ctx context.Context, l *Lock) (string, error) {
-	v, err := s.rdb.Get(ctx, brokenKey(l.key)).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return "", nil
-	case err != nil:
-		return "", err
-	}
-	by, sums, _ := strings.Cut(v, " ")
-	for _, sum := range strings.Fields(sums) {
-		if sum == tokenSum(l.token) {
-			return by, nil
-		}
-	}
-	return "", nil
-}
-
-// breakTeller is a backend whose Break leaves a marker its victim can read:
-// one deployment, plain lock or semaphore. A quorum's loss says nothing of
-// a break.
-type breakTeller interface {
-	brokenBy(ctx context.Context, l *Lock) (string, error)
-}
 
 // retake takes l again with its own token after its key vanished: the
 // acquiring command of a fresh acquisition (SET NX PX, or with fencing the

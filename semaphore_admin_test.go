@@ -69,7 +69,7 @@ func TestListSkipsLineKeys(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := acquireAsync(ctx, waitClient(t, srv), "{tag}busy", time.Minute)
-	clitest.Eventually(t, promptly, "waiter never in line", func() bool { return lineLenOn(rdb, holder.Key()) == 1 })
+	clitest.Eventually(t, promptly, "waiter never in line", func() bool { return inLine(t, rdb, holder.Key()) == 1 })
 	keys := rdb.Keys(ctx, "lock:*").Val()
 	list, err := c.List(ctx, nil)
 	if err != nil {

@@ -60,12 +60,14 @@ func subscribers(t *testing.T, rdb *redis.Client, channel string) int64 {
 	return n[channel]
 }
 
-// inLine is the length of the fair line of the lock key key.
+// inLine is the length of the fair line of the lock key key, read on rdb
+// (on Cluster, the node of key's slot). It is the one way the tests count
+// a line.
 func inLine(t *testing.T, rdb *redis.Client, key string) int64 {
 	t.Helper()
-	n, err := rdb.LLen(context.Background(), "{"+key+"}:q").Result()
+	n, err := rdb.LLen(context.Background(), lineBaseOf(key)+":q").Result()
 	if err != nil {
-		t.Fatalf("LLEN: %v", err)
+		t.Fatalf("LLEN of %s's line: %v", key, err)
 	}
 	return n
 }

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -9,16 +10,27 @@ import (
 )
 
 // A run whose lock another process broke with --break says so, naming
-// the breaker, and exits 125; with --on-lost reacquire too, since
-// breaking a lock is an operator's decision and is not undone.
+// the breaker, and exits 125: on one Redis and on a quorum, and with
+// --on-lost reacquire too, since breaking a lock is an operator's decision
+// and is not undone.
 func TestBrokenHolderSaysWhoBrokeItWithBreak(t *testing.T) {
 	e := setup(t)
 	host, _ := hostPid(t, 0)
-	for _, onLost := range []string{"term", "reacquire"} {
-		t.Run(onLost, func(t *testing.T) {
-			name := "broken-victim-" + onLost
-			p, pids := startTree(t, e.srv, name, "--redis", e.srv.URL(), "--ttl", "1500ms", "--on-lost", onLost)
-			if res := e.run("--break", name); res.Code != 0 {
+	db := func(n int) string { return "redis://" + e.srv.Addr() + "/" + strconv.Itoa(n) }
+	tests := []struct {
+		name   string
+		redis  []string
+		onLost string
+	}{
+		{"term", []string{"--redis", db(0)}, "term"},
+		{"reacquire", []string{"--redis", db(0)}, "reacquire"},
+		{"quorum", []string{"--redis", db(1), "--redis", db(2), "--redis", db(3)}, "term"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "broken-victim-" + tt.name
+			p, pids := startTree(t, e.srv, name, append(tt.redis, "--ttl", "1500ms", "--on-lost", tt.onLost)...)
+			if res := clitest.Run(t, nil, append(tt.redis, "--break", name)...); res.Code != 0 {
 				t.Fatalf("--break: exit %d, stderr %q", res.Code, res.Stderr)
 			}
 			clitest.WaitDead(t, 10*time.Second, pids...)

@@ -43,7 +43,8 @@ func TestOnLostReacquireKeepsCommandRunningWhenKeyVanishes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := setup(t)
 			name := "reacquire-" + strconv.Itoa(i)
-			args := []string{"--ttl", "1500ms", "--on-lost", "reacquire", name}
+			// A TTL long enough for a restart to fit inside the local deadline.
+			args := []string{"--ttl", "3s", "--on-lost", "reacquire", name}
 			if tt.fence {
 				args = append([]string{"--fence"}, args...)
 			}

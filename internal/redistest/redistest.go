@@ -31,6 +31,7 @@ type tb interface {
 	Fatalf(format string, args ...any)
 	Cleanup(func())
 	TempDir() string
+	Skip(args ...any)
 }
 
 // Server is a redis-server process owned by one test, or by the whole test
@@ -92,6 +93,12 @@ func (*mainTB) Fatalf(format string, args ...any) {
 	panic(mainFatal{fmt.Errorf(format, args...)})
 }
 
+// Skip is never called: launch skips only tests, and TestMain does not
+// start a server under -short.
+func (*mainTB) Skip(...any) {
+	panic(mainFatal{errors.New("redistest: StartMain under -short")})
+}
+
 func (m *mainTB) Cleanup(f func()) { m.cleanups = append(m.cleanups, f) }
 
 // TempDir is never called: StartMain passes its own directory.
@@ -117,6 +124,12 @@ type launchOptions struct {
 
 func launch(t tb, o launchOptions) *Server {
 	t.Helper()
+	// go test -short runs the tests that need no server, on a machine
+	// without redis-server: every test that starts one is skipped there.
+	// The plain run (CI, make test) skips nothing.
+	if _, isMain := t.(*mainTB); !isMain && testing.Short() {
+		t.Skip("starts redis-server: not run under go test -short")
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make test installs it): %v", err)
 	}

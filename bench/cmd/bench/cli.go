@@ -14,6 +14,13 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
+// The rows the ratios are taken against.
+const (
+	cliOurs         = "with-lock x true"
+	cliFloor        = "Go floor"
+	cliGuardedFloor = "Go floor, guarded"
+)
+
 // cliBaseline names a git revision whose with-lock also runs, interleaved
 // with the rest, so that a change's gain is measured in one run on one
 // load: -cli-baseline HEAD~1, say.
@@ -28,14 +35,16 @@ type cliWay struct {
 	code int // the exit code it is expected to end with
 }
 
-// cliWays builds the with-lock CLI and the Go floor into dir and returns
-// the four ways to compare, all on the private Redis.
+// cliWays builds the with-lock CLI and the Go floors into dir and returns
+// the ways to compare, all on the private Redis.
 func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 	wl := filepath.Join(dir, "with-lock")
 	floor := filepath.Join(dir, "floor")
+	guarded := filepath.Join(dir, "floor-guarded")
 	builds := []struct{ dir, out, pkg string }{
 		{root, wl, "./cmd/with-lock"},
 		{".", floor, "./cmd/floor"},
+		{".", guarded, "./cmd/floor-guarded"},
 	}
 	base := filepath.Join(dir, "with-lock-base")
 	if *cliBaseline != "" {
@@ -46,11 +55,8 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 		builds = append(builds, struct{ dir, out, pkg string }{src, base, "./cmd/with-lock"})
 	}
 	for _, b := range builds {
-		// The flags of make build, for both.
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b.out, b.pkg)
-		cmd.Dir = b.dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		if err := goBuild(b.dir, b.out, b.pkg); err != nil {
+			return nil, err
 		}
 	}
 	seed, err := filepath.Abs("seed-with-lock.sh")
@@ -59,9 +65,13 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 	}
 	redisEnv := []string{"WITH_LOCK_REDIS=redis://" + srv.Addr() + "/0"}
 	ways := []cliWay{
-		{"with-lock x true", "the with-lock binary, built as make build does", []string{wl, "x", "true"}, redisEnv, 0},
-		{"Go floor", "bench/cmd/floor: SET NX EX, fork/exec, EVAL over a raw socket, same build flags", []string{floor, "x", "true"},
+		{cliOurs, "the with-lock binary, built as make build does", []string{wl, "x", "true"}, redisEnv, 0},
+		{cliFloor, "bench/cmd/floor: SET NX EX, fork/exec, EVAL over a raw socket, same build flags", []string{floor, "x", "true"},
 			[]string{"FLOOR_REDIS=" + srv.Addr()}, 0},
+		// The least a wrapper that promises the command dies with it
+		// (kill -9 included) can cost: with-lock keeps such a guard.
+		{cliGuardedFloor, "bench/cmd/floor-guarded: the Go floor plus a guard (itself re-exec'd, waiting on a pipe) that kills the command's group if the wrapper dies",
+			[]string{guarded, "x", "true"}, []string{"FLOOR_REDIS=" + srv.Addr()}, 0},
 		{"bash + redis-cli", "bench/seed-with-lock.sh, the seed's way", []string{"bash", seed, "x", "true"},
 			[]string{"REDIS_PORT=" + strconv.Itoa(srv.Port)}, 0},
 		{"flock -n", "flock -n FILE true (util-linux), a local lock for scale", []string{"flock", "-n", filepath.Join(dir, "flock.lock"), "true"}, nil, 0},
@@ -75,6 +85,16 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 			[]string{base, "x", "true"}, redisEnv, 0})
 	}
 	return ways, nil
+}
+
+// goBuild builds pkg in dir to out with the flags of make build.
+func goBuild(dir, out, pkg string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
 }
 
 // checkout writes the tree of rev in root's repository to dir and returns
@@ -129,14 +149,27 @@ func runCLI(ways []cliWay, n int) (map[string][]time.Duration, error) {
 
 func median(ds []time.Duration) time.Duration { return percentile(ds, 50) }
 
-// percentile of ds (sorted in place), nearest rank.
+// percentile of ds, nearest rank. It sorts a copy: the CLI's times stay in
+// run order, for pairedRatio.
 func percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
+	ds = slices.Clone(ds)
 	slices.Sort(ds)
 	i := int(float64(len(ds))*p/100+0.5) - 1
 	return ds[min(max(i, 0), len(ds)-1)]
+}
+
+// pairedRatio is the median over rounds of a's time over b's in the same
+// round: runCLI runs the ways one after the other in each round, so a slow
+// spell of the shared machine slows both and cancels out.
+func pairedRatio(a, b []time.Duration) float64 {
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		rs = append(rs, float64(a[i])/float64(b[i]))
+	}
+	return medianF(rs)
 }
 
 func medianF(xs []float64) float64 {

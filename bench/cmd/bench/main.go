@@ -31,6 +31,7 @@ var modes = []struct {
 // config of one benchmark run.
 type config struct {
 	rounds, pairs, cRounds, cliRuns int
+	listRuns, listKeys, listLocks   int
 	fairRounds                      int
 	runFor                          time.Duration
 	root, out, svg                  string
@@ -45,10 +46,13 @@ func main() {
 	flag.DurationVar(&c.runFor, "run", 1500*time.Millisecond, "length of one contended run")
 	flag.IntVar(&c.fairRounds, "fair-rounds", 3, "interleaved rounds of the fair-line measurement (a Client per waiter)")
 	flag.IntVar(&c.cliRuns, "cli-runs", 150, "runs of each CLI way")
+	flag.IntVar(&c.listRuns, "list-runs", 5, "runs of each --list way (0: skip the fleet view)")
+	flag.IntVar(&c.listKeys, "list-keys", 2_000_000, "unrelated keys beside the locks in the fleet view's Redis")
+	flag.IntVar(&c.listLocks, "list-locks", 1000, "locks held in the fleet view's Redis")
 	flag.StringVar(&c.root, "root", "..", "the with-lock checkout")
 	flag.StringVar(&c.out, "out", "../BENCHMARKS.md", "where to write the report ('' for nowhere)")
 	flag.StringVar(&c.svg, "svg", "handoff.svg", "where to write the chart ('' for nowhere)")
-	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair or cli) and write no files, for profiling")
+	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli or list) and write no files, for profiling")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -98,6 +102,9 @@ func run(c config) error {
 		}
 		if c.only != "fair" {
 			c.fairRounds = 0
+		}
+		if c.only != "list" {
+			c.listRuns = 0
 		}
 	}
 	fmt.Printf("uncontended: %d rounds of %d pairs, 1 and 16 goroutines\n", c.rounds, c.pairs)
@@ -167,6 +174,12 @@ func run(c config) error {
 			return err
 		}
 	}
+	if c.listRuns > 0 {
+		fmt.Printf("fleet view: %d locks beside %d keys, %d runs of each way\n", c.listLocks, c.listKeys, c.listRuns)
+		if res.list, err = runList(c); err != nil {
+			return err
+		}
+	}
 	res.env.loadAfter = loadAvg()
 
 	if c.only != "" {
@@ -199,11 +212,13 @@ func checkClean(adm *redis.Client) error {
 	}
 	// A waiting Client's liveness key in the fair line outlives the run
 	// by at most its 3s life; the CLI's last-run records are kept on
-	// purpose, with their retention.
+	// purpose, with their retention: the last run, the short history and
+	// the last success.
 	keys = slices.DeleteFunc(keys, func(k string) bool {
 		ttl := adm.PTTL(context.Background(), k).Val()
+		record := strings.HasSuffix(k, "}:last") || strings.HasSuffix(k, "}:runs") || strings.HasSuffix(k, "}:ok")
 		return strings.Contains(k, "}:c:") && ttl > 0 && ttl <= 3*time.Second ||
-			strings.HasSuffix(k, "}:last") && ttl > 0
+			record && ttl > 0
 	})
 	if len(keys) > 0 {
 		return fmt.Errorf("keys left behind: %v", keys)

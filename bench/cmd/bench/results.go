@@ -65,6 +65,7 @@ type results struct {
 	roundTrip modeResult // the floor of a handoff: one round trip after the hold
 	cliWays   []cliWay
 	cli       map[string][]time.Duration
+	list      *listResult // the fleet view at size (list.go); nil if not run
 
 	pairedRatio float64 // with-lock over the raw floor, uncontended, set by targets
 

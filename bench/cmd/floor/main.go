@@ -8,39 +8,26 @@
 package main
 
 import (
-	"bufio"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
-)
 
-const release = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+	"github.com/with-lock/with-lock/bench/internal/rawlock"
+)
 
 func main() {
 	if len(os.Args) < 3 {
 		os.Exit(64)
 	}
-	addr := os.Getenv("FLOOR_REDIS")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	conn, err := net.Dial("tcp", addr)
+	conn, err := rawlock.Dial(rawlock.Addr())
 	if err != nil {
 		os.Exit(69)
 	}
-	rd := bufio.NewReader(conn)
-	host, _ := os.Hostname()
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	key := "lock:" + os.Args[1]
-	token := host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
-
-	if reply := do(conn, rd, "SET", key, token, "NX", "EX", "30"); reply != "+OK" {
+	l, err := conn.Acquire(os.Args[1])
+	switch {
+	case err == rawlock.ErrBusy:
 		os.Exit(75)
+	case err != nil:
+		os.Exit(69)
 	}
 	code := 0
 	path, err := exec.LookPath(os.Args[2])
@@ -51,22 +38,8 @@ func main() {
 	} else if st, err := p.Wait(); err == nil {
 		code = st.ExitCode()
 	}
-	do(conn, rd, "EVAL", release, "1", key, token)
+	if conn.Release(l) != nil {
+		os.Exit(69)
+	}
 	os.Exit(code)
-}
-
-// do sends one command in RESP and returns the first line of the reply.
-func do(conn net.Conn, rd *bufio.Reader, args ...string) string {
-	buf := fmt.Appendf(nil, "*%d\r\n", len(args))
-	for _, a := range args {
-		buf = fmt.Appendf(buf, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := conn.Write(buf); err != nil {
-		os.Exit(69)
-	}
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		os.Exit(69)
-	}
-	return line[:len(line)-2]
 }

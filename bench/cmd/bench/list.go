@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// The fleet view at the size of a real Redis (issue 17): locks beside
+// millions of keys that are not with-lock's, as on a shared cache.
+const (
+	listTarget   = 50 * time.Millisecond
+	listFinished = 20 // names with a last-run record and no lock, for --all
+)
+
+// listWay is one invocation of the fleet view and how many JSON lines it
+// must print: a fast but wrong list is no gain.
+type listWay struct {
+	name   string
+	args   []string
+	want   int  // lines of output; 0 for a table (not counted)
+	plugin bool // exits as a Nagios plugin: 0 to 3 are all answers
+}
+
+// listResult is what the list part measured.
+type listResult struct {
+	keys, locks int // unrelated keys and locks held
+	ways        []listWay
+	times       map[string][]time.Duration
+	cpu         map[string]float64 // Redis CPU seconds per run (INFO cpu delta)
+	commands    map[string]float64 // Redis commands per run
+}
+
+// runList fills a redis-server of its own with c.listKeys unrelated keys
+// (DEBUG POPULATE), takes c.listLocks locks with the library as the CLI
+// does (TryAcquire under the default prefix, so whatever the acquisition
+// maintains for the fleet view is there) and ends listFinished runs of the
+// CLI so that --all has last-run records, then times the with-lock binary
+// built from the checkout: whatever --list does, this measures.
+func runList(c config) (*listResult, error) {
+	srv, stop, err := redistest.StartMain("enable-debug-command", "local")
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	dir, err := os.MkdirTemp("", "with-lock-bench-list-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	wl := filepath.Join(dir, "with-lock")
+	if err := goBuild(c.root, wl, "./cmd/with-lock"); err != nil {
+		return nil, err
+	}
+	env := append(os.Environ(), "WITH_LOCK_REDIS=redis://"+srv.Addr()+"/0")
+
+	start := time.Now()
+	if err := rdb.Do(ctx, "DEBUG", "POPULATE", c.listKeys, "cache").Err(); err != nil {
+		return nil, fmt.Errorf("DEBUG POPULATE %d: %w", c.listKeys, err)
+	}
+	lc := withlock.New(rdb, nil)
+	for i := range c.listLocks {
+		if _, err := lc.TryAcquire(ctx, fmt.Sprintf("job-%05d", i), time.Hour, nil); err != nil {
+			return nil, fmt.Errorf("take lock %d of %d: %w", i+1, c.listLocks, err)
+		}
+	}
+	for i := range listFinished {
+		cmd := exec.Command(wl, fmt.Sprintf("done-%02d", i), "true")
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("with-lock done-%02d true: %w\n%s", i, err, out)
+		}
+	}
+	size, err := rdb.DBSize(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("  %d keys in the database after %s\n", size, time.Since(start).Round(time.Millisecond))
+
+	res := &listResult{keys: c.listKeys, locks: c.listLocks,
+		times: map[string][]time.Duration{}, cpu: map[string]float64{}, commands: map[string]float64{}}
+	res.ways = []listWay{
+		{name: "with-lock --list", args: []string{"--list"}},
+		{name: "with-lock --list --json", args: []string{"--list", "--json"}, want: c.listLocks},
+		{name: "with-lock --list --all --json", args: []string{"--list", "--all", "--json"}, want: c.listLocks + listFinished},
+	}
+	// --check (issue 17, item 4) reads one name's records fleet-wide; it
+	// is timed where the binary has it.
+	if help, _ := exec.Command(wl, "--help").CombinedOutput(); bytes.Contains(help, []byte("--check")) {
+		res.ways = append(res.ways, listWay{name: "with-lock --check done-00", args: []string{"--check", "done-00"}, plugin: true})
+	}
+	for i := range c.listRuns + 1 { // the first run warms the page cache
+		for _, w := range res.ways {
+			cpu0, cmds0 := redisCPU(rdb), commandsProcessed(rdb)
+			cmd := exec.Command(wl, w.args...)
+			cmd.Env = env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			t0 := time.Now()
+			out, err := cmd.Output()
+			d := time.Since(t0)
+			if code := cmd.ProcessState.ExitCode(); err != nil && !(w.plugin && code >= 0 && code <= 3) {
+				return nil, fmt.Errorf("%s: %w\n%s", w.name, err, stderr.String())
+			}
+			if n := bytes.Count(out, []byte("\n")); w.want > 0 && n != w.want {
+				return nil, fmt.Errorf("%s printed %d locks, want %d", w.name, n, w.want)
+			}
+			if i == 0 {
+				continue
+			}
+			res.times[w.name] = append(res.times[w.name], d)
+			// Less the INFO that reads the count.
+			res.cpu[w.name] += (redisCPU(rdb) - cpu0) / float64(c.listRuns)
+			res.commands[w.name] += float64(commandsProcessed(rdb)-cmds0-1) / float64(c.listRuns)
+		}
+	}
+	return res, nil
+}
+
+// redisCPU is the server's CPU time so far, user and system, in seconds
+// (INFO cpu), to say how long a listing keeps Redis busy.
+func redisCPU(rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var s float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, f := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, f); ok {
+				x, _ := strconv.ParseFloat(v, 64)
+				s += x
+			}
+		}
+	}
+	return s
+}
+
+func (r *results) listTable() string {
+	l := r.list
+	if l == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### Fleet view: %d locks beside %d unrelated keys\n\n", l.locks, l.keys)
+	fmt.Fprintf(&b, "A redis-server of its own filled with `DEBUG POPULATE %d cache`, %d locks taken with `Client.TryAcquire` (as the CLI takes them) and %d names with a last-run record only; the with-lock binary built from the checkout, %d runs of each way, interleaved. Redis CPU is the server's user+system time per run (INFO cpu), commands its total_commands_processed per run.\n\n",
+		l.keys, l.locks, listFinished, r.cfg.listRuns)
+	var rows [][]string
+	for _, w := range l.ways {
+		t := l.times[w.name]
+		rows = append(rows, []string{w.name, fmtMS(median(t)), fmtMS(percentile(t, 0)) + "–" + fmtMS(percentile(t, 100)),
+			fmt.Sprintf("%.0f ms", 1000*l.cpu[w.name]), fmt.Sprintf("%.0f", l.commands[w.name])})
+	}
+	b.WriteString(mdTable([]string{"way", "median", "min–max", "Redis CPU", "commands"}, rows))
+	return b.String()
+}
+
+// listTargets is issue 17's: the fleet view costs O(locks), not O(keys).
+func (r *results) listTargets(add func(what string, met bool, format string, args ...any)) {
+	if r.list == nil {
+		return
+	}
+	for _, w := range r.list.ways {
+		if strings.Contains(w.name, "--all") {
+			continue // two SCANs today; not one of the issue's targets
+		}
+		m := median(r.list.times[w.name])
+		add(fmt.Sprintf("`%s` with %d locks beside %d keys ≤ %s", strings.TrimPrefix(w.name, "with-lock "), r.list.locks, r.list.keys, fmtMS(listTarget)),
+			m <= listTarget, "%s (%.1f×)", fmtMS(m), float64(m)/float64(listTarget))
+	}
+}

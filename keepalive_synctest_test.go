@@ -1,0 +1,379 @@
+package withlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// KeepAlive's schedule on a fake clock: testing/synctest runs each test in a
+// bubble whose time moves only when every goroutine in it waits, so the
+// times asserted here are exact and the tests take no real time. The
+// backend is a fake that only counts and answers renewals; what the
+// renewals do to a real Redis is keepalive_test.go's.
+
+// errDown is a fake renewal's failure, as a refused connection would be.
+var errDown = errors.New("connection refused")
+
+// fakeRenewals is a backend for KeepAlive's timing: extend records when
+// each renewal was sent and answers with answer; acquire always succeeds.
+// Nothing else of a backend is used by KeepAlive.
+type fakeRenewals struct {
+	// answer answers the nth renewal (from 1); nil means a success at once.
+	// It may sleep (a slow Redis) or wait for ctx (a stuck one).
+	answer func(ctx context.Context, n int) error
+	// renewBy, set at acquire and cleared by a renewal, is a time since
+	// acquisition at which the backend asks to be renewed early, as a
+	// quorum does (Lock.renewBy).
+	renewBy time.Duration
+
+	mu       sync.Mutex
+	sent     []time.Duration // when each renewal was sent, since acquisition
+	ttls     []time.Duration // the TTL each renewal asked for
+	inflight int             // renewals not yet answered
+}
+
+func (f *fakeRenewals) acquire(_ context.Context, l *Lock, _ *LockOptions) error {
+	l.renewBy.Store(int64(f.renewBy))
+	return nil
+}
+
+func (f *fakeRenewals) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+	f.mu.Lock()
+	f.sent = append(f.sent, time.Since(l.acquired))
+	f.ttls = append(f.ttls, ttl)
+	f.inflight++
+	n := len(f.sent)
+	f.mu.Unlock()
+	var err error
+	if f.answer != nil {
+		err = f.answer(ctx, n)
+	}
+	f.mu.Lock()
+	f.inflight--
+	f.mu.Unlock()
+	l.renewBy.Store(0)
+	return err
+}
+
+// renewals returns when the renewals so far were sent and how many are
+// unanswered.
+func (f *fakeRenewals) renewals() (sent []time.Duration, inflight int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sent), f.inflight
+}
+
+func (f *fakeRenewals) release(context.Context, *Lock, time.Duration) error { panic("not used") }
+func (f *fakeRenewals) ttl(context.Context, *Lock) (time.Duration, error)   { panic("not used") }
+func (f *fakeRenewals) view(context.Context, string) (lockView, error)      { panic("not used") }
+func (f *fakeRenewals) keys(context.Context, string) ([]string, error)      { panic("not used") }
+func (f *fakeRenewals) breakLock(context.Context, string, string) (lockView, error) {
+	panic("not used")
+}
+func (f *fakeRenewals) finish(context.Context, *Lock, time.Duration, *recordWrite) (error, error) {
+	panic("not used")
+}
+func (f *fakeRenewals) history(context.Context, string, int) ([]string, error) { panic("not used") }
+func (f *fakeRenewals) slots() int                                             { return 1 }
+func (f *fakeRenewals) lineStore() redis.UniversalClient                       { return nil }
+func (f *fakeRenewals) releaseTo(context.Context, *Lock, time.Duration, string) (string, error) {
+	panic("not used")
+}
+func (f *fakeRenewals) handed(string) (string, int) { panic("not used") }
+func (f *fakeRenewals) lineCheck(context.Context, string, string, []string) (string, int64, []lineSeen, error) {
+	panic("not used")
+}
+func (f *fakeRenewals) mayHold(string, string) bool             { panic("not used") }
+func (f *fakeRenewals) subscribe(context.Context) *redis.PubSub { panic("not used") }
+func (f *fakeRenewals) handOver(context.Context, *Lock, *Lock) (bool, bool, error) {
+	panic("not used")
+}
+
+// keepAlive takes a lock with ttl on f and starts its KeepAlive with opts,
+// stopped when the test ends. Call it inside the bubble.
+func keepAlive(t *testing.T, f *fakeRenewals, ttl time.Duration, opts *KeepAliveOptions) (*Lock, *KeepAlive) {
+	t.Helper()
+	l, err := newClient(f, nil).TryAcquire(t.Context(), "job", ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka := l.KeepAlive(context.Background(), opts)
+	t.Cleanup(ka.Stop)
+	return l, ka
+}
+
+// ms is a list of times in milliseconds, for readable wants.
+func ms(m ...int) []time.Duration {
+	d := make([]time.Duration, len(m))
+	for i, v := range m {
+		d[i] = time.Duration(v) * time.Millisecond
+	}
+	return d
+}
+
+// slow is an answer that takes d and then succeeds, whatever ctx says: a
+// renewal in flight is always completed.
+func slow(d time.Duration) func(context.Context, int) error {
+	return func(context.Context, int) error { time.Sleep(d); return nil }
+}
+
+// stuck is an answer that never comes while the KeepAlive runs, as from a
+// paused Redis: it waits for ctx.
+func stuck(ctx context.Context, _ int) error { <-ctx.Done(); return ctx.Err() }
+
+// TestKeepAliveRenewsOnSchedule: renewals come every third of the TTL, or
+// every Interval, capped so that two fit before the local deadline; early
+// when the backend asks; and each is timed from when the last successful
+// one was sent, not from its answer.
+func TestKeepAliveRenewsOnSchedule(t *testing.T) {
+	const ttl = 3 * time.Second // default margin 400ms: the deadline is 2.6s after a success
+	tests := []struct {
+		name    string
+		opts    *KeepAliveOptions
+		renewBy time.Duration
+		answer  func(context.Context, int) error
+		want    []time.Duration // renewals sent within 4.45s
+	}{
+		{"a third of the TTL", nil, 0, nil, ms(1000, 2000, 3000, 4000)},
+		{"the configured interval", &KeepAliveOptions{Interval: 1100 * time.Millisecond}, 0, nil, ms(1100, 2200, 3300, 4400)},
+		{"an interval capped at half of TTL minus margin", &KeepAliveOptions{Interval: time.Minute}, 0, nil, ms(1300, 2600, 3900)},
+		{"the cap follows a configured margin", &KeepAliveOptions{Interval: time.Minute, Margin: 1200 * time.Millisecond}, 0, nil, ms(900, 1800, 2700, 3600)},
+		{"early when the backend asks", nil, 400 * time.Millisecond, nil, ms(400, 1400, 2400, 3400, 4400)},
+		{"from when a slow renewal was sent", nil, 0, slow(300 * time.Millisecond), ms(1000, 2000, 3000, 4000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeRenewals{answer: tt.answer, renewBy: tt.renewBy}
+				_, ka := keepAlive(t, f, ttl, tt.opts)
+				time.Sleep(4450 * time.Millisecond)
+				sent, _ := f.renewals()
+				if !slices.Equal(sent, tt.want) {
+					t.Errorf("renewals sent at %v, want %v", sent, tt.want)
+				}
+				for i, d := range f.ttls {
+					if d != ttl {
+						t.Errorf("renewal %d asked for TTL %s, want %s", i+1, d, ttl)
+					}
+				}
+				if err := ka.Err(); err != nil {
+					t.Errorf("Err() = %v, want nil: every renewal succeeded", err)
+				}
+			})
+		})
+	}
+}
+
+// TestKeepAliveDeclaresLossAtTheLocalDeadline: when no renewal succeeds the
+// lock is presumed lost exactly at the local deadline — the last successful
+// command's send time plus TTL minus margin, before the key can expire —
+// whether renewals hang or fail at once (they are retried every quarter
+// interval meanwhile); a renewal that finds the key not ours loses it at
+// once. Nothing is renewed after a loss.
+func TestKeepAliveDeclaresLossAtTheLocalDeadline(t *testing.T) {
+	const ttl = 3 * time.Second
+	failFrom := func(n int, err error) func(context.Context, int) error {
+		return func(_ context.Context, i int) error {
+			if i >= n {
+				return err
+			}
+			return nil
+		}
+	}
+	tests := []struct {
+		name    string
+		opts    *KeepAliveOptions
+		answer  func(context.Context, int) error
+		lostAt  time.Duration
+		err     error // what LostError.Err must match
+		renewed []time.Duration
+	}{
+		{"a renewal that never answers", nil, stuck, 2600 * time.Millisecond, errNoAnswer, ms(1000)},
+		{"renewals that fail at once", nil, failFrom(1, errDown), 2600 * time.Millisecond, errDown,
+			ms(1000, 1250, 1500, 1750, 2000, 2250, 2500)},
+		{"a configured margin", &KeepAliveOptions{Margin: time.Second}, stuck, 2 * time.Second, errNoAnswer, ms(1000)},
+		{"counted from the last success", nil, func(ctx context.Context, n int) error {
+			if n == 1 {
+				return nil
+			}
+			return stuck(ctx, n)
+		}, 3600 * time.Millisecond, errNoAnswer, ms(1000, 2000)},
+		{"the key is not ours", nil, failFrom(2, fmt.Errorf("extend lock:job: %w", ErrLockNotHeld)), 2 * time.Second, ErrLockNotHeld, ms(1000, 2000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeRenewals{answer: tt.answer}
+				l, ka := keepAlive(t, f, ttl, tt.opts)
+				select {
+				case <-ka.Lost():
+				case <-time.After(time.Minute):
+					t.Fatal("no loss reported")
+				}
+				if at := time.Since(l.acquired); at != tt.lostAt {
+					t.Errorf("loss reported %s after acquisition, want %s", at, tt.lostAt)
+				}
+				err := ka.Err()
+				var lerr *LostError
+				if !errors.As(err, &lerr) || !errors.Is(err, ErrLockLost) || !errors.Is(lerr.Err, tt.err) {
+					t.Errorf("Err() = %v, want a *LostError matching ErrLockLost whose Err matches %v", err, tt.err)
+				}
+				if cause := context.Cause(ka.Context()); cause != err {
+					t.Errorf("context cause = %v, want %v", cause, err)
+				}
+				time.Sleep(time.Minute)
+				if sent, _ := f.renewals(); !slices.Equal(sent, tt.renewed) {
+					t.Errorf("renewals sent at %v, want %v and none after the loss", sent, tt.renewed)
+				}
+			})
+		})
+	}
+}
+
+// TestKeepAliveRetriesAfterAFailedRenewal: a failed renewal is retried a
+// quarter interval after its answer, and once one succeeds the schedule
+// runs from when that one was sent. OnRenew reports each with its time.
+func TestKeepAliveRetriesAfterAFailedRenewal(t *testing.T) {
+	const ttl = 3 * time.Second
+	tests := []struct {
+		name string
+		took time.Duration // how long each answer takes
+		want []time.Duration
+	}{
+		{"failures answered at once", 0, ms(1000, 1250, 1500, 2500, 3500)},
+		{"failures answered slowly", 100 * time.Millisecond, ms(1000, 1350, 1700, 2700, 3700)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeRenewals{answer: func(_ context.Context, n int) error {
+					time.Sleep(tt.took)
+					if n <= 2 {
+						return errDown
+					}
+					return nil
+				}}
+				type report struct {
+					took time.Duration
+					err  error
+				}
+				var reports []report // OnRenew runs on the KeepAlive's goroutine, one at a time
+				var mu sync.Mutex
+				_, ka := keepAlive(t, f, ttl, &KeepAliveOptions{OnRenew: func(took time.Duration, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					reports = append(reports, report{took, err})
+				}})
+				time.Sleep(3900 * time.Millisecond)
+				if sent, _ := f.renewals(); !slices.Equal(sent, tt.want) {
+					t.Errorf("renewals sent at %v, want %v", sent, tt.want)
+				}
+				if err := ka.Err(); err != nil {
+					t.Errorf("Err() = %v, want nil: a renewal succeeded before the deadline", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				want := []report{{tt.took, errDown}, {tt.took, errDown}, {tt.took, nil}, {tt.took, nil}, {tt.took, nil}}
+				if !slices.Equal(reports, want) {
+					t.Errorf("OnRenew got %v, want %v", reports, want)
+				}
+			})
+		})
+	}
+}
+
+// TestKeepAliveStopEndsRenewalWithoutALoss: Stop, or the end of the
+// KeepAlive's context, ends renewal without a loss; Stop returns only once
+// a renewal in flight has been answered, so none can land after a
+// following Release, and it may be called twice and after a loss.
+func TestKeepAliveStopEndsRenewalWithoutALoss(t *testing.T) {
+	const ttl = 3 * time.Second
+	t.Run("between renewals", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeRenewals{}
+			l, ka := keepAlive(t, f, ttl, nil)
+			time.Sleep(1500 * time.Millisecond)
+			ka.Stop()
+			ka.Stop()
+			if at := time.Since(l.acquired); at != 1500*time.Millisecond {
+				t.Errorf("Stop returned %s after acquisition, want at once (1.5s)", at)
+			}
+			stoppedWithoutLoss(t, f, ka, ms(1000))
+		})
+	})
+	t.Run("while a renewal is in flight", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeRenewals{answer: slow(500 * time.Millisecond)}
+			l, ka := keepAlive(t, f, ttl, nil)
+			time.Sleep(1200 * time.Millisecond) // the renewal sent at 1s is answered at 1.5s
+			ka.Stop()
+			if at := time.Since(l.acquired); at != 1500*time.Millisecond {
+				t.Errorf("Stop returned %s after acquisition, want when the renewal in flight was answered (1.5s)", at)
+			}
+			if _, inflight := f.renewals(); inflight != 0 {
+				t.Errorf("Stop returned with %d renewals in flight", inflight)
+			}
+			stoppedWithoutLoss(t, f, ka, ms(1000))
+		})
+	})
+	t.Run("when its context ends", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeRenewals{}
+			l, err := newClient(f, nil).TryAcquire(t.Context(), "job", ttl, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ka := l.KeepAlive(ctx, nil)
+			time.Sleep(1500 * time.Millisecond)
+			cancel()
+			synctest.Wait()
+			stoppedWithoutLoss(t, f, ka, ms(1000))
+			ka.Stop()
+		})
+	})
+	t.Run("after a loss", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			f := &fakeRenewals{answer: stuck}
+			_, ka := keepAlive(t, f, ttl, nil)
+			<-ka.Lost()
+			ka.Stop()
+			ka.Stop()
+			if _, inflight := f.renewals(); inflight != 0 {
+				t.Errorf("Stop returned with %d renewals in flight", inflight)
+			}
+			if !errors.Is(ka.Err(), ErrLockLost) {
+				t.Errorf("Err() after a loss and Stop = %v, want the loss", ka.Err())
+			}
+		})
+	})
+}
+
+// stoppedWithoutLoss checks that ka stopped without a loss, its Context
+// done, and that over a minute more nothing was renewed beyond renewed.
+func stoppedWithoutLoss(t *testing.T, f *fakeRenewals, ka *KeepAlive, renewed []time.Duration) {
+	t.Helper()
+	if err := ka.Err(); err != nil {
+		t.Errorf("Err() = %v, want nil", err)
+	}
+	select {
+	case <-ka.Lost():
+		t.Error("Lost closed without a loss")
+	default:
+	}
+	if err := ka.Context().Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Context().Err() = %v, want Canceled", err)
+	}
+	time.Sleep(time.Minute)
+	if sent, _ := f.renewals(); !slices.Equal(sent, renewed) {
+		t.Errorf("renewals sent at %v, want %v and none after renewal stopped", sent, renewed)
+	}
+}
