@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -113,4 +114,45 @@ func recordKeptFor(t *testing.T, rdb *redis.Client, name string, ttl time.Durati
 	if d := rdb.PTTL(context.Background(), key).Val(); d <= ttl-time.Minute || d > ttl {
 		t.Errorf("record %s kept for %s, want the retention asked, %s", key, d, ttl)
 	}
+}
+
+// A run recorded without times started when its lock was acquired (when
+// its acquiring command was sent) and finished when ReleaseAndRecord was
+// called; the holder and fence are the lock's.
+func TestRecordStartsAtAcquisitionAndFinishesAtRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	c := withlock.New(rdb, nil)
+	l, err := c.TryAcquire(ctx, "times", time.Minute, &withlock.LockOptions{Fence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := withlock.AcquiredAt(l)
+	clitest.Eventually(t, promptly, "the clock never moved past the acquisition", func() bool {
+		return time.Since(acquired) > 20*time.Millisecond
+	})
+	before := time.Now()
+	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 7}, recordTTL); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	st, err := c.Status(ctx, "times")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := st.LastRun
+	if run == nil {
+		t.Fatalf("no last run after ReleaseAndRecord: %+v", st)
+	}
+	if !run.Started.Equal(acquired) {
+		t.Errorf("run started %s, want when the lock was acquired, %s", run.Started, acquired)
+	}
+	if run.Finished.Before(before) || run.Finished.After(after) {
+		t.Errorf("run finished %s, want within the ReleaseAndRecord call [%s, %s]", run.Finished, before, after)
+	}
+	if run.Holder != withlock.HolderOf(l.Token()) || run.Fence != l.Fence() || run.ExitCode != 7 || run.Lost {
+		t.Errorf("run %+v, want holder %s, fence %d, exit 7", *run, withlock.HolderOf(l.Token()), l.Fence())
+	}
+	recordKeptFor(t, rdb, "times", recordTTL)
 }
