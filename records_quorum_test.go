@@ -46,3 +46,35 @@ func TestQuorumRecordIsStoredWhenAMajorityStoresIt(t *testing.T) {
 		t.Errorf("the node that was up has no record")
 	}
 }
+
+// On a quorum Status shows the newest record of the nodes: a node that kept
+// an older run's record (it missed the last one) does not hide the last run.
+func TestQuorumStatusShowsTheNewestRecord(t *testing.T) {
+	_, admins, c := quorumNodes(t)
+	ctx := context.Background()
+	var older string
+	for code := range 2 {
+		l, err := c.TryAcquire(ctx, "newest", time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, recordTTL); err != nil {
+			t.Fatal(err)
+		}
+		if code == 0 {
+			older = admins[2].Get(ctx, "{lock:newest}:last").Val()
+		}
+	}
+	for _, i := range []int{0, 2} { // the first and the last node missed the last run
+		if err := admins[i].Set(ctx, "{lock:newest}:last", older, recordTTL).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := c.Status(ctx, "newest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LastRun == nil || st.LastRun.ExitCode != 1 {
+		t.Errorf("Status with the last run's record on one node of three: last run %+v, want the newest, exit 1", st.LastRun)
+	}
+}
