@@ -30,18 +30,21 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 	if err != nil {
 		return nil, fmt.Errorf("list %s*: %w", c.prefix, err)
 	}
-	keys = slices.DeleteFunc(keys, isSideKey)
+	var recorded []string // with All: the lock keys of the records found
 	if opts != nil && opts.All {
 		recs, err := c.b.keys(ctx, recordPattern(c.prefix))
 		if err != nil {
 			return nil, fmt.Errorf("list records of %s*: %w", c.prefix, err)
 		}
-		for _, rk := range recs {
+		// The records of names with a hash tag or a '}' ("P{tag}x:last",
+		// "Pa}b:last:<n>") start with the prefix P: the first SCAN found them.
+		for _, rk := range append(recs, keys...) {
 			if key, ok := lockKeyOfRecord(rk); ok && strings.HasPrefix(key, c.prefix) {
-				keys = append(keys, key)
+				recorded = append(recorded, key)
 			}
 		}
 	}
+	keys = append(slices.DeleteFunc(keys, isSideKey), recorded...)
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
 	var list []*Status
