@@ -173,18 +173,21 @@ func (c *Client) listKeys(ctx context.Context, all, scan bool) (keys []string, f
 	if keys, err = c.b.keys(ctx, globEscape(c.prefix)+"*"); err != nil {
 		return nil, false, fmt.Errorf("list %s*: %w", c.prefix, err)
 	}
-	keys = slices.DeleteFunc(keys, isSideKey)
+	var recorded []string // with all: the lock keys of the records found
 	if all {
 		recs, err := c.b.keys(ctx, recordPattern(c.prefix))
 		if err != nil {
 			return nil, false, fmt.Errorf("list records of %s*: %w", c.prefix, err)
 		}
-		for _, rk := range recs {
+		// The records of names with a hash tag or a '}' ("P{tag}x:last",
+		// "Pa}b:last:<n>") start with the prefix P: the first SCAN found them.
+		for _, rk := range append(recs, keys...) {
 			if key, ok := lockKeyOfRecord(rk); ok && strings.HasPrefix(key, c.prefix) {
-				keys = append(keys, key)
+				recorded = append(recorded, key)
 			}
 		}
 	}
+	keys = append(slices.DeleteFunc(keys, isSideKey), recorded...)
 	slices.Sort(keys)
 	return slices.Compact(keys), false, nil
 }

@@ -1,25 +1,27 @@
 package main
 
-import "time"
+import (
+	"time"
+
+	withlock "github.com/with-lock/with-lock"
+)
 
 // How a run ended, as the metrics (with_lock_runs_total{outcome=...}) and
-// the pings name it. Every run of a command has exactly one.
+// the pings name it. Every run of a command has exactly one. A run that
+// held the lock ends as its record says (Run.Outcome); the others are not
+// recorded.
 const (
-	outcomeOK       = "ok"        // the command ran and exited 0
-	outcomeFailed   = "failed"    // the command ran, or could not start, and exit was not 0
-	outcomeLost     = "lost"      // the lock was lost while the command ran
-	outcomeTimedOut = "timed_out" // --max-run stopped the command: exit timedOutCode
-	outcomeBusy     = "busy"      // not run: another owner held the lock
-	outcomeDone     = "done"      // not run: --once-per's window already had its success
-	outcomeError    = "error"     // not run: Redis unreachable or refusing, or with-lock interrupted
+	outcomeOK       = withlock.OutcomeOK       // the command ran and exited 0
+	outcomeFailed   = withlock.OutcomeFailed   // the command ran, or could not start, and exit was not 0
+	outcomeLost     = withlock.OutcomeLost     // the lock was lost while the command ran
+	outcomeTimedOut = withlock.OutcomeTimedOut // --max-run stopped the job: exit 124
+	outcomeBusy     = "busy"                   // not run: another owner held the lock
+	outcomeDone     = "done"                   // not run: --once-per's window already had its success
+	outcomeError    = "error"                  // not run: command not found, Redis unreachable or refusing, with-lock interrupted
 )
 
 // outcomes lists every outcome, in the order the metrics show them.
 var outcomes = []string{outcomeOK, outcomeFailed, outcomeLost, outcomeTimedOut, outcomeBusy, outcomeDone, outcomeError}
-
-// timedOutCode is the exit code of a command that --max-run stopped, as
-// GNU timeout(1) has it.
-const timedOutCode = 124
 
 // monitor is what a run learns for the monitoring outputs (--metrics-dir,
 // --ping) beyond its exit code. The code that decides sets it:
@@ -62,7 +64,7 @@ func (r *runner) outcome(code int) string {
 		return outcomeError
 	case r.mon.lost:
 		return outcomeLost
-	case code == timedOutCode:
+	case r.timedOut: // jobstop.go
 		return outcomeTimedOut
 	case code == 0:
 		return outcomeOK

@@ -13,7 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 )
 
@@ -31,7 +31,11 @@ type pinger struct {
 	rid     string // the run's id: healthchecks pairs start and end by it
 	client  *http.Client
 	started chan struct{} // closed once the start ping got its answer or gave up
-	warned  atomic.Bool   // a warning was said: one per run
+
+	// mu makes deciding to warn and warning one step: a start ping still
+	// saying its warning holds the exit until it is said.
+	mu     sync.Mutex
+	warned bool // a warning was said: one per run
 }
 
 func (r *runner) newPinger() *pinger {
@@ -94,11 +98,16 @@ func (p *pinger) send(ctx context.Context, method, suffix, body string) {
 			break
 		}
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	switch {
 	case err == nil:
 		p.r.log.info("pinged", fields{}, "pinged %s", redactURL(target, suffix))
-	case !p.warned.Swap(true):
+	case !p.warned:
+		p.warned = true
 		p.r.log.warn("warning", fields{}, "ping %s failed: %s; the run goes on", redactURL(target, suffix), p.r.pingWords(err))
+	default: // one warning per run is enough; -v says the rest
+		p.r.log.info("pinged", fields{Error: p.r.pingWords(err)}, "ping %s failed too: %s", redactURL(target, suffix), p.r.pingWords(err))
 	}
 }
 

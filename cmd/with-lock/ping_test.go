@@ -92,6 +92,15 @@ func TestPingWinnerSendsStartThenExitCode(t *testing.T) {
 		t.Errorf("run ids %q and %q: want one random UUID for both", start.rid, end.rid)
 	}
 
+	// A command not found is refused before the lock is taken: no run,
+	// no ping.
+	if res := e.run("--ping", srv.URL+"/check-uuid", "nightly-report", "/nonexistent/job"); res.Code != 127 {
+		t.Fatalf("exit %d, want 127: %q", res.Code, res.Stderr)
+	}
+	if got := srv.got(); len(got) != 2 {
+		t.Errorf("a command not found pinged %+v", got[2:])
+	}
+
 	// A success is 0, and the next run has an id of its own.
 	if res := e.run("--ping", srv.URL+"/check-uuid/", "nightly-report", "true"); res.Code != 0 {
 		t.Fatalf("exit %d: %q", res.Code, res.Stderr)

@@ -6,14 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/with-lock/with-lock/internal/clitest"
 )
 
 // The README's Monitoring section is configuration people paste: the
 // tests here run it as written.
 
-// readmeBlock returns the first fenced block of the README's Monitoring
-// section whose text contains marker.
-func readmeBlock(t *testing.T, marker string) string {
+// readmeBlocks returns the fenced blocks of the README's Monitoring section.
+func readmeBlocks(t *testing.T) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
@@ -24,9 +25,20 @@ func readmeBlock(t *testing.T, marker string) string {
 		t.Fatal("README has no Monitoring section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
+	var blocks []string
 	parts := strings.Split(section, "```")
 	for i := 1; i < len(parts); i += 2 {
 		_, body, _ := strings.Cut(parts[i], "\n") // drop the info string
+		blocks = append(blocks, body)
+	}
+	return blocks
+}
+
+// readmeBlock returns the first fenced block of the README's Monitoring
+// section whose text contains marker.
+func readmeBlock(t *testing.T, marker string) string {
+	t.Helper()
+	for _, body := range readmeBlocks(t) {
 		if strings.Contains(body, marker) {
 			return body
 		}
@@ -74,5 +86,97 @@ tests:
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool test rules: %v\n%s", err, out)
+	}
+}
+
+// The README's Nagios command, with the service's arguments put in, says
+// OK after a success and CRITICAL after a failure.
+func TestReadmeNagiosCommandRunsAsWritten(t *testing.T) {
+	var command, service []string
+	for _, line := range strings.Split(readmeBlock(t, "command_line"), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 1 && f[0] == "command_line":
+			command = f[1:]
+		case len(f) == 2 && f[0] == "check_command":
+			service = strings.Split(f[1], "!")
+		}
+	}
+	if len(command) < 2 || command[0] != "/usr/bin/with-lock" || len(service) < 2 {
+		t.Fatalf("command_line %q, check_command %q: want /usr/bin/with-lock and its arguments", command, service)
+	}
+	args := command[1:]
+	for i, a := range args {
+		for n, v := range service[1:] {
+			a = strings.ReplaceAll(a, "$ARG"+string(rune('1'+n))+"$", v)
+		}
+		if strings.Contains(a, "$") {
+			t.Fatalf("argument %q has no value in check_command %q", a, service)
+		}
+		args[i] = a
+	}
+	e := setup(t)
+	e.mustRun(0, "nightly-report", "true")
+	res := clitest.Run(t, redisEnv(e.srv), args...)
+	checkLine(t, res, 0, `^WITH-LOCK OK - nightly-report succeeded on `)
+	e.mustRun(3, "nightly-report", "sh", "-c", "exit 3")
+	res = clitest.Run(t, redisEnv(e.srv), args...)
+	checkLine(t, res, 2, `^WITH-LOCK CRITICAL - last run of nightly-report failed on .* \(exit 3\) `)
+}
+
+// The Monitoring section's crontab lines run as written, with this test's
+// directory, check server and a job that succeeds in their places: the
+// metrics file and the pings arrive.
+func TestReadmeCrontabLinesRunAsWritten(t *testing.T) {
+	var lines [][]string
+	for _, body := range readmeBlocks(t) {
+		for _, line := range strings.Split(body, "\n") {
+			if f := strings.Fields(line); len(f) > 6 && f[5] == "with-lock" {
+				lines = append(lines, f[6:])
+			}
+		}
+	}
+	if len(lines) < 2 {
+		t.Fatalf("found %d crontab lines in the Monitoring section, want the metrics and the ping lines", len(lines))
+	}
+	for _, args := range lines {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			e := setup(t)
+			dir := t.TempDir()
+			srv := startPingServer(t, nil, "", nil)
+			used := map[string]bool{}
+			for i, a := range args {
+				for from, to := range map[string]string{
+					"/var/lib/prometheus/node-exporter": dir,
+					"https://hc-ping.com/<check-uuid>":  srv.URL + "/check-uuid",
+					"/opt/jobs/report.sh":               "true",
+				} {
+					if a == from {
+						args[i], used[from] = to, true
+					}
+				}
+			}
+			if !used["/opt/jobs/report.sh"] || len(used) != 2 {
+				t.Fatalf("line %q: want the job and a metrics directory or a check URL this test knows", args)
+			}
+			if res := e.run(args...); res.Code != 0 || res.Stderr != "" {
+				t.Fatalf("exit %d, stderr %q: want 0 and nothing said", res.Code, res.Stderr)
+			}
+			if used["/var/lib/prometheus/node-exporter"] {
+				m := readMetrics(t, filepath.Join(dir, "with-lock-nightly-report.prom"), "nightly-report")
+				if m.value(t, "with_lock_last_run_outcome", "ok") != 1 {
+					t.Errorf("metrics: the run's outcome is not ok")
+				}
+			}
+			if used["https://hc-ping.com/<check-uuid>"] {
+				var paths []string
+				for _, p := range srv.got() {
+					paths = append(paths, p.path)
+				}
+				if strings.Join(paths, ",") != "/check-uuid/start,/check-uuid/0" {
+					t.Errorf("pings %q: want start and 0", paths)
+				}
+			}
+		})
 	}
 }

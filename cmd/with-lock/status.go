@@ -25,6 +25,8 @@ const (
 func (r *runner) admin() (code int, ok bool) {
 	var action func() int
 	switch {
+	case r.cfg.Check != "":
+		return r.check(), true // check.go: its own connection, and the plugin's exit codes
 	case r.cfg.Status:
 		action = r.status
 	case r.cfg.List:

@@ -174,6 +174,13 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		}
 		return c.validated()
 	}
+	if c.Check != "" { // --check NAME: the name is the flag's, so that its options may follow it
+		if len(rest) != 0 {
+			return nil, fmt.Errorf("%w: --check NAME takes no other name and no command", ErrUsage)
+		}
+		c.Name = c.Check
+		return c.validated()
+	}
 	if action := c.action(); action != "" {
 		if len(rest) != 1 {
 			return nil, fmt.Errorf("%w: %s takes one lock name and no command", ErrUsage, action)
@@ -372,6 +379,8 @@ func (c *Config) action() string {
 		return "--break"
 	case c.History:
 		return "--history"
+	case c.Check != "":
+		return "--check"
 	}
 	return ""
 }
@@ -379,16 +388,16 @@ func (c *Config) action() string {
 // validateActions refuses flags that contradict the action requested.
 func (c *Config) validateActions() error {
 	n := 0
-	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History} {
+	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History, c.Check != ""} {
 		if on {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return errors.New("--status, --list, --break, --history and --print-config go alone: pick one")
-	case c.JSON && !c.Status && !c.List && !c.PrintConfig && !c.History:
-		return errors.New("--json goes with --status, --list, --history or --print-config")
+		return errors.New("--status, --list, --break, --history, --check and --print-config go alone: pick one")
+	case c.JSON && !c.Status && !c.List && !c.PrintConfig && !c.History && c.Check == "":
+		return errors.New("--json goes with --status, --list, --history, --check or --print-config")
 	case c.All && !c.List:
 		return errors.New("--all goes with --list")
 	case c.Scan && !c.List:

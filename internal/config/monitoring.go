@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	"time"
 )
@@ -12,6 +13,11 @@ type Monitoring struct {
 	PingURL     string        // the healthchecks.io-style check URL; "" sends nothing
 	PingTimeout time.Duration // bound on each ping, its retry included
 	PingSkips   bool          // report busy and done skips to URL/log
+
+	Check     string        // --check NAME: judge the lock's records as a Nagios plugin, run nothing
+	MaxAge    time.Duration // --check: CRITICAL when the last success is older; 0: any age
+	WarnAge   time.Duration // --check: WARNING when the last success is older; 0: never
+	RunningOK time.Duration // --check: a run going on for less than this is OK; 0: not
 }
 
 // DefaultPingTimeout bounds a ping: the run's exit waits for its end ping
@@ -29,6 +35,18 @@ func (c *Config) validateMonitoring() error {
 	}
 	if c.PingTimeout <= 0 {
 		return c.bad("ping-timeout", "%s must be positive", c.PingTimeout)
+	}
+	for _, name := range []string{"max-age", "warn-age", "running-ok"} {
+		d := map[string]time.Duration{"max-age": c.MaxAge, "warn-age": c.WarnAge, "running-ok": c.RunningOK}[name]
+		switch {
+		case d < 0:
+			return c.bad(name, "%s is negative", d)
+		case d > 0 && c.Check == "":
+			return fmt.Errorf("--%s goes with --check", name)
+		}
+	}
+	if c.WarnAge > 0 && c.MaxAge > 0 && c.WarnAge >= c.MaxAge {
+		return fmt.Errorf("--warn-age %s must be below --max-age %s", c.WarnAge, c.MaxAge)
 	}
 	return nil
 }

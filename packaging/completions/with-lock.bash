@@ -20,7 +20,7 @@ _with_lock()
                 --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
                 --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
-                --once-per | --once-per-offset | --done-exit-code)
+                --once-per | --once-per-offset | --done-exit-code | --check | --max-age | --warn-age | --running-ok)
                 ((i++))
                 ;;
             -*) ;;
@@ -57,7 +57,7 @@ _with_lock()
             _filedir -d
             return
             ;;
-        --ping | --ping-timeout)
+        --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok)
             return
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
@@ -76,7 +76,7 @@ _with_lock()
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help
-            --metrics-dir --ping --ping-timeout --ping-skips' -- "$cur"))
+            --metrics-dir --ping --ping-timeout --ping-skips --check --max-age --warn-age --running-ok' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock

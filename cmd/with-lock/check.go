@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	withlock "github.com/with-lock/with-lock"
+)
+
+// --check <name>: the fleet-wide records of a lock judged as a monitoring
+// plugin (Nagios, Icinga, Sensu, Zabbix and friends), with their exit codes
+// and one line on stdout: "WITH-LOCK OK - nightly-report succeeded on db1
+// 3h12m ago in 4m10s".
+
+// The plugin convention's exit codes, which --check uses and no other.
+const (
+	checkOK       = 0
+	checkWarning  = 1
+	checkCritical = 2
+	checkUnknown  = 3
+)
+
+var checkStates = [...]string{"OK", "WARNING", "CRITICAL", "UNKNOWN"}
+
+// verdict is what --check concludes.
+type verdict struct {
+	code int
+	msg  string
+}
+
+// checkJSON is --check --json's output: the verdict and what it was drawn
+// from.
+type checkJSON struct {
+	Status      string         `json:"status"` // OK, WARNING, CRITICAL, UNKNOWN
+	Code        int            `json:"code"`
+	Message     string         `json:"message"` // the text line without "WITH-LOCK <status> - "
+	Name        string         `json:"name"`
+	Key         string         `json:"key,omitempty"`
+	AgeSeconds  *float64       `json:"last_success_age_seconds,omitempty"`
+	LastRun     *runJSON       `json:"last_run,omitempty"`
+	LastSuccess *runJSON       `json:"last_success,omitempty"`
+	Running     *checkRunning  `json:"running,omitempty"`
+	Thresholds  checkThreshold `json:"thresholds"`
+}
+
+type checkRunning struct {
+	Holder string     `json:"holder"`
+	Since  *time.Time `json:"since,omitempty"`
+}
+
+type checkThreshold struct {
+	MaxAgeSeconds    float64 `json:"max_age_seconds,omitempty"`
+	WarnAgeSeconds   float64 `json:"warn_age_seconds,omitempty"`
+	RunningOKSeconds float64 `json:"running_ok_seconds,omitempty"`
+}
+
+// check reads the lock's records and prints the verdict; its exit code is
+// the verdict's. Redis unreachable or refusing is UNKNOWN: nothing is
+// known of the job then.
+func (r *runner) check() int {
+	var st *withlock.Status
+	locker, closeRedis, err := newLocker(r.cfg)
+	if err == nil {
+		defer closeRedis()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
+		defer cancel()
+		st, err = locker.Status(ctx, r.cfg.Name)
+	}
+	v := verdict{checkUnknown, ""}
+	switch {
+	case err != nil && redisExit(err) == exitUnavailable:
+		v.msg = "Redis unreachable: " + r.inUserWords(err)
+	case err != nil:
+		v.msg = "cannot read the records: " + r.inUserWords(err)
+	default:
+		v = r.judge(st, time.Now())
+	}
+	if !r.cfg.JSON {
+		fmt.Printf("WITH-LOCK %s - %s\n", checkStates[v.code], oneLineText(v.msg))
+		return v.code
+	}
+	if err := printJSON(r.checkJSON(v, st, time.Now())); err != nil {
+		fmt.Printf("WITH-LOCK UNKNOWN - %v\n", err)
+		return checkUnknown
+	}
+	return v.code
+}
+
+// judge draws the verdict from the lock's records at now:
+//   - a run going on for less than --running-ok is OK;
+//   - a last run that failed, or lost the lock, is CRITICAL;
+//   - no success kept, or none within --max-age, is CRITICAL;
+//   - none within --warn-age is WARNING;
+//   - else OK.
+func (r *runner) judge(st *withlock.Status, now time.Time) verdict {
+	name := r.cfg.Name
+	if ok := r.cfg.RunningOK; ok > 0 && st.Held && !st.Finished && !st.Since.IsZero() && now.Sub(st.Since) < ok {
+		host, _ := splitHolder(st.Holder)
+		return verdict{checkOK, fmt.Sprintf("%s running on %s for %s (--running-ok %s)", name, host, age(now.Sub(st.Since)), age(ok))}
+	}
+	success := lastSuccess(st)
+	if run := st.LastRun; run != nil && !succeeded(run) {
+		host, _ := splitHolder(run.Holder)
+		how := fmt.Sprintf("exit %d", run.ExitCode)
+		switch {
+		case run.Lost:
+			how += ", lock lost"
+		case run.TimedOut || run.Outcome == withlock.OutcomeTimedOut:
+			how += ", stopped by --max-run"
+		}
+		msg := fmt.Sprintf("last run of %s failed on %s (%s) %s ago", name, host, how, age(now.Sub(run.Finished)))
+		if success != nil {
+			shost, _ := splitHolder(success.Holder)
+			msg += fmt.Sprintf("; last success on %s %s ago", shost, age(now.Sub(success.Finished)))
+		}
+		return verdict{checkCritical, msg}
+	}
+	if success == nil {
+		return verdict{checkCritical, fmt.Sprintf("no run of %s recorded (records are kept for --record-ttl)", name)}
+	}
+	host, _ := splitHolder(success.Holder)
+	ago := now.Sub(success.Finished)
+	switch {
+	case r.cfg.MaxAge > 0 && ago > r.cfg.MaxAge:
+		return verdict{checkCritical, fmt.Sprintf("no success of %s for %s (--max-age %s); last on %s", name, age(ago), age(r.cfg.MaxAge), host)}
+	case r.cfg.WarnAge > 0 && ago > r.cfg.WarnAge:
+		return verdict{checkWarning, fmt.Sprintf("no success of %s for %s (--warn-age %s); last on %s", name, age(ago), age(r.cfg.WarnAge), host)}
+	}
+	return verdict{checkOK, fmt.Sprintf("%s succeeded on %s %s ago in %s", name, host, age(ago), age(success.Finished.Sub(success.Started)))}
+}
+
+// lastSuccess is the newest run of the name that succeeded and that the
+// records keep: Status.LastSuccess, or the last run when it succeeded (a
+// record written before last successes were kept apart).
+func lastSuccess(st *withlock.Status) *withlock.Run {
+	if st.LastSuccess != nil {
+		return st.LastSuccess
+	}
+	if run := st.LastRun; run != nil && succeeded(run) {
+		return run
+	}
+	return nil
+}
+
+// succeeded reports whether run ended well: exit 0 with the lock held to
+// the end, as its record's outcome says.
+func succeeded(run *withlock.Run) bool { return run.Outcome == withlock.OutcomeOK }
+
+func (r *runner) checkJSON(v verdict, st *withlock.Status, now time.Time) checkJSON {
+	out := checkJSON{Status: checkStates[v.code], Code: v.code, Message: v.msg, Name: r.cfg.Name,
+		Thresholds: checkThreshold{r.cfg.MaxAge.Seconds(), r.cfg.WarnAge.Seconds(), r.cfg.RunningOK.Seconds()}}
+	if st == nil {
+		return out
+	}
+	out.Key = st.Key
+	if st.Held && !st.Finished {
+		out.Running = &checkRunning{Holder: st.Holder}
+		if !st.Since.IsZero() {
+			out.Running.Since = &st.Since
+		}
+	}
+	out.LastRun = newRunJSON(st.LastRun)
+	if s := lastSuccess(st); s != nil {
+		out.LastSuccess = newRunJSON(s)
+		a := now.Sub(s.Finished).Seconds()
+		out.AgeSeconds = &a
+	}
+	return out
+}
+
+// age is d as a person says it: "3h12m", "4m10s", "26h", "40m", "12s",
+// "250ms".
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s" // another host's clock is ahead
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return units(int(d/time.Minute), "m", int(d%time.Minute/time.Second), "s")
+	}
+	d = d.Round(time.Minute)
+	return units(int(d/time.Hour), "h", int(d%time.Hour/time.Minute), "m")
+}
+
+// units is "3h12m", or "26h" when the smaller unit is 0.
+func units(big int, bigUnit string, small int, smallUnit string) string {
+	if small == 0 {
+		return fmt.Sprintf("%d%s", big, bigUnit)
+	}
+	return fmt.Sprintf("%d%s%d%s", big, bigUnit, small, smallUnit)
+}
+
+// oneLineText keeps a message on its one line.
+func oneLineText(s string) string { return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s) }
