@@ -9,15 +9,25 @@ import (
 	"testing"
 )
 
-// The README backs each guarantee with the name of a test. A renamed or
-// removed test must not leave the README citing a name that pins nothing.
-func TestReadmeCitesOnlyTestsThatExist(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+// docFiles returns the README and the guides in docs/.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	guides, err := filepath.Glob(filepath.Join("docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(guides) < 3 {
+		t.Fatalf("docs/ holds %d guides, want the README's guides there", len(guides))
+	}
+	return append([]string{"README.md"}, guides...)
+}
+
+// The README and the guides back each guarantee with the name of a test. A
+// renamed or removed test must not leave them citing a name that pins
+// nothing.
+func TestReadmeCitesOnlyTestsThatExist(t *testing.T) {
 	var sources strings.Builder
-	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -35,20 +45,56 @@ func TestReadmeCitesOnlyTestsThatExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := sources.String()
-	cited := regexp.MustCompile("`(Test[A-Za-z0-9_]+)((?:/[^`]+)?)`").FindAllStringSubmatch(string(readme), -1)
-	if len(cited) == 0 {
-		t.Fatal("the README cites no test at all")
-	}
-	for _, m := range cited {
-		name, sub := m[1], strings.TrimPrefix(m[2], "/")
-		if !strings.Contains(src, "func "+name+"(") {
-			t.Errorf("README cites %s, but no test function has that name", m[0])
-			continue
+	citation := regexp.MustCompile("`(Test[A-Za-z0-9_]+)((?:/[^`]+)?)`")
+	total := 0
+	for _, doc := range docFiles(t) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
 		}
-		// A subtest's name is a string in the test table; t.Run turns its
-		// spaces into underscores.
-		if sub != "" && !strings.Contains(src, `"`+sub+`"`) && !strings.Contains(src, `"`+strings.ReplaceAll(sub, "_", " ")+`"`) {
-			t.Errorf("README cites %s, but no test names the subtest %q", m[0], sub)
+		cited := citation.FindAllStringSubmatch(string(text), -1)
+		total += len(cited)
+		for _, m := range cited {
+			name, sub := m[1], strings.TrimPrefix(m[2], "/")
+			if !strings.Contains(src, "func "+name+"(") {
+				t.Errorf("%s cites %s, but no test function has that name", doc, m[0])
+				continue
+			}
+			// A subtest's name is a string in the test table; t.Run turns
+			// its spaces into underscores.
+			if sub != "" && !strings.Contains(src, `"`+sub+`"`) && !strings.Contains(src, `"`+strings.ReplaceAll(sub, "_", " ")+`"`) {
+				t.Errorf("%s cites %s, but no test names the subtest %q", doc, m[0], sub)
+			}
+		}
+	}
+	if total < 100 {
+		t.Errorf("the README and the guides cite %d tests; the regexp must have stopped finding them", total)
+	}
+}
+
+// A guide the README does not link to is a guide nobody finds, and a link
+// to a guide that is gone is a dead end.
+func TestReadmeLinksEveryGuide(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range docFiles(t)[1:] {
+		if !strings.Contains(string(readme), "]("+filepath.ToSlash(doc)+")") {
+			t.Errorf("README.md does not link to %s", doc)
+		}
+	}
+	// Every relative link of the README and the guides reaches a file.
+	link := regexp.MustCompile(`\]\(([^)#:]+)(?:#[^)]*)?\)`)
+	for _, doc := range docFiles(t) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(doc), m[1])); err != nil {
+				t.Errorf("%s links to %s, which is not there", doc, m[1])
+			}
 		}
 	}
 }

@@ -50,6 +50,7 @@ for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
 	mkdir -p "$stage/$dir/completions" "$stage/$dir/systemd"
 	cp "$bin" "$stage/$dir/with-lock"
 	cp with-lock.1 README.md packaging/with-lock.conf "$stage/$dir/"
+	cp -R docs "$stage/$dir/" # the guides README.md links to
 	[ ! -f LICENSE ] || cp LICENSE "$stage/$dir/"
 	cp packaging/completions/* "$stage/$dir/completions/"
 	cp packaging/systemd/* "$stage/$dir/systemd/"

@@ -18,7 +18,7 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// LeastPrivilegeACL is the ACL documented in the README for with-lock's
+// LeastPrivilegeACL is the ACL documented in docs/production-redis.md for with-lock's
 // Redis user: the commands it sends (directly or from its Lua scripts),
 // its keys and its release channels, nothing else. SUBSCRIBE/UNSUBSCRIBE
 // serve waiting, TIME fencing (the number is the server's clock), TYPE the
@@ -49,10 +49,10 @@ func TestLeastPrivilegeACL(t *testing.T) {
 			t.Fatalf("ACL SETUSER %s: %v", name, err)
 		}
 	}
-	// The README documents this exact list: a permission added here must be
+	// The production guide documents this exact list: a permission added here must be
 	// added there too.
-	if readme, err := os.ReadFile("../../README.md"); err != nil || !strings.Contains(string(readme), ">CHANGE-ME "+LeastPrivilegeACL+"\n") {
-		t.Errorf("README.md does not show the tested ACL %q (%v)", LeastPrivilegeACL, err)
+	if guide, err := os.ReadFile("../../docs/production-redis.md"); err != nil || !strings.Contains(string(guide), ">CHANGE-ME "+LeastPrivilegeACL+"\n") {
+		t.Errorf("docs/production-redis.md does not show the tested ACL %q (%v)", LeastPrivilegeACL, err)
 	}
 	setUser("locker", LeastPrivilegeACL)
 	url := fmt.Sprintf("redis://locker@%s/0", srv.Addr())

@@ -100,7 +100,7 @@ func holderOf(token string) string { return token[:strings.LastIndexByte(token, 
 func fenceKey(name string) string { return "{lock:" + name + "}:fence" }
 
 // deadlineMargin is how long before the TTL runs out with-lock presumes a
-// lock it cannot renew lost (the README's local deadline): TTL/10 + 100ms,
+// lock it cannot renew lost (docs/long-jobs.md's local deadline): TTL/10 + 100ms,
 // at most TTL/4.
 func deadlineMargin(ttl time.Duration) time.Duration { return min(ttl/10+100*time.Millisecond, ttl/4) }
 

@@ -10,23 +10,18 @@ import (
 	"github.com/with-lock/with-lock/internal/clitest"
 )
 
-// The README's Monitoring section is configuration people paste: the
-// tests here run it as written.
+// The monitoring guide, docs/monitoring.md (the README links to it), is
+// configuration people paste: the tests here run it as written.
 
-// readmeBlocks returns the fenced blocks of the README's Monitoring section.
+// readmeBlocks returns the fenced blocks of the monitoring guide.
 func readmeBlocks(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "monitoring.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n## Monitoring\n")
-	if !ok {
-		t.Fatal("README has no Monitoring section")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
 	var blocks []string
-	parts := strings.Split(section, "```")
+	parts := strings.Split(string(b), "```")
 	for i := 1; i < len(parts); i += 2 {
 		_, body, _ := strings.Cut(parts[i], "\n") // drop the info string
 		blocks = append(blocks, body)
@@ -34,8 +29,8 @@ func readmeBlocks(t *testing.T) []string {
 	return blocks
 }
 
-// readmeBlock returns the first fenced block of the README's Monitoring
-// section whose text contains marker.
+// readmeBlock returns the first fenced block of the monitoring guide
+// whose text contains marker.
 func readmeBlock(t *testing.T, marker string) string {
 	t.Helper()
 	for _, body := range readmeBlocks(t) {
@@ -43,11 +38,11 @@ func readmeBlock(t *testing.T, marker string) string {
 			return body
 		}
 	}
-	t.Fatalf("the README's Monitoring section has no block with %q", marker)
+	t.Fatalf("docs/monitoring.md has no block with %q", marker)
 	return ""
 }
 
-// The README's alert rule stays quiet while a host's last success is under
+// The monitoring guide's alert rule stays quiet while a host's last success is under
 // 25 h old, whatever a host that never succeeded says, and fires after.
 func TestReadmeAlertRuleFiresAfter25hWithoutSuccess(t *testing.T) {
 	dir := t.TempDir()
@@ -89,7 +84,7 @@ tests:
 	}
 }
 
-// The README's Nagios command, with the service's arguments put in, says
+// The monitoring guide's Nagios command, with the service's arguments put in, says
 // OK after a success and CRITICAL after a failure.
 func TestReadmeNagiosCommandRunsAsWritten(t *testing.T) {
 	var command, service []string
@@ -124,7 +119,7 @@ func TestReadmeNagiosCommandRunsAsWritten(t *testing.T) {
 	checkLine(t, res, 2, `^WITH-LOCK CRITICAL - last run of nightly-report failed on .* \(exit 3\) `)
 }
 
-// The Monitoring section's crontab lines run as written, with this test's
+// The monitoring guide's crontab lines run as written, with this test's
 // directory, check server and a job that succeeds in their places: the
 // metrics file and the pings arrive.
 func TestReadmeCrontabLinesRunAsWritten(t *testing.T) {
@@ -137,7 +132,7 @@ func TestReadmeCrontabLinesRunAsWritten(t *testing.T) {
 		}
 	}
 	if len(lines) < 2 {
-		t.Fatalf("found %d crontab lines in the Monitoring section, want the metrics and the ping lines", len(lines))
+		t.Fatalf("found %d crontab lines in docs/monitoring.md, want the metrics and the ping lines", len(lines))
 	}
 	for _, args := range lines {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

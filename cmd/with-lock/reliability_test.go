@@ -15,7 +15,7 @@ import (
 // The reliability table: each fault a few times over, with a real command
 // writing to a fenced resource (fenced_resource_test.go). Each row logs
 // fault | trials | overlaps | stale fenced writes accepted | detection
-// latency, and asserts what the README's Reliability section promises.
+// latency, and asserts what docs/reliability.md promises.
 
 const (
 	rlTTL      = time.Second
