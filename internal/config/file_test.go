@@ -15,7 +15,7 @@ import (
 	"github.com/with-lock/with-lock/internal/config"
 )
 
-var update = flag.Bool("update", false, "rewrite packaging/with-lock.conf from the settings table")
+var update = flag.Bool("update", false, "rewrite packaging/with-lock.conf and with-lock.1 from the settings table")
 
 // writeConf writes a config file for the test and returns its path.
 func writeConf(t *testing.T, text string) string {
@@ -188,7 +188,7 @@ func TestExampleConfigIsGeneratedFromTheSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, b.Bytes()) {
-		t.Fatalf("%s is out of date with the settings: go test ./internal/config -run TestExampleConfig -update", path)
+		t.Fatalf("%s is out of date with the settings: go test ./internal/config -run TestExampleConfig -update (or go generate ./internal/config)", path)
 	}
 	for i, line := range strings.Split(strings.TrimSuffix(string(have), "\n"), "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {
@@ -226,4 +226,28 @@ func TestExampleConfigUncommentedIsTheDefaults(t *testing.T) {
 		t.Errorf("uncommented example: %+v %+v", c.Lock, c.Supervision)
 	}
 	_ = time.Second
+}
+
+// The man page with-lock.1 is the template's hand-written parts with the
+// OPTIONS and the variables of ENVIRONMENT generated from the settings
+// table; go generate ./internal/config (or go test -run
+// TestManPageIsGeneratedFromTheSettings -update) rewrites it.
+func TestManPageIsGeneratedFromTheSettings(t *testing.T) {
+	path := filepath.Join("..", "..", "with-lock.1")
+	var b bytes.Buffer
+	if err := config.WriteManPage(&b); err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have, b.Bytes()) {
+		t.Fatalf("%s is out of date with the settings and the template: go generate ./internal/config", path)
+	}
 }

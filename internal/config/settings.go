@@ -11,7 +11,8 @@ import (
 
 // A setting is one flag: its names, default, help and environment
 // variable, bound to the field of Config it fills. Every flag is declared
-// in settings, and only there.
+// in settings, and only there. The man page's OPTIONS and ENVIRONMENT are
+// generated from it (manpage.go; the longer descriptions in manpage_text.go).
 type setting struct {
 	name  string // the long flag, without "--"
 	short string // the one-letter flag, or ""

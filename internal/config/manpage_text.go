@@ -1,0 +1,251 @@
+package config
+
+// manText returns, by flag name, the description of each setting in the man
+// page's OPTIONS: roff, longer than --help's one line. A setting without one
+// is described by its help. The default and the variable are added from the
+// settings table, so they cannot drift.
+func manText() map[string]string {
+	return map[string]string{
+		"redis": `Redis URL, redis:// or rediss://, or
+.IR host [: port ]
+for
+.BI redis:// host : port /0
+(default
+.BR redis://127.0.0.1:6379/0 ).
+Repeat for a quorum of independent masters (an odd number), or for the seeds
+of \-\-cluster.`,
+		"redis-timeout": `Connect and command timeout (default 3s), so a dead Redis never hangs cron.`,
+		"prefix": `Key prefix (default
+.BR lock: ;
+not empty).`,
+		"ttl": `Lock time to live (default 30s; at least 200ms, so that renewal, every third
+of it, has time to work). Whole seconds are set with EX, others with PX.`,
+		"no-renew": `Do not renew the lock while the command runs; it expires after \-\-ttl even if
+the command still runs.`,
+		"on-lost": `What to do when the lock is lost while the command runs \(em a renewal finds
+the key gone or someone else's, or no renewal succeeded by the local deadline,
+which comes before the key can expire:
+.B term
+(default) sends SIGTERM to the command's process group, SIGKILL after
+\-\-kill\-after, and exits 125;
+.B ignore
+prints a warning and lets the command finish;
+.B reacquire
+takes the lock again at once (SET NX with the run's own token, a new fencing
+number with \-\-fence) when its key has vanished \(em Redis restarted empty,
+or failed over to a replica that lacked it \(em prints a warning, and lets the
+command go on; only if someone else holds the key, or broke the lock with
+\-\-break, is the command stopped as with term. Another run may have held the
+lock between the key vanishing and its reacquisition. Not with \-\-slots,
+\-\-no\-renew or a quorum of \-\-redis masters (exit 64).`,
+		"kill-after": `With \-\-on\-lost term, SIGKILL what is left of the command's process group
+DUR after SIGTERM (default 5s); the same after --max-run and --leftovers kill.
+Not for a signal: a signal
+.B with-lock
+forwards (systemctl stop, Ctrl-C) is not followed by SIGKILL, and a command
+that ignores it keeps
+.B with-lock
+waiting, holding the lock, until something kills them.`,
+		"leftovers": `What to do with the job's processes still running when the command exits
+(a background child, a daemon it started):
+.B wait
+(default) keeps the lock, renewed, until the last of them ends, says so in
+one warning line, then releases it and exits with the command's code;
+.B kill
+stops them at once (SIGTERM, SIGKILL after \-\-kill\-after).
+On Linux the job is every process the command started, wherever it went
+(with-lock is a child subreaper); elsewhere it is the command's process group,
+and with-lock waits for the command alone.`,
+		"max-run": `Stop the whole job after DUR (SIGTERM, SIGKILL after \-\-kill\-after),
+release the lock, record the run as timed out, and exit 124, as
+.BR timeout (1)
+does. Default: no limit.`,
+		"min-hold": `Keep the lock at least DUR after acquiring it: if the command ends sooner, the
+key is left to expire when DUR is over instead of deleted, so a server whose
+cron fires late does not run the job again (e.g. 55s for a job started every
+minute on several servers).`,
+		"once-per": `Run the command at most once per window of DUR that it succeeds in. Windows
+are aligned to multiples of DUR since the Unix epoch, in UTC (\-\-once\-per 1h:
+each clock hour; 24h: each UTC day). After acquiring the lock, with\-lock
+reads the marker
+.BI {lock: name }:done\fR;
+when a run already exited 0 in the current window it releases the lock and
+exits 0 at once, without running the command and without a word (\-v says
+why; \-\-done\-exit\-code changes the code). A run that exits 0 stores the
+marker in its release's EVAL, kept until the window ends plus DUR (at most an
+hour more); a failed run stores nothing, so the next attempt retries. As the
+marker is read only by the lock's holder and written before its release, two
+servers arriving together run the command once; with \-w the later one
+waits, then skips. A key kept by \-\-min\-hold after a success in the window is
+a skip too, not busy. Not with \-\-slots or a quorum of masters (exit 64).`,
+		"once-per-offset": `Start every \-\-once\-per window DUR later: \-\-once\-per 24h
+\-\-once\-per\-offset 2h makes the days run from 02:00 to 02:00 UTC; \-1h
+from 23:00 UTC.`,
+		"done-exit-code": `Exit with N (default 0) when \-\-once\-per's window is already done.`,
+		"fence": `Draw a fencing number with the acquisition, greater than every earlier one for
+this name, and give it to the command in
+.BR WITH_LOCK_FENCE .
+The acquisition is then one EVAL: SET NX PX, and the number is the larger of
+the counter
+.BI {lock: name }:fence
+plus one and the server's clock in microseconds, stored back as the counter,
+so it keeps increasing when Redis restarts empty or fails over (as long as
+the servers' clocks agree within the time between two acquisitions).`,
+		"slots": `Let up to
+.I N
+holders of
+.I name
+run at once (a semaphore, 1\-1000; default 1, the plain lock): "at most two
+backups across the fleet". Each holder takes one of the slots
+.BI {lock: name }:s: i
+and everything above holds for it: its own token, renewal, \-\-min\-hold,
+\-\-fence (one number per acquisition), \-\-wait in arrival order. The key
+.BI lock: name
+then holds the marker
+.BI #slots= N\fR,
+and a run that names another number of slots (a plain lock is 1) is refused
+with exit 78 rather than let either limit be exceeded. Not on a quorum of
+masters (exit 64).`,
+		"status": `Run no command: print who holds the lock
+.I name
+(host:pid), its remaining time (or that it has no expiry), the last fencing
+number and the last run (with \-\-json also since when it is held), and the
+last success when a later run failed; exit 0 if it is held, 1 if it is free.
+During \-\-min\-hold after the command ended it says the run finished; after
+a \-\-once\-per success, "done for the window starting ...".`,
+		"list": `Run no command: print every lock held under the prefix, one line each (name,
+holder, time left, fence, last run); exit 0, also when none is held (a
+terminal is then told so; a pipe gets nothing). On one
+Redis or through Sentinel the names come from the index
+.BI {lock:}:index
+that each release that records a run and each holder's first renewal add to,
+so its cost grows with the locks, not with the other keys: a name is listed
+from its first recorded run, or a new name from its holder's first renewal
+(a third of \-\-ttl). On a Cluster, a quorum, with \-\-scan (which also finds
+keys of older versions and other programs), or while the index is empty,
+the locks are found with SCAN: on a Cluster on every master, on a quorum on
+every node (held = on a majority).`,
+		"all": `With \-\-list, also the last runs of names not held now.`,
+		"scan": `With \-\-list, find the locks with SCAN over the whole keyspace instead of
+reading the index of names
+.BI {lock:}:index
+(see \-\-list): this also finds locks taken by older versions or other
+programs, at a cost that grows with every key in Redis.`,
+		"history": `Run no command: print the last runs of the lock
+.I name
+that are kept, newest first (finished, how long ago, holder, duration,
+outcome \- ok, failed, lost or timed\-out \- and exit code); exit 0, also
+when there is none. With \-\-json, one object per line.`,
+		"break": `Run no command: remove the lock
+.I name
+whoever holds it, say whose it was, and wake waiters; exit 0 when a lock was
+removed, 1 when none was held. The former holder stops its command with 125
+at its next renewal, saying who broke it (a marker left beside the key for
+as long as the key had left); \-\-on\-lost reacquire does not take it back.`,
+		"record-ttl": `Keep the record of the last run (host, pid, times, exit code, fence) in
+.BI {lock: name }:last
+for DUR (default 720h, 30 days).`,
+		"no-record": `Store no record of the run.`,
+		"metrics-dir": `At the end of every run, ran or not, write
+.IB DIR /with-lock- name .prom
+for node_exporter's textfile collector: the last run's start, end, duration,
+wait, exit code and outcome (ok, failed, lost, timed-out, busy, done, error),
+this host's last success, and counters by outcome carried over from the
+previous file. Written atomically; a failure is one warning and leaves the
+exit code alone.`,
+		"history-size": `Keep the last N runs of the name (default 10; 0: none) in
+.BI {lock: name }:runs
+for \-\-history, trimmed and kept for \-\-record\-ttl by the release. The
+last successful run is kept apart in
+.BI {lock: name }:ok\fR,
+so that a later failure does not hide it from \-\-status.`,
+		"ping": `The healthchecks.io protocol: the run that holds the lock sends
+.IB URL /start?rid= ID
+when the command starts, without waiting for it, and
+.IB URL / code ?rid= ID
+with its exit code once the lock is released. A run refused as busy or done
+sends nothing. One retry; a failure is one warning and leaves the exit code
+alone. The URL is never printed whole.`,
+		"ping-timeout": `Give up on a ping, its retry included, after DUR (default 10s): the exit
+waits at most this long for the end ping.`,
+		"ping-skips": `With \-\-ping, also POST a line to
+.IB URL /log
+for a run refused as busy or done.`,
+		"check": `Run no command: judge the records of lock
+.I NAME
+in Redis as a Nagios plugin does and print one line on stdout; exit 0 OK,
+1 WARNING, 2 CRITICAL (the last run failed or lost the lock, or no success
+within \-\-max\-age, or none recorded), 3 UNKNOWN (Redis unreachable). With
+\-\-json, the same as an object.`,
+		"max-age": `With \-\-check, CRITICAL when no run succeeded in the last DUR.`,
+		"warn-age": `With \-\-check, WARNING when no run succeeded in the last DUR (below
+\-\-max\-age).`,
+		"running-ok": `With \-\-check, a run going on for less than DUR is OK, whatever the
+records say.`,
+		"json": `With \-\-status, print one line of JSON: key, held, holder, host, pid, ttl_ms
+(\-1: no expiry), fence, since, finished, last_run, last_success, done_window
+(start and end of the \-\-once\-per window already done), and for \-\-slots slots
+and holders. With \-\-list, one such object per line for each lock, with its
+name. With \-\-print\-config, one object: config_file, config_file_source,
+config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
+		"config": `Read the settings from
+.I FILE
+instead of /etc/with-lock.conf.`,
+		"print-config": `Print the effective settings and exit 0: one
+.IB key " = " value
+line per setting, followed by a comment saying where it came from
+.RB ( default ,
+.BI "file " PATH : LINE\fR,
+.BI "env " VARIABLE\fR,
+.BI "flag \-\-" NAME\fR).
+The output is itself a valid config file. Passwords never show: one in a URL
+reads ***, and those from variables are only named. Bad settings fail as they
+would for a run, so it also checks a configuration.`,
+		"wait": `Wait up to
+.I DUR
+for a busy lock instead of failing; exit 75 if it is still busy then.`,
+		"nonblock": `Fail at once when the lock is busy. This is the default; accepted for
+.BR flock (1)
+habits. With \-\-wait on the same command line it is a usage error; it beats
+a wait from the environment or the config file.`,
+		"conflict-exit-code": `Exit code when the lock is busy (0\(en255, default 75).
+With
+.B \-E 0
+a busy lock is a silent skip.`,
+		"quiet": `Print errors only: no message when the lock is busy, no warnings.`,
+		"verbose": `One line per event on stderr, with a timestamp: acquired, waiting, renewed
+(only when slow), lost, exited, released.`,
+		"log-format": `.B text
+(default) or
+.BR json :
+everything with-lock prints on stderr as one JSON object per line, with the
+fields time, level, event, lock, key, msg and, where they apply, holder,
+since, fence, duration_ms, ttl_ms, code, signal, error, tracking.
+It holds from the first line: an error in the flags, a variable or the config
+file is JSON too when any of the three asks for json, and every error line
+carries the exit code in code.`,
+		"cacert": `Verify the server's TLS certificate against the CA certificates in FILE
+instead of the system's.`,
+		"insecure": `Do not verify the server's TLS certificate (testing only; with-lock warns).
+Required for skip_verify=true in a URL.`,
+		"password-file": `Read the Redis password from FILE, which must not be accessible by group or
+others. Otherwise the password comes from the URL, then
+.BR WITH_LOCK_PASSWORD ,
+then
+.BR REDISCLI_AUTH .`,
+		"sentinel":        `A Sentinel to ask for the master (repeatable); needs \-\-sentinel\-master.`,
+		"sentinel-master": `Name of the master the sentinels monitor.`,
+		"cluster":         `The \-\-redis URLs are seeds of a Redis Cluster.`,
+		"min-replicas": `After acquiring, wait (Redis WAIT, up to half of \-\-redis\-timeout) until N
+replicas have the lock. If fewer do, release it and exit 69 without running
+the command.`,
+		"version": `Print the version.`,
+		"help":    `Print help with examples.`,
+		"cert": `TLS client certificate (PEM), presented with the key of
+\-\-key (for a server with tls\-auth\-clients yes).`,
+		"key":           `The private key (PEM) of the \-\-cert client certificate.`,
+		"sentinel-user": `ACL user for the sentinels.`,
+		"sentinel-password-file": `Read the sentinels' password from FILE (or
+.BR WITH_LOCK_SENTINEL_PASSWORD ).`,
+	}
+}
