@@ -72,6 +72,8 @@ type runner struct {
 	acquiredAt time.Time
 	// timedOut is set when --max-run stopped the job: jobstop.go.
 	timedOut bool
+	// usage is what the job's processes cost, once it has ended.
+	usage supervise.Usage
 }
 
 func (r *runner) run() int {

@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -178,4 +179,53 @@ func TestMaxRunStopsWholeJobAndExits124(t *testing.T) {
 	if strings.Contains(raw, `"lost":true`) {
 		t.Errorf("last-run record %q says lost", raw)
 	}
+}
+
+// The last-run record and the JSON log's released event carry what the
+// job cost: CPU time of all its processes — here nearly all of it a
+// background child's that the command left behind — and the largest
+// resident set.
+func TestRecordCarriesJobCPUAndMemory(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	// A child that counts (about 80ms of CPU), left running by the command.
+	const burn = `i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done`
+	res := clitest.Run(t, redisEnv(srv), "-v", "--log-format", "json", "cost", "sh", "-c", "("+burn+") & exit 0")
+	if res.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	var rec struct {
+		CPUMs    int64 `json:"cpu_ms"`
+		MaxRSSKB int64 `json:"max_rss_kb"`
+	}
+	raw := rdb.Get(context.Background(), "{lock:cost}:last").Val()
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		t.Fatalf("last-run record %q: %v", raw, err)
+	}
+	var rel struct {
+		CPUMs    *int64 `json:"cpu_ms"`
+		MaxRSSKB int64  `json:"max_rss_kb"`
+	}
+	for _, line := range strings.Split(res.Stderr, "\n") {
+		if strings.Contains(line, `"event":"released"`) {
+			if err := json.Unmarshal([]byte(line), &rel); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("record %s; released event %s", raw, hasCost(rel.CPUMs, rel.MaxRSSKB))
+	if rec.CPUMs < 20 || rec.MaxRSSKB <= 0 {
+		t.Errorf("record %q: want the background child's CPU (cpu_ms ≥ 20) and max_rss_kb", raw)
+	}
+	if rel.CPUMs == nil || *rel.CPUMs != rec.CPUMs || rel.MaxRSSKB != rec.MaxRSSKB {
+		t.Errorf("released event %s; want the record's cpu_ms %d, max_rss_kb %d", hasCost(rel.CPUMs, rel.MaxRSSKB), rec.CPUMs, rec.MaxRSSKB)
+	}
+}
+
+// hasCost says an event's cost fields.
+func hasCost(cpu *int64, rss int64) string {
+	if cpu == nil {
+		return fmt.Sprintf("without cpu_ms, max_rss_kb %d", rss)
+	}
+	return fmt.Sprintf("cpu_ms %d, max_rss_kb %d", *cpu, rss)
 }
