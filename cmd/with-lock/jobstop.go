@@ -57,7 +57,7 @@ func (js *jobStop) commandExited(stopping bool) (code int, stop bool) {
 	js.mainDone, js.jobDone = nil, child.JobDone()
 	code = child.Wait()
 	r.logExit(child, code)
-	if stopping || js.stopped {
+	if stopping || js.stopped || child.JobEnded() {
 		return code, false
 	}
 	left := child.Remaining()

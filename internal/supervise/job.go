@@ -97,11 +97,28 @@ func (c *Child) Signal(sig syscall.Signal) error {
 // signalRounds bounds Signal's walks of the job.
 const signalRounds = 4
 
-// exited records how the command ended and lets Done's waiters go.
-func (c *Child) exited(ws syscall.WaitStatus) {
+// exited records how the command ended and lets Done's waiters go. When
+// alone (nothing else of the job is left) the job ends first, so that
+// whoever wakes at Done finds JobDone closed too: the common short job
+// then costs its waiter one wake-up, not two.
+func (c *Child) exited(ws syscall.WaitStatus, alone bool) {
 	c.status = ws
 	c.restoreTerminal()
+	if alone {
+		c.jobEnded()
+	}
 	close(c.done)
+}
+
+// JobEnded reports, once Done is closed, whether the job ended with the
+// command: nothing of it was left.
+func (c *Child) JobEnded() bool {
+	select {
+	case <-c.jobDone:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *Child) mainDone() bool {

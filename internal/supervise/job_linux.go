@@ -3,6 +3,7 @@ package supervise
 import (
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,7 @@ func becomeSubreaper() bool {
 // started the command (see start). Only this loop waits for children: the
 // guard is reaped here too.
 func (c *Child) reap() {
+	c.reaperTid = unix.Gettid()
 	for {
 		var ws syscall.WaitStatus
 		var ru syscall.Rusage
@@ -49,7 +51,12 @@ func (c *Child) reap() {
 		}
 		c.usage.add(&ru)
 		if pid == c.cmd.Process.Pid {
-			c.exited(ws)
+			alone := !c.hasJobChildren()
+			c.exited(ws, alone)
+			if alone {
+				return
+			}
+			continue
 		}
 		if c.mainDone() && !c.hasJobChildren() {
 			break
@@ -60,15 +67,52 @@ func (c *Child) reap() {
 
 // hasJobChildren reports whether this process has a child other than the
 // guard. Since every orphan of the job comes here, no such child means no
-// process of the job is left. If /proc cannot tell, it reports none: the
-// job is then the command alone, as it was before subreapers.
+// process of the job is left. It is asked at every exit, so it reads two
+// small files, not one per thread: the command is a child of the reaping
+// thread, and the kernel gives an orphan to the first live thread of its
+// subreaper (find_alive_thread), the thread-group leader, which in Go
+// lives as long as the process. Without /proc it reports none: the job is
+// then the command alone, as it was before subreapers.
 func (c *Child) hasJobChildren() bool {
-	for _, pid := range childrenOf(os.Getpid()) {
-		if pid != c.guardPid() {
+	pid := os.Getpid()
+	for _, tid := range []int{c.reaperTid, pid} {
+		kids, ok := taskChildren(pid, tid)
+		if !ok {
+			return slices.ContainsFunc(childrenOf(pid), func(k int) bool { return k != c.guardPid() })
+		}
+		if slices.ContainsFunc(kids, func(k int) bool { return k != c.guardPid() }) {
 			return true
+		}
+		if tid == pid {
+			break
 		}
 	}
 	return false
+}
+
+// taskChildren reads the children of thread tid of process pid, at most
+// the first few: ok is false when the kernel has no such file.
+func taskChildren(pid, tid int) (kids []int, ok bool) {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid)+"/children", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer syscall.Close(fd)
+	var buf [256]byte // a partial last pid is dropped: two whole ones are enough to answer
+	n, err := syscall.Read(fd, buf[:])
+	if err != nil || n < 0 {
+		return nil, false
+	}
+	f := strings.Fields(string(buf[:n]))
+	if n == len(buf) && len(f) > 0 {
+		f = f[:len(f)-1]
+	}
+	for _, w := range f {
+		if k, err := strconv.Atoi(w); err == nil {
+			kids = append(kids, k)
+		}
+	}
+	return kids, true
 }
 
 // descendants returns the processes of the job that are still there:

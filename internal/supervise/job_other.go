@@ -24,8 +24,7 @@ func (c *Child) reap() {
 	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		c.usage.add(ru)
 	}
-	c.exited(c.cmd.ProcessState.Sys().(syscall.WaitStatus))
-	c.jobEnded()
+	c.exited(c.cmd.ProcessState.Sys().(syscall.WaitStatus), true)
 }
 
 func (c *Child) descendants() []int { return nil }

@@ -126,6 +126,7 @@ type Child struct {
 	guard      *guard    // nil when unguarded
 	guardErr   error     // see StartGuarded
 	tracking   string    // see Tracking
+	reaperTid  int       // the thread that started the command and reaps (Linux)
 }
 
 // Start runs path with argv and env, stdio inherited. The child leads a new
