@@ -111,7 +111,7 @@ func (r *runner) run() int {
 	if lock == nil {
 		return code
 	}
-	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock))
+	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock), supervise.Options{NoCgroup: r.cfg.NoCgroup})
 	if err != nil {
 		r.release(lock)
 		return r.startFailed(err)

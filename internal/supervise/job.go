@@ -43,8 +43,8 @@ func (c *Child) Usage() Usage {
 	return c.usage.u
 }
 
-// Tracking says what with-lock follows of the job: "subreaper" (every
-// descendant) or "process group".
+// Tracking says what with-lock follows of the job: "cgroup DIR" (every
+// process, exactly), "subreaper" (every descendant) or "process group".
 func (c *Child) Tracking() string { return c.tracking }
 
 // JobDone is closed once the command has exited and no process of its job
@@ -71,6 +71,9 @@ func (c *Child) Remaining() []int {
 // the walk is repeated until it finds no new one. A job that is already
 // gone is not an error.
 func (c *Child) Signal(sig syscall.Signal) error {
+	if sig == syscall.SIGKILL && c.cg != nil {
+		_ = c.cg.kill() // all of it at once, forks in flight included
+	}
 	sent := map[int]bool{}
 	var err error
 	for round := 0; round < signalRounds; round++ {
@@ -134,6 +137,9 @@ func (c *Child) mainDone() bool {
 // and lets JobDone's waiters go.
 func (c *Child) jobEnded() {
 	close(c.censusStop)
+	if c.cg != nil {
+		c.cg.remove()
+	}
 	if c.guard != nil {
 		c.guard.standDown()
 	}

@@ -116,10 +116,13 @@ func taskChildren(pid, tid int) (kids []int, ok bool) {
 }
 
 // descendants returns the processes of the job that are still there:
-// every descendant of this process but the guard, found by walking
-// /proc's children lists. A process forked while the walk runs may be
+// those of its cgroup, or every descendant of this process but the guard,
+// found by walking /proc's children lists. A process forked while the walk runs may be
 // missed; callers that must reach all of them repeat.
 func (c *Child) descendants() []int {
+	if c.cg != nil {
+		return c.cg.procs() // exact, and the guard is not in it
+	}
 	var found []int
 	queue := []int{os.Getpid()}
 	for len(queue) > 0 {
@@ -188,7 +191,7 @@ func childrenByScan(pid int) []int {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if _, ppid, _, ok := parseStat(string(stat)); ok && ppid == pid {
+		if ppid, ok := parentOf(string(stat)); ok && ppid == pid {
 			if k, err := strconv.Atoi(p.Name()); err == nil {
 				kids = append(kids, k)
 			}
@@ -199,3 +202,18 @@ func childrenByScan(pid int) []int {
 
 // maxRSSKB is ru_maxrss, which Linux gives in KiB.
 func maxRSSKB(ru *syscall.Rusage) int64 { return ru.Maxrss }
+
+// parentOf returns the parent of a /proc/<pid>/stat line: "pid (comm)
+// state ppid ...", where comm may hold anything.
+func parentOf(stat string) (ppid int, ok bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}

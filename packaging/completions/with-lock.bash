@@ -62,7 +62,7 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --fence --status --json --list --all --break
-            --record-ttl --no-record -w --wait --leftovers --max-run
+            --record-ttl --no-record -w --wait --leftovers --max-run --no-cgroup
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config

@@ -58,6 +58,7 @@ complete -c with-lock -n $flags -l on-lost -x -a 'term ignore' -d 'what to do wh
 complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
 complete -c with-lock -n $flags -l leftovers -x -a 'wait kill' -d 'processes left when the command exits'
 complete -c with-lock -n $flags -l max-run -x -d 'stop the whole job after DUR, exit 124'
+complete -c with-lock -n $flags -l no-cgroup -d 'follow the job by the subreaper alone, no cgroup'
 complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
 complete -c with-lock -n $flags -l fence -d 'fencing number in WITH_LOCK_FENCE'
 complete -c with-lock -n $flags -l status -d 'print who holds the lock and exit'
