@@ -137,11 +137,8 @@ func (c *Child) mainDone() bool {
 // and lets JobDone's waiters go.
 func (c *Child) jobEnded() {
 	close(c.censusStop)
-	if c.cg != nil {
-		c.cg.remove()
-	}
 	if c.guard != nil {
-		c.guard.standDown()
+		c.guard.standDown() // it removes the job's cgroup too, should we exit first
 	}
 	close(c.jobDone)
 }

@@ -153,6 +153,11 @@ func start(path string, argv, env []string, g *guard, opts Options) (*Child, err
 		c.tracking = tracking
 		if c.cg = newCgroup(opts); c.cg != nil {
 			c.tracking = "cgroup " + c.cg.dir
+			if g != nil {
+				// Before the command starts: the job could end before a
+				// later word, and the guard would leave the group behind.
+				g.tell(guardCgroup + " " + c.cg.dir)
+			}
 		}
 	}
 	newCmd := func() *exec.Cmd {
@@ -194,6 +199,9 @@ func start(path string, argv, env []string, g *guard, opts Options) (*Child, err
 			// we may create but not enter): the subreaper alone, then.
 			c.cg.remove()
 			c.cg, c.tracking = nil, tracking
+			if g != nil {
+				g.tell(guardCgroup) // none after all
+			}
 			c.cmd = newCmd()
 			err = c.cmd.Start()
 		}
@@ -217,12 +225,8 @@ func start(path string, argv, env []string, g *guard, opts Options) (*Child, err
 		}
 		return nil, startError(argv[0], path, err)
 	}
-	switch {
-	case g == nil:
-	case c.cg != nil:
-		g.tell(guardCgroup + " " + c.cg.dir) // it kills the group if with-lock dies
-	case c.tracking == tracking:
-		go c.census()
+	if g != nil && c.cg == nil && c.tracking == tracking {
+		go c.census() // with a cgroup the guard needs no list: it kills the group
 	}
 	return c, nil
 }
