@@ -62,6 +62,8 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 		{"with-lock x true", "the with-lock binary, built as make build does", []string{wl, "x", "true"}, redisEnv, 0},
 		{"Go floor", "bench/cmd/floor: SET NX EX, fork/exec, EVAL over a raw socket, same build flags", []string{floor, "x", "true"},
 			[]string{"FLOOR_REDIS=" + srv.Addr()}, 0},
+		{"Go floor, guarded", "the same, also starting a guard (itself again, waiting on a pipe): the least a wrapper that promises the command dies with it can do",
+			[]string{floor, "x", "true"}, []string{"FLOOR_REDIS=" + srv.Addr(), "FLOOR_GUARD=1"}, 0},
 		{"bash + redis-cli", "bench/seed-with-lock.sh, the seed's way", []string{"bash", seed, "x", "true"},
 			[]string{"REDIS_PORT=" + strconv.Itoa(srv.Port)}, 0},
 		{"flock -n", "flock -n FILE true (util-linux), a local lock for scale", []string{"flock", "-n", filepath.Join(dir, "flock.lock"), "true"}, nil, 0},
