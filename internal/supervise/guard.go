@@ -32,15 +32,14 @@ import (
 
 // guardScript ignores the signals with-lock forwards to the command's group
 // (they are the command's to handle), then reads lines: "done" from
-// with-lock means stand down (and remove the job's cgroup, empty by then,
-// so that with-lock need not wait for it); "cgroup DIR" names the job's cgroup, and
+// with-lock means stand down; "cgroup DIR" names the job's cgroup, and
 // "pids ..." the latest list of the job's processes outside the group (and
 // the groups they lead, as -PGID) where there is none; EOF means with-lock
 // died: it kills the cgroup and those, removes the cgroup once empty (the
 // whole job is in it: its group too), then kills its own group.
 const guardScript = `trap '' INT TERM HUP QUIT PIPE
 while read -r word rest; do
-case $word in done) [ -z "$cg" ] || rmdir "$cg"; exit 0 ;; pids) p=$rest ;; cgroup) cg=$rest ;; esac
+case $word in done) exit 0 ;; pids) p=$rest ;; cgroup) cg=$rest ;; esac
 done
 [ -z "$cg" ] || echo 1 > "$cg/cgroup.kill"
 kill -s KILL -- $p 2>/dev/null

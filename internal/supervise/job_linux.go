@@ -36,13 +36,6 @@ func becomeSubreaper() bool {
 // guard is reaped here too.
 func (c *Child) reap() {
 	c.reaperTid = unix.Gettid()
-	// Once the job has ended, after hold was let go: the guard removes it
-	// too, should with-lock exit first; one of the two finds it gone.
-	defer func() {
-		if c.cg != nil {
-			c.cg.remove()
-		}
-	}()
 	for {
 		var ws syscall.WaitStatus
 		var ru syscall.Rusage
