@@ -55,34 +55,38 @@ func newCgroup(opts Options) *cgroup {
 	return &cgroup{dir: dir, fd: fd}
 }
 
-// ownCgroupDir finds the directory of this process's cgroup v2 group:
-// its path from /proc/self/cgroup ("0::/path"), under wherever a cgroup2
-// hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a
-// hybrid system) according to /proc/self/mountinfo.
+// ownCgroupDir finds the directory of this process's cgroup v2 group.
 func ownCgroupDir() (string, bool) {
-	b, err := os.ReadFile("/proc/self/cgroup")
+	cg, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return "", false
 	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	return cgroupDir(string(cg), string(mi))
+}
+
+// cgroupDir is the directory of the cgroup v2 group that the
+// /proc/<pid>/cgroup text cg names ("0::/path"), under wherever
+// /proc/<pid>/mountinfo's text mi says a cgroup2 hierarchy is mounted
+// (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system), from
+// that mount's root.
+func cgroupDir(cg, mi string) (string, bool) {
 	var path string
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(cg, "\n") {
 		if p, ok := strings.CutPrefix(line, "0::"); ok {
 			path = p
 		}
 	}
-	if path == "" || strings.HasSuffix(path, " (deleted)") {
+	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, " (deleted)") {
 		return "", false
 	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(strings.NewReader(mi))
 	for sc.Scan() {
 		// id parent major:minor root mountpoint options... - fstype source superoptions
-		line := sc.Text()
-		pre, post, ok := strings.Cut(line, " - ")
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
 			continue
 		}
@@ -92,8 +96,8 @@ func ownCgroupDir() (string, bool) {
 		}
 		root, mnt := unescapeMount(fields[3]), unescapeMount(fields[4])
 		rel, ok := strings.CutPrefix(path, root)
-		if !ok || (rel != "" && root != "/" && rel[0] != '/') {
-			continue
+		if !ok || (root != "/" && rel != "" && rel[0] != '/') {
+			continue // the group is not under this mount's root
 		}
 		return filepath.Join(mnt, rel), true
 	}
