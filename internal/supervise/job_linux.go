@@ -32,8 +32,8 @@ func becomeSubreaper() bool {
 // reap reaps every child of this process — the command, and every orphan
 // of the job re-parented to it — until the command has exited and nothing
 // of its job is left, then closes jobDone. It must run on the thread that
-// started the command (see start). Only this loop waits for children: the
-// guard is reaped here too.
+// started the command (see start). Nothing else waits for children but
+// the guard's own Wait, so either may reap the guard; it is not the job.
 func (c *Child) reap() {
 	c.reaperTid = unix.Gettid()
 	for {
