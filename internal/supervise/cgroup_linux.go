@@ -56,10 +56,28 @@ func newCgroup(opts Options) *cgroup {
 }
 
 // ownCgroupDir finds the directory of this process's cgroup v2 group.
+// Where the hierarchy is mounted at one of the usual places and the group
+// is there, two stat calls say so; else mountinfo, which on a host with
+// many mounts is long, says where it is.
 func ownCgroupDir() (string, bool) {
 	cg, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return "", false
+	}
+	path, ok := cgroupPath(string(cg))
+	if !ok {
+		return "", false
+	}
+	for _, mnt := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		var fs unix.Statfs_t
+		if unix.Statfs(mnt, &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
+			// Mounted from its root, unless a container's: then the host's
+			// path is not found under it, and mountinfo tells.
+			if st, err := os.Stat(filepath.Join(mnt, path)); err == nil && st.IsDir() {
+				return filepath.Join(mnt, path), true
+			}
+			break
+		}
 	}
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -68,12 +86,9 @@ func ownCgroupDir() (string, bool) {
 	return cgroupDir(string(cg), string(mi))
 }
 
-// cgroupDir is the directory of the cgroup v2 group that the
-// /proc/<pid>/cgroup text cg names ("0::/path"), under wherever
-// /proc/<pid>/mountinfo's text mi says a cgroup2 hierarchy is mounted
-// (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system), from
-// that mount's root.
-func cgroupDir(cg, mi string) (string, bool) {
+// cgroupPath is the cgroup v2 path in /proc/<pid>/cgroup's text cg:
+// "0::/path".
+func cgroupPath(cg string) (string, bool) {
 	var path string
 	for _, line := range strings.Split(cg, "\n") {
 		if p, ok := strings.CutPrefix(line, "0::"); ok {
@@ -81,6 +96,19 @@ func cgroupDir(cg, mi string) (string, bool) {
 		}
 	}
 	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, " (deleted)") {
+		return "", false
+	}
+	return path, true
+}
+
+// cgroupDir is the directory of the cgroup v2 group that the
+// /proc/<pid>/cgroup text cg names ("0::/path"), under wherever
+// /proc/<pid>/mountinfo's text mi says a cgroup2 hierarchy is mounted
+// (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system), from
+// that mount's root.
+func cgroupDir(cg, mi string) (string, bool) {
+	path, ok := cgroupPath(cg)
+	if !ok {
 		return "", false
 	}
 	sc := bufio.NewScanner(strings.NewReader(mi))
