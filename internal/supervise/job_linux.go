@@ -201,7 +201,7 @@ func childrenByScan(pid int) []int {
 }
 
 // maxRSSKB is ru_maxrss, which Linux gives in KiB.
-func maxRSSKB(ru *syscall.Rusage) int64 { return ru.Maxrss }
+func maxRSSKB(ru *syscall.Rusage) int64 { return int64(ru.Maxrss) }
 
 // parentOf returns the parent of a /proc/<pid>/stat line: "pid (comm)
 // state ppid ...", where comm may hold anything.
