@@ -60,6 +60,13 @@ and with-lock waits for the command alone.`,
 release the lock, record the run as timed out, and exit 124, as
 .BR timeout (1)
 does. Default: no limit.`,
+		"no-cgroup": `On Linux, where
+.B with-lock
+can create a cgroup v2 group (a writable cgroup2 mount: as root, or in a
+delegated subtree), the job runs in a group of its own, so that stopping it
+reaches every process at once (cgroup.kill); \-v says which is in use.
+With this flag, or where no group can be made, the subreaper alone follows
+the job.`,
 		"min-hold": `Keep the lock at least DUR after acquiring it: if the command ends sooner, the
 key is left to expire when DUR is over instead of deleted, so a server whose
 cron fires late does not run the job again (e.g. 55s for a job started every
@@ -220,7 +227,7 @@ a busy lock is a silent skip.`,
 .BR json :
 everything with-lock prints on stderr as one JSON object per line, with the
 fields time, level, event, lock, key, msg and, where they apply, holder,
-since, fence, duration_ms, ttl_ms, code, signal, error, tracking.
+since, fence, duration_ms, ttl_ms, code, signal, error, tracking, and on release cpu_ms and max_rss_kb.
 It holds from the first line: an error in the flags, a variable or the config
 file is JSON too when any of the three asks for json, and every error line
 carries the exit code in code.`,
