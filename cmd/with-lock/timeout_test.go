@@ -34,7 +34,7 @@ var stalls = []stall{
 		sleeper := e.srv.ClientWith(&redis.Options{ReadTimeout: d + time.Minute})
 		done := make(chan error, 1)
 		go func() { done <- sleeper.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds()).Err() }()
-		probe := e.srv.ClientWith(&redis.Options{ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
+		probe := e.srv.ClientWith(&redis.Options{ReadTimeout: 250 * time.Millisecond, MaxRetries: -1})
 		clitest.Eventually(e.t, 10*time.Second, "the server never started its DEBUG SLEEP", func() bool {
 			return probe.Ping(context.Background()).Err() != nil
 		})
@@ -106,7 +106,7 @@ func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) 
 			// --fence waits without the fair line: it tries the SET again
 			// at the holder's expiry (or its poll), on the connection of
 			// its first try.
-			const held, stalled = 2 * time.Second, 7 * time.Second
+			const held, stalled = 3 * time.Second, 8 * time.Second
 			setAt := time.Now()
 			if err := e.rdb.Set(ctx, "lock:x", foreign, held).Err(); err != nil {
 				t.Fatal(err)
@@ -116,7 +116,7 @@ func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) 
 			clitest.Eventually(t, 10*time.Second, "with-lock never began to wait", func() bool {
 				return e.rdb.PubSubNumSub(ctx, "lock:x").Val()["lock:x"] > 0
 			})
-			if time.Since(setAt) > held/2 {
+			if time.Since(setAt) > held-time.Second {
 				t.Fatalf("with-lock took %s to begin waiting; the test needs it before the holder's key runs out", time.Since(setAt))
 			}
 			resume := st.stop(e, stalled)
@@ -132,6 +132,9 @@ func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) 
 				t.Fatalf("with-lock still waited when Redis had been silent for %s; want it to give up %s after the holder's SET", stalled, bound)
 			}
 			took := time.Since(setAt)
+			// Resumed only once the holder's key has expired, so that the
+			// queued SET lands.
+			time.Sleep(time.Until(setAt.Add(held + 300*time.Millisecond)))
 			resume()
 			if r.Code != 69 {
 				t.Errorf("exit %d, want 69 (stderr %q)", r.Code, r.Stderr)
