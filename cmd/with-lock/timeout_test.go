@@ -2,12 +2,15 @@ package main_test
 
 import (
 	"context"
+	"path/filepath"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // stallTimeout is the --redis-timeout of these tests. A failed run must end
@@ -169,3 +172,37 @@ func goneSoon(t *testing.T, e *env, key string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Over TLS the clean-up cannot be queued (its handshake needs the stalled
+// server) and is sent the ordinary way instead: the run is still bounded
+// by 1.5 of --redis-timeout.
+func TestStalledTLSRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
+	ca := redistest.NewCA(t, "with-lock-test")
+	srv := redistest.StartTLS(t, ca, false)
+	clitest.Binary(t)
+	srv.Signal(syscall.SIGSTOP)
+	defer srv.Signal(syscall.SIGCONT)
+	ran := filepath.Join(t.TempDir(), "ran")
+	r := clitest.Run(t, nil, "--redis", srv.URL(), "--cacert", ca.CertFile, "--redis-timeout", stallTimeout.String(), "x", "touch", ran)
+	if r.Code != 69 {
+		t.Errorf("exit %d, want 69 (stderr %q)", r.Code, r.Stderr)
+	}
+	if bound := stallTimeout*3/2 + stallMargin; r.Duration > bound {
+		t.Errorf("gave up after %s with --redis-timeout %s; want at most %s", r.Duration, stallTimeout, bound)
+	}
+	if exists(ran) {
+		t.Error("the command ran")
+	}
+	oneLine(t, r, "timed out after 1s (--redis-timeout)")
+	// A wait noticeably longer than the timeout is said, and true.
+	if m := inAll.FindStringSubmatch(r.Stderr); m != nil {
+		d, err := time.ParseDuration(m[1])
+		if err != nil || d < stallTimeout || d > r.Duration {
+			t.Errorf("stderr %q says it waited %s in all; it ran %s", r.Stderr, m[1], r.Duration)
+		}
+	} else if r.Duration > stallTimeout*3/2 {
+		t.Errorf("stderr %q says only the timeout, %s, of a wait of %s", r.Stderr, stallTimeout, r.Duration)
+	}
+}
+
+var inAll = regexp.MustCompile(`, (\S+) in all with the clean-up of its token; command not run`)
