@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // docFiles returns the README and the guides in docs/.
@@ -84,17 +85,58 @@ func TestReadmeLinksEveryGuide(t *testing.T) {
 			t.Errorf("README.md does not link to %s", doc)
 		}
 	}
-	// Every relative link of the README and the guides reaches a file.
-	link := regexp.MustCompile(`\]\(([^)#:]+)(?:#[^)]*)?\)`)
+	// Every relative link of the README and the guides reaches a file, and
+	// a heading in it when it names one.
+	link := regexp.MustCompile(`\]\(([^)#:]*)(?:#([^)]*))?\)`)
 	for _, doc := range docFiles(t) {
 		text, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
-			if _, err := os.Stat(filepath.Join(filepath.Dir(doc), m[1])); err != nil {
+			target := doc
+			if m[1] != "" {
+				target = filepath.Join(filepath.Dir(doc), m[1])
+			}
+			if _, err := os.Stat(target); err != nil {
 				t.Errorf("%s links to %s, which is not there", doc, m[1])
+				continue
+			}
+			if m[2] != "" && strings.HasSuffix(target, ".md") && !headingAnchors(t, target)[m[2]] {
+				t.Errorf("%s links to %s#%s, a heading %s does not have", doc, m[1], m[2], target)
 			}
 		}
 	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of the
+// Markdown file at path: lower case, punctuation dropped, spaces as -.
+func headingAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	fenced := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var a strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				a.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				a.WriteRune(r)
+			}
+		}
+		anchors[a.String()] = true
+	}
+	return anchors
 }

@@ -20,6 +20,7 @@ want_paths=(
 	./usr/share/fish/vendor_completions.d/with-lock.fish
 	./usr/share/doc/with-lock/examples/with-lock-example.service
 	./usr/share/doc/with-lock/examples/with-lock-example.timer
+	./usr/share/doc/with-lock/docs/long-jobs.md
 	./etc/with-lock.conf
 )
 
