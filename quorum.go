@@ -51,7 +51,7 @@ const (
 // Fencing numbers (LockOptions.Fence) are refused with
 // errors.ErrUnsupported: counters on independent nodes do not make one
 // increasing sequence. Redlock's safety also assumes bounded clock drift
-// and process pauses shorter than the TTL; see the README.
+// and process pauses shorter than the TTL; see docs/production-redis.md.
 //
 // With one node, NewQuorum is New.
 func NewQuorum(nodes []redis.UniversalClient, opts *Options) (*Client, error) {

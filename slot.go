@@ -7,7 +7,7 @@ import (
 
 // fenceKey is the key of the fencing counter of the lock key key. It lies in
 // the same Redis Cluster slot as key, so both can be written by one script:
-// "{key}:fence" (the README documents it for ACLs).
+// "{key}:fence" (docs/production-redis.md documents it for ACLs).
 func fenceKey(key string) string { return sideKey(key, "fence") }
 
 // sideKey is the key called what beside the lock key key, in its Redis

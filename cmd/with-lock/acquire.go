@@ -82,8 +82,8 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 
 // waitedLonger says how long a try that timed out took when that is
 // noticeably more than --redis-timeout: the rest was the clean-up of its
-// token, which over TLS cannot be queued without waiting (README,
-// Reliability). "" otherwise: the message's timeout is then the wait.
+// token, which over TLS cannot be queued without waiting (docs/reliability.md).
+// "" otherwise: the message's timeout is then the wait.
 func (r *runner) waitedLonger(err error, took time.Duration) string {
 	if r.cfg.Wait > 0 || len(timeouts(err, nil)) == 0 || took < r.cfg.RedisTimeout+r.cfg.RedisTimeout/5 {
 		return ""

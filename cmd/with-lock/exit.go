@@ -75,7 +75,7 @@ func hint(code int, err error) string {
 	case isNoSuchDatabase(err):
 		return " (the Redis URL names a database that server does not have: see its databases setting)"
 	case isScriptNoPerm(err):
-		return " (the Redis user lacks a command with-lock needs: see the least-privilege ACL in the README)"
+		return " (the Redis user lacks a command with-lock needs: see the least-privilege ACL in docs/production-redis.md)"
 	case code == exitNoPerm:
 		return " (check the user and password: URL, --password-file, WITH_LOCK_PASSWORD)"
 	case code != exitUnavailable:

@@ -51,7 +51,7 @@ const (
 )
 
 // entry is one JSON log line. The field names are stable: scripts and log
-// pipelines rely on them (README "Logs"). Fields that do not apply to an
+// pipelines rely on them (docs/logs.md). Fields that do not apply to an
 // event are left out.
 type entry struct {
 	Time   string `json:"time"`  // RFC 3339 with milliseconds

@@ -3,7 +3,7 @@
 //
 //	with-lock [flags] <name> <command> [args...]
 //
-// See with-lock --help, the man page with-lock(1) and the README.
+// See with-lock --help, the man page with-lock(1), the README and docs/.
 package main
 
 import (
