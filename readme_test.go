@@ -140,3 +140,36 @@ func headingAnchors(t *testing.T, path string) map[string]bool {
 	}
 	return anchors
 }
+
+// The README is for the first reader: what with-lock is, how to start and
+// where the rest is. What grows goes into a guide in docs/.
+func TestReadmeStaysShort(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(strings.Fields(string(readme))); n > 3000 {
+		t.Errorf("README.md has %d words, want at most 3,000: move the detail into a guide in docs/", n)
+	}
+}
+
+// The quick start is two commands, make demo and make test, and nothing
+// else to type.
+func TestReadmeQuickStartIsTwoCommands(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Quick start\n")
+	if !ok {
+		t.Fatal("README.md has no Quick start section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	blocks := strings.Split(section, "```")
+	if len(blocks) != 3 {
+		t.Fatalf("the Quick start has %d code blocks, want one", (len(blocks)-1)/2)
+	}
+	if got := strings.TrimSpace(blocks[1]); got != "make demo\nmake test" {
+		t.Errorf("the Quick start's commands are %q, want make demo and make test", got)
+	}
+}
