@@ -3,7 +3,6 @@ package withlock
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -128,9 +127,7 @@ func windowKey(key string) string { return sideKey(key, "done") }
 // or hide its reply: the script returns {the release's reply, "OK" or the
 // first write's error}. Last, where the deployment keeps an index of the
 // prefix's names (index.go), it adds the lock's key to it.
-//
-//go:embed record.lua
-var recordScript string
+var recordScript = luaScript("record.lua")
 
 // finishAround makes a finish script of a release script: the release,
 // run as a function, then recordScript. KEYS and ARGV are the release's,

@@ -2,7 +2,6 @@ package withlock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -119,8 +118,7 @@ var (
 	// slot and the marker (SET PX when missing, PEXPIRE GT otherwise). A
 	// slot already holding our token (an earlier attempt that landed) is
 	// ours. The fence counter is checked first, as acquireFencedScript does.
-	//go:embed slots_acquire.lua
-	slotsAcquireScript string
+	slotsAcquireScript = luaScript("slots_acquire.lua")
 	// slotsReleaseScript is releaseScript for a slot: KEYS[1] is K, ARGV
 	// the token, the ms to keep, B, N, the slot (0: find the slot holding
 	// the token, for a clean-up) and the fair line's Client id or "". With
@@ -132,13 +130,11 @@ var (
 	// marker's life to the longest remaining slot's (the PTTL of each), or
 	// deletes it with the last: a name a semaphore used is free for other
 	// users as soon as its last slot is. 0 when the slot was not ours.
-	//go:embed slots_release.lua
-	slotsReleaseScript string
+	slotsReleaseScript = luaScript("slots_release.lua")
 	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
 	// the slot's key, ARGV the token, the TTL in ms and the marker. It
 	// refuses (0) when K holds anything but the marker or nothing.
-	//go:embed slots_extend.lua
-	slotsExtendScript string
+	slotsExtendScript = luaScript("slots_extend.lua")
 	// slotsLineCheckScript is lineCheckScript for a semaphore: KEYS[1] is
 	// K, ARGV B, N, the Client's id, the life in ms of its liveness key
 	// (refreshed), then entries of its waiters. It hands each free slot to
@@ -147,8 +143,7 @@ var (
 	// and for each entry its position, -1 when absent, or "<slot>:<token>"
 	// when it holds a slot; {-1, K's value} when K holds a plain token or
 	// another marker.
-	//go:embed slots_line_check.lua
-	slotsLineCheckScript string
+	slotsLineCheckScript = luaScript("slots_line_check.lua")
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.

@@ -2,7 +2,6 @@ package withlock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,9 +49,7 @@ func (w *recordWrite) withoutIndex() *recordWrite {
 // prefix's index: KEYS[2] is the index; a failed SADD (an ACL without it)
 // does not fail the renewal.
 // The holder's first renewal uses it, later ones the plain script.
-//
-//go:embed extend_index.lua
-var extendIndexScript string
+var extendIndexScript = luaScript("extend_index.lua")
 
 // extendIndexed is extend for l's first renewal: it also indexes l.
 func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
@@ -85,9 +82,7 @@ func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, er
 // rest, given with its record and last success, that it finds with none of
 // the three: checked and removed in one step, so that a holder that indexed
 // its name after List read it is not dropped.
-//
-//go:embed unindex.lua
-var unindexScript string
+var unindexScript = luaScript("unindex.lua")
 
 // unindex removes keys, seen stale, from the index of prefix if they still
 // are.

@@ -2,7 +2,6 @@ package withlock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -97,9 +96,7 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 // it sets the marker to "<ARGV[2]> <SHA-1 of each token removed>…" for the
 // key's remaining life plus a second (a minute more for a key without
 // expiry): the holder's next renewal comes within that life.
-//
-//go:embed break.lua
-var breakScript string
+var breakScript = luaScript("break.lua")
 
 // breakOn runs the break script for key on rdb, as the Client by
 // ("<host>:<pid>"), and returns the token it removed, "" when the key was
