@@ -1,5 +1,8 @@
 package withlock
 
+// Client.Break's marker: the key naming who broke a lock, which a holder's
+// KeepAlive reads to say so in its LostError.
+
 import (
 	"context"
 	"crypto/sha1"

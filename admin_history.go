@@ -1,5 +1,7 @@
 package withlock
 
+// Client.History: the recorded runs of a name, newest first.
+
 import (
 	"context"
 	"errors"

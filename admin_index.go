@@ -1,5 +1,8 @@
 package withlock
 
+// The index of held locks that List reads instead of scanning, kept up at
+// each renewal and pruned of names that are no longer held.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package withlock
 
+// Client.List and Client.Break, and how the admin paths tell a lock's key
+// from its side keys and records.
+
 import (
 	"context"
 	"errors"
@@ -16,7 +19,7 @@ type ListOptions struct {
 	// SCAN.
 	All bool
 	// Scan finds the locks with SCAN even where the deployment keeps an
-	// index of names (index.go): it also finds those that this version
+	// index of names (admin_index.go): it also finds those that this version
 	// never renewed or recorded, taken by an older version or another
 	// program.
 	Scan bool
@@ -24,7 +27,7 @@ type ListOptions struct {
 
 // List returns the Status of every lock held under the Client's prefix,
 // sorted by key. On one deployment that is not a Cluster it reads the
-// prefix's index (index.go), so that its cost grows with the locks, not
+// prefix's index (admin_index.go), so that its cost grows with the locks, not
 // with the other keys in Redis: a lock is listed from its holder's first
 // renewal or its first recorded release. On a Cluster, a quorum, or a
 // deployment whose index is empty it finds them with SCAN (never KEYS) on

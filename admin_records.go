@@ -1,5 +1,8 @@
 package withlock
 
+// Last-run records: Run, Lock.ReleaseAndRecord and the keys and script that
+// store a run's record, history and last success.
+
 import (
 	"context"
 	"crypto/sha256"
@@ -10,10 +13,6 @@ import (
 	"strings"
 	"time"
 )
-
-// ErrNotRecorded means Lock.ReleaseAndRecord could not store the run's
-// record; the release itself may have succeeded.
-var ErrNotRecorded = errors.New("last-run record not stored")
 
 // Run is the record of one finished run under a lock: who held it, when,
 // and how the run ended. Lock.ReleaseAndRecord stores it; Status and List
@@ -126,7 +125,7 @@ func windowKey(key string) string { return sideKey(key, "done") }
 // writes are pcalls after the release, so that none can stop the release
 // or hide its reply: the script returns {the release's reply, "OK" or the
 // first write's error}. Last, where the deployment keeps an index of the
-// prefix's names (index.go), it adds the lock's key to it.
+// prefix's names (admin_index.go), it adds the lock's key to it.
 var recordScript = luaScript("record.lua")
 
 // finishAround makes a finish script of a release script: the release,
@@ -146,7 +145,7 @@ type recordWrite struct {
 	ok        bool          // the run succeeded: it is also the last success
 	mark      string        // the once-per window's marker, stored with ok
 	markTTL   time.Duration // its life; 0: no marker
-	index     string        // the prefix's index (index.go), or "" where there is none
+	index     string        // the prefix's index (admin_index.go), or "" where there is none
 }
 
 // keys are the record's keys for the lock key key, after the release's.

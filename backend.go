@@ -1,5 +1,7 @@
 package withlock
 
+// The storage seam: the interface every kind of lock storage implements.
+
 import (
 	"context"
 	"time"
@@ -8,9 +10,9 @@ import (
 )
 
 // backend is what differs between kinds of lock storage: one Redis
-// deployment (single.go, with or without replica acknowledgement), a
-// quorum of independent masters (quorum.go), or a semaphore of N slots on
-// one deployment (semaphore.go). New, NewQuorum and NewSemaphore choose one;
+// deployment (backend_single.go, with or without replica acknowledgement), a
+// quorum of independent masters (backend_quorum.go), or a semaphore of N slots on
+// one deployment (backend_semaphore.go). New, NewQuorum and NewSemaphore choose one;
 // Client and Lock only ever call these methods, so no other code asks which
 // one it has.
 //
@@ -22,7 +24,7 @@ type backend interface {
 	// an earlier attempt with l's token had landed), a *NotObtainedError
 	// when someone else holds it, and any other error when it cannot tell;
 	// before returning such an error it has removed whatever it may have
-	// left behind (see abandon in single.go). It sets l.fence if
+	// left behind (see abandon in backend_single.go). It sets l.fence if
 	// opts.Fence.
 	acquire(ctx context.Context, l *Lock, opts *LockOptions) error
 	// extend sets l's remaining time to ttl if it is still ours, else
@@ -34,11 +36,11 @@ type backend interface {
 	// ttl is l's remaining time, or ErrLockNotHeld.
 	ttl(ctx context.Context, l *Lock) (time.Duration, error)
 	// view reads who holds key, for how long, its fencing counter and its
-	// last-run records (status.go).
+	// last-run records (admin_status.go).
 	view(ctx context.Context, key string) (lockView, error)
 
-	// Seeing and clearing locks, and last-run records: admin_single.go,
-	// admin_quorum.go.
+	// Seeing and clearing locks, and last-run records: backend_single_admin.go,
+	// backend_quorum_admin.go.
 
 	// keys returns, each once, the keys that match the SCAN pattern match
 	// on every master (all of a Cluster's, every node of a quorum).
@@ -50,7 +52,7 @@ type backend interface {
 	breakLock(ctx context.Context, key, by string) (lockView, error)
 	// finish releases l as release does and, in the same round trip,
 	// stores w: the record at recordKey(l.key), the history, the last
-	// success and a once-per marker (records.go). relErr is what release
+	// success and a once-per marker (admin_records.go). relErr is what release
 	// would return; recErr is the record's failure.
 	finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error)
 	// history returns up to n of the runs recorded at historyKey(key),
@@ -58,7 +60,7 @@ type backend interface {
 	history(ctx context.Context, key string, n int) ([]string, error)
 	// indexed returns the lock keys in the index of prefix, false when the
 	// deployment keeps none or it is empty; unindex removes keys from it;
-	// views reads many keys as view does each (index.go).
+	// views reads many keys as view does each (admin_index.go).
 	indexed(ctx context.Context, prefix string) ([]string, bool, error)
 	unindex(ctx context.Context, prefix string, keys []string) error
 	views(ctx context.Context, keys []string) ([]lockView, error)
@@ -66,14 +68,14 @@ type backend interface {
 	// (onceper.go); errors.ErrUnsupported where once-per cannot work.
 	marked(ctx context.Context, key string) (string, error)
 
-	// The waiting line (wait.go, waitline.go, line.go, line_room.go,
-	// handoff.go) uses only these eight.
+	// The waiting line (wait.go, wait_local.go, wait_fair.go, wait_fair_room.go,
+	// wait_local_handoff.go) uses only these eight.
 
 	// slots is how many may hold one name at once: 1, or a semaphore's N.
 	slots() int
 
 	// lineStore returns the deployment that keeps the fair cross-process
-	// line of waiters (line.go), or nil when this backend keeps none and
+	// line of waiters (wait_fair.go), or nil when this backend keeps none and
 	// waiters wait as before, woken by release messages.
 	lineStore() redis.UniversalClient
 	// releaseTo is release with keep 0 by a Client whose id in the fair line

@@ -1,21 +1,17 @@
 package withlock
 
+// The backend for a Redlock quorum of independent masters (NewQuorum).
+
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrNoQuorum means a quorum Client could not reach a majority of its
-// nodes, or not within the lock's validity time. Whatever it did obtain has
-// been released again.
-var ErrNoQuorum = errors.New("no majority of Redis nodes")
 
 // Clock drift allowed between the nodes of a quorum, as in the Redlock
 // algorithm: 1% of the TTL plus 2ms for the resolution of Redis's expiry.
@@ -115,20 +111,6 @@ func tally(res []nodeResult) (yes, no int, errs []error) {
 	}
 	return yes, no, errs
 }
-
-// nodeErrors are the errors of several nodes, on one line, each still
-// visible to errors.Is and errors.As.
-type nodeErrors []error
-
-func (e nodeErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e nodeErrors) Unwrap() []error { return e }
 
 // validity is what is left of ttl after elapsed and the allowed drift.
 func validity(ttl, elapsed time.Duration) time.Duration {

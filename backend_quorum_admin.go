@@ -1,5 +1,8 @@
 package withlock
 
+// A quorum's admin methods: views, keys, Break and the release-and-record
+// of a run, across its nodes.
+
 import (
 	"context"
 	"errors"

@@ -1,8 +1,10 @@
 package withlock
 
+// The backend for N holders per name (NewSemaphore): slot keys under one
+// marker key.
+
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,38 +25,7 @@ import (
 //   - "B:s:1" … "B:s:N" hold the holders' tokens, each a plain lock.
 //
 // The fencing counter, the last-run record and the fair line are the
-// plain lock's (fenceKey, recordKey, line.go).
-
-// ErrSlotsMismatch means the lock's name is in use with another number of
-// slots (a plain lock counts as 1). Errors matching it are *SlotsError.
-var ErrSlotsMismatch = errors.New("lock name is used with a different number of slots")
-
-// SlotsError says that a name is in use with Have slots while the caller
-// wanted Want; Have or Want 1 is a plain lock. It matches ErrSlotsMismatch.
-// Waiting does not help: TryAcquire and Acquire return it at once.
-type SlotsError struct {
-	Key        string // the name's Redis key
-	Have, Want int
-}
-
-// Error names both numbers and what to do.
-func (e *SlotsError) Error() string {
-	have := fmt.Sprintf("in use with %d slots", e.Have)
-	if e.Have == 1 {
-		have = "held as a plain lock"
-	}
-	want := strconv.Itoa(e.Want)
-	switch {
-	case e.Want == 1:
-		want = "a plain lock"
-	case e.Have == 1:
-		want = fmt.Sprintf("a semaphore of %d slots", e.Want)
-	}
-	return fmt.Sprintf("lock %s is %s, not %s: every user of a name must use the same number of slots", e.Key, have, want)
-}
-
-// Is makes errors.Is(err, ErrSlotsMismatch) true.
-func (e *SlotsError) Is(target error) bool { return target == ErrSlotsMismatch }
+// plain lock's (fenceKey, recordKey, wait_fair.go).
 
 // SlotHolder is one holder of a semaphore's slot, as Status reports it.
 type SlotHolder struct {
@@ -241,7 +212,7 @@ func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) erro
 	b, _ := lineBase(l.key)
 	keys := []string{l.key, slotKey(b, l.slot)}
 	first := !l.indexed.Load() && hasIndex(s.rdb)
-	if first { // index.go: the first renewal indexes the name
+	if first { // admin_index.go: the first renewal indexes the name
 		keys = append(keys, indexKey(l.c.prefix))
 	}
 	n, err := s.rdb.Eval(ctx, slotsExtendScript, keys, l.token, ttl.Milliseconds(), marker(s.n)).Int64()

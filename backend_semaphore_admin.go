@@ -1,5 +1,7 @@
 package withlock
 
+// Reading and breaking a semaphore's slots for Status, List and Break.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package withlock
 
+// A semaphore's part in the fair line: its check script and what a
+// hand-over carries (slot and token).
+
 import (
 	"context"
 	"fmt"
@@ -7,7 +10,7 @@ import (
 	"strings"
 )
 
-// A semaphore's part in the fair line (line.go): its waiters queue as a
+// A semaphore's part in the fair line (wait_fair.go): its waiters queue as a
 // plain lock's do, and a release or the check hands over a slot, telling
 // the waiter which one.
 

@@ -1,5 +1,8 @@
 package withlock
 
+// The backend for one Redis deployment (plain, Sentinel, Cluster): acquire,
+// extend, release, TTL, the fair line's check and the hand-over.
+
 import (
 	"context"
 	"errors"
@@ -13,7 +16,7 @@ import (
 // single keeps locks on one Redis deployment (a plain server, Sentinel, or
 // Cluster, where each lock lives on the master of its key's slot): one key
 // per lock. With LockOptions.MinReplicas an acquisition also waits for
-// replicas to acknowledge it (replicas.go).
+// replicas to acknowledge it (backend_replicas.go).
 type single struct {
 	rdb redis.UniversalClient
 }
@@ -124,7 +127,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string
 
 func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() && hasIndex(s.rdb) {
-		return s.extendIndexed(ctx, l, ttl) // index.go: the first renewal indexes the lock
+		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
 	return s.ifOurs(ctx, "extend", extendScript, l, ttl)
 }

@@ -1,5 +1,8 @@
 package withlock
 
+// Lock.OncePer: a job that succeeds at most once per time window, and the
+// window's marker.
+
 import (
 	"context"
 	"errors"
@@ -10,10 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrDone means the job already succeeded in the current once-per window
-// (Lock.OncePer): errors matching it are *DoneError.
-var ErrDone = errors.New("already succeeded in this window")
 
 // Window divides time into once-per windows of Every, aligned to multiples
 // of Every since the Unix epoch (UTC) and shifted later by Offset: Every
@@ -42,20 +41,6 @@ func (w Window) At(t time.Time) Span {
 // windowMargin is how long a window's marker outlives the window: a server
 // whose clock is behind by less than that still finds it.
 func windowMargin(every time.Duration) time.Duration { return min(every, time.Hour) }
-
-// DoneError says in which window the job already succeeded. It matches
-// ErrDone.
-type DoneError struct {
-	Key    string // the lock's Redis key
-	Window Span
-}
-
-func (e *DoneError) Error() string {
-	return fmt.Sprintf("%s already succeeded in the window starting %s", e.Key, e.Window.Start.Format(time.RFC3339))
-}
-
-// Is makes errors.Is(err, ErrDone) true.
-func (e *DoneError) Is(target error) bool { return target == ErrDone }
 
 // markValue is the marker of s as stored at windowKey: its start and end in
 // Unix milliseconds, so that a marker tells which window it is for and a

@@ -26,12 +26,12 @@ var (
 	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
 	// milliseconds the key must still live (min-hold) or 0, and ARGV[3],
 	// sent only by a Client that has waiters of its own for the key, that
-	// Client's id (line.go). It returns 0 when the lock was not ours (the
+	// Client's id (wait_fair.go). It returns 0 when the lock was not ours (the
 	// key is left untouched). With a min-hold left, a short job keeps the
 	// key until it passes, so a server whose cron fires late does not run
 	// the same job again; it returns 1.
 	//
-	// Otherwise it serves the fair line (line.go): it pops entries
+	// Otherwise it serves the fair line (wait_fair.go): it pops entries
 	// "<client id>|<ttl ms>|<token>" off "{key}:q" (the key itself when it
 	// has a hash tag) until one belongs to a live Client: the releaser's own
 	// (ARGV[3]), or one whose liveness key "{key}:c:<id>" exists and whose
@@ -68,7 +68,7 @@ var (
 	// does at its GET, and leaves the lock free.
 	acquireFencedScript = luaScript("acquire_fenced.lua")
 	claimScript         = luaScript("claim.lua")
-	// lineCheckScript is the fair line's check (line.go): KEYS[1] is the
+	// lineCheckScript is the fair line's check (wait_fair.go): KEYS[1] is the
 	// lock key, ARGV[1] the Client's id, ARGV[2] the life in ms of its
 	// liveness key, which it refreshes, and ARGV[3:] entries of that
 	// Client's waiters. If the key is free (its holder crashed or a
@@ -80,5 +80,5 @@ var (
 )
 
 // finishScript ends a run in one EVAL: the release script, then the
-// record's writes (finishAround, records.go).
+// record's writes (finishAround, admin_records.go).
 var finishScript = finishAround(releaseScript)

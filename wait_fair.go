@@ -1,5 +1,8 @@
 package withlock
 
+// The fair line across processes, kept in Redis: joining, waiting in it and
+// leaving it.
+
 import (
 	"context"
 	"errors"
@@ -12,7 +15,7 @@ import (
 )
 
 // The fair line: waiters in any Client, process or machine are served in
-// the order they joined, on one Redis deployment (single.go).
+// the order they joined, on one Redis deployment (backend_single.go).
 //
 // Each lock key K has a list "{K}:q" (K itself when it has a hash tag, so
 // that everything lies in K's Cluster slot) of entries
@@ -35,7 +38,7 @@ import (
 //
 // Each Client keeps one room per key with waiters: its sharded
 // subscription (a connection), its waiters in join order and the goroutines
-// that receive and tend. It lingers like a queue of waitline.go.
+// that receive and tend. It lingers like a queue of wait_local.go.
 
 const (
 	// aliveFor is the life of a Client's liveness key, so also how long a
@@ -72,7 +75,7 @@ func lineBase(key string) (string, bool) {
 
 // queues reports whether an acquisition with opts can wait in the line:
 // the hand-over is a plain SET PX, so fenced and replicated acquisitions
-// wait as before (waitline.go).
+// wait as before (wait_local.go).
 func queues(opts *LockOptions) bool {
 	return opts == nil || (!opts.Fence && opts.MinReplicas == 0)
 }

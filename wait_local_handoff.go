@@ -1,5 +1,8 @@
 package withlock
 
+// The local hand-off: a release that gives the lock straight to a waiter of
+// the same Client.
+
 import (
 	"context"
 	"time"

@@ -1,0 +1,98 @@
+package withlock
+
+// Lock: one obtained lock, its token and fencing number, Extend, TTL and Release.
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Lock is a lock that was obtained. Its methods are safe for concurrent use.
+type Lock struct {
+	c        *Client
+	name     string
+	key      string
+	token    string
+	ttl      time.Duration
+	minHold  time.Duration
+	fence    int64
+	slot     int       // a semaphore's slot (backend_semaphore.go), 0 for a plain lock
+	acquired time.Time // when the acquiring command was sent (monotonic)
+	// renewBy is set by the backend: a time since acquired at which the
+	// lock should be renewed before its regular interval (a quorum repairs
+	// a node then), or 0 for none. KeepAlive reads it.
+	renewBy atomic.Int64
+	// refence is the fencing number of the last reacquisition by a
+	// KeepAlive (KeepAliveOptions.Reacquire), or 0: Fence returns it.
+	refence atomic.Int64
+
+	window  *Span       // set by OncePer: the window a success marks done (onceper.go)
+	indexed atomic.Bool // a renewal put it into its prefix's index (admin_index.go)
+}
+
+// Name returns the lock's name as given to TryAcquire or Acquire.
+func (l *Lock) Name() string { return l.name }
+
+// Key returns the lock's Redis key.
+func (l *Lock) Key() string { return l.key }
+
+// Token returns the value that proves ownership. Treat it as a secret: anyone
+// who knows it can release the lock.
+func (l *Lock) Token() string { return l.token }
+
+// Fence returns the lock's fencing number, strictly greater than that of
+// every earlier fenced acquisition of the same name, or 0 when the lock was
+// taken without LockOptions.Fence. The numbers are Redis's clock in
+// microseconds, or the last number plus one when that is larger, so they
+// keep increasing when Redis loses the counter (a restart without
+// persistence, a failover to a replica that lagged) unless the clock of the
+// server drawing next is behind by more than the time between the draws.
+// After a KeepAlive took the lock again (KeepAliveOptions.Reacquire), it is
+// the number drawn then.
+func (l *Lock) Fence() int64 {
+	if f := l.refence.Load(); f != 0 {
+		return f
+	}
+	return l.fence
+}
+
+// TTL returns the lock's remaining time, or ErrLockNotHeld when it is no
+// longer ours.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	return l.c.b.ttl(ctx, l)
+}
+
+// Extend sets the lock's remaining time to ttl if it is still ours, with one
+// compare-and-PEXPIRE script. It never recreates an expired key: then it
+// returns ErrLockNotHeld.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("ttl %s is below 1ms", ttl)
+	}
+	return l.c.b.extend(ctx, l, ttl)
+}
+
+// Release gives the lock up if it is still ours, with one compare-and-delete
+// script, and wakes those waiting for it. With LockOptions.MinHold, a lock
+// released early is kept until its min-hold passes. When the lock is no
+// longer ours it returns ErrLockNotHeld and leaves the key alone.
+func (l *Lock) Release(ctx context.Context) error {
+	keep := l.keep()
+	if keep == 0 {
+		// A waiter of this Client is first in line: take the lock for it in
+		// the same round trip, if the backend can (wait_local_handoff.go).
+		if done, err := l.c.line.handOff(ctx, l); done {
+			return err
+		}
+	}
+	return l.c.b.release(ctx, l, keep)
+}
+
+// renewalDue returns when the backend wants l renewed early, and false when
+// it does not.
+func (l *Lock) renewalDue() (time.Time, bool) {
+	at := time.Duration(l.renewBy.Load())
+	return l.acquired.Add(at), at > 0
+}
