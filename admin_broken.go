@@ -61,12 +61,6 @@ func brokenOn(ctx context.Context, rdb redis.UniversalClient, l *Lock) (string, 
 	return "", nil
 }
 
-// breakTeller is a backend whose Break leaves a marker its victim can read:
-// every one (a semaphore is single's).
-type breakTeller interface {
-	brokenBy(ctx context.Context, l *Lock) (string, error)
-}
-
 // brokenBy on a quorum asks every node at once (Break left the marker on
 // each that held the key) and returns the first breaker named, without
 // waiting for the nodes that are slow to answer once one did; "" when none

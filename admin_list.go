@@ -37,12 +37,16 @@ type ListOptions struct {
 // free. Fencing counters, last-run records and break markers are not
 // locks and are skipped; index entries whose lock and records are all gone are removed.
 func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error) {
-	all := opts != nil && opts.All
-	keys, fromIndex, err := c.listKeys(ctx, all, opts != nil && opts.Scan)
+	a, err := c.admin("list " + c.prefix + "*")
 	if err != nil {
 		return nil, err
 	}
-	views, err := c.b.views(ctx, keys)
+	all := opts != nil && opts.All
+	keys, fromIndex, err := c.listKeys(ctx, a, all, opts != nil && opts.Scan)
+	if err != nil {
+		return nil, err
+	}
+	views, err := a.views(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -63,9 +67,9 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 			stale = append(stale, keys[i])
 		}
 	}
-	if fromIndex {
+	if ik, ok := c.b.(indexKeeper); ok && fromIndex {
 		// Best effort: a failed pruning is tried again at the next List.
-		_ = c.b.unindex(ctx, c.prefix, stale)
+		_ = ik.unindex(ctx, c.prefix, stale)
 	}
 	return list, nil
 }
@@ -85,7 +89,11 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 	if name == "" {
 		return nil, ErrEmptyName
 	}
-	v, err := c.b.breakLock(ctx, c.Key(name), c.breaker())
+	a, err := c.admin("break " + c.Key(name))
+	if err != nil {
+		return nil, err
+	}
+	v, err := a.breakLock(ctx, c.Key(name), c.breaker())
 	if err != nil {
 		return nil, err
 	}

@@ -208,7 +208,12 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	if w.ok && l.window != nil {
 		w.mark, w.markTTL = l.window.mark()
 	}
-	relErr, recErr := l.c.b.finish(ctx, l, l.keep(), &w)
+	var relErr, recErr error
+	if a, ok := l.c.b.(adminBackend); ok {
+		relErr, recErr = a.finish(ctx, l, l.keep(), &w)
+	} else { // nowhere to record: still release
+		relErr, recErr = l.c.b.release(ctx, l, l.keep()), errors.ErrUnsupported
+	}
 	if recErr != nil {
 		recErr = fmt.Errorf("%w for %s: %w", ErrNotRecorded, l.key, recErr)
 	}

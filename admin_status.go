@@ -65,7 +65,11 @@ func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
 	if name == "" {
 		return nil, ErrEmptyName
 	}
-	v, err := c.b.view(ctx, c.Key(name))
+	a, err := c.admin("status of " + c.Key(name))
+	if err != nil {
+		return nil, err
+	}
+	v, err := a.view(ctx, c.Key(name))
 	if err != nil {
 		return nil, err
 	}

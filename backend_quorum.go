@@ -282,27 +282,9 @@ func (q *quorum) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 // do when a message is lost on one deployment.
 func (q *quorum) subscribe(ctx context.Context) *redis.PubSub { return q.nodes[0].Subscribe(ctx) }
 
-// lineStore is nil: each master would keep its own line, and no line could
-// be held by a majority, so waiters on a quorum wait as before.
-func (q *quorum) lineStore() redis.UniversalClient { return nil }
-
-// releaseTo is release: with no line there is nobody to hand the lock to.
-func (q *quorum) releaseTo(ctx context.Context, l *Lock, keep time.Duration, _ string) (string, error) {
-	return "", q.release(ctx, l, keep)
-}
-
-// handOver is not done on a quorum: a pipelined SET NX on each node is not a
-// quorum acquisition (no validity check, no clean-up of a minority). The
-// waiter, woken by the release message, acquires on its own.
-func (q *quorum) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {
-	return false, false, nil
-}
-
-func (q *quorum) slots() int { return 1 }
-
-// The line's protocol: never used, as lineStore is nil.
-func (q *quorum) handed(v string) (string, int) { return v, 0 }
-func (q *quorum) mayHold(string, string) bool   { return false }
-func (q *quorum) lineCheck(context.Context, string, string, []string) (string, int64, []lineSeen, error) {
-	return "", 0, nil, errors.ErrUnsupported
-}
+// A quorum keeps no fair line (fairLine): each master would keep its own
+// line, and no line could be held by a majority, so waiters on a quorum
+// wait as before. Nor does it hand over (handOverer): a pipelined SET NX on
+// each node is not a quorum acquisition (no validity check, no clean-up of
+// a minority); the waiter, woken by the release message, acquires on its
+// own.

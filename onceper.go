@@ -89,7 +89,11 @@ func (l *Lock) OncePer(ctx context.Context, w Window) error {
 		return fmt.Errorf("once-per window %s is below 1s", w.Every)
 	}
 	span := w.At(time.Now())
-	v, err := l.c.b.marked(ctx, l.key)
+	m, ok := l.c.b.(windowMarker)
+	if !ok {
+		return unsupported("once-per windows need a plain lock on one Redis deployment: not a quorum of masters, nor a semaphore, whose every slot's holder would find the window not done")
+	}
+	v, err := m.marked(ctx, l.key)
 	if err != nil {
 		return err
 	}
@@ -114,14 +118,6 @@ func (s *single) marked(ctx context.Context, key string) (string, error) {
 		return "", fmt.Errorf("read the once-per marker of %s: %w", key, err)
 	}
 	return v, nil
-}
-
-func (s *semaphore) marked(context.Context, string) (string, error) {
-	return "", unsupported("once-per windows need a plain lock: every slot's holder would find the window not done")
-}
-
-func (q *quorum) marked(context.Context, string) (string, error) {
-	return "", unsupported("once-per windows need one Redis deployment, not a quorum of masters")
 }
 
 // doneWindow is the window a marker read by Status names, when it has not

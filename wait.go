@@ -29,8 +29,8 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 		return nil, fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
 	want := c.newLock(name, token, ttl, opts)
-	if c.b.lineStore() != nil && queues(opts) && hasLine(want.key) {
-		return ln.waitFair(ctx, tctx, c, want, opts)
+	if fl, ok := c.b.(fairLine); ok && queues(opts) && hasLine(want.key) {
+		return ln.waitFair(ctx, tctx, c, fl, want, opts)
 	}
 	return ln.waitPlain(ctx, tctx, c, want, opts)
 }

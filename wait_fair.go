@@ -84,7 +84,7 @@ func queues(opts *LockOptions) bool {
 // guarded by the waitLine's mu, except the channels and err.
 type room struct {
 	key, base string
-	b         backend // the line's protocol: lineCheck, handed, mayHold
+	b         fairLine // the line's protocol: lineCheck, handed, mayHold
 	rdb       redis.UniversalClient
 	ps        *redis.PubSub
 	confirmed chan struct{} // closed at the first SSUBSCRIBE confirmation, or with err set
@@ -123,7 +123,7 @@ func (r *room) tend() {
 }
 
 // waitFair is Acquire in the line for want.key, whose names start with base.
-func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, opts *LockOptions) (*Lock, error) {
+func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, want *Lock, opts *LockOptions) (*Lock, error) {
 	if want.ttl < time.Millisecond {
 		return nil, fmt.Errorf("ttl %s is below 1ms", want.ttl)
 	}
@@ -142,7 +142,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, o
 	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
 	ln.mu.Lock()
-	r = ln.roomFor(c.b, want.key, base)
+	r = ln.roomFor(b, want.key, base)
 	w.entry = fmt.Sprintf("%s|%d|%s", ln.cid, want.ttl.Milliseconds(), want.token)
 	r.waiters = append(r.waiters, w)
 	if r.linger != nil {
@@ -202,7 +202,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, o
 		want.slot = 0
 		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
 		ln.mu.Lock()
-		r = ln.roomFor(c.b, want.key, base)
+		r = ln.roomFor(b, want.key, base)
 		r.waiters = append(r.waiters, w)
 		if r.linger != nil {
 			r.linger.Stop()

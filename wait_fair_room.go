@@ -24,7 +24,7 @@ import (
 // connection at the first SSUBSCRIBE, which listen sends, and a slow dial
 // under ln.mu would hold up every Release and waiter of the Client.
 // Waiters still join only once listen saw the confirmation.
-func (ln *waitLine) roomFor(b backend, key, base string) *room {
+func (ln *waitLine) roomFor(b fairLine, key, base string) *room {
 	if r := ln.rooms[key]; r != nil {
 		return r
 	}

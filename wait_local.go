@@ -219,7 +219,7 @@ func (ln *waitLine) leave(q *queue, w *waiter, l *Lock) {
 		next := q.waiters[0]
 		// Giving up, we may have swallowed a wake-up meant for the line;
 		// taking one of a semaphore's slots, we may have left others free.
-		next.tryNext = next.tryNext || l == nil || l.c.b.slots() > 1
+		next.tryNext = next.tryNext || l == nil || slotsPer(l.c.b) > 1
 		next.wake() // to arm its timer, or to try
 	}
 	if len(q.waiters) == 0 {
