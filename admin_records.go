@@ -35,6 +35,12 @@ type Run struct {
 	// OutcomeLost, OutcomeTimedOut, or the caller's own. Only OutcomeOK
 	// counts as a success.
 	Outcome string `json:"outcome"`
+	// CPUMs and MaxRSSKB are what the run's processes cost, as far as the
+	// caller knows: CPU time (user and system) in milliseconds, and the
+	// largest resident set of any one of them in KiB (the CLI's, from the
+	// rusage of the job's processes).
+	CPUMs    int64 `json:"cpu_ms,omitempty"`
+	MaxRSSKB int64 `json:"max_rss_kb,omitempty"`
 }
 
 // record is a Run as stored at recordKey, as JSON: with the lock's name, and

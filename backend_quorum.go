@@ -31,8 +31,11 @@ const (
 //     minus clock drift); otherwise it releases what it got and fails with
 //     a *NotObtainedError when others hold a majority, or ErrNoQuorum.
 //   - Extend and Release act on all nodes and succeed when a majority
-//     confirms. Extend also puts the key back on nodes that lost it while
-//     the lock kept its majority, so further restarts are survived.
+//     confirms. None of them waits for a node once a majority has
+//     answered; a node that answers late is dealt with in the background
+//     and keeps no key of a released Lock (backend_quorum_race.go). Extend
+//     also puts the key back on nodes that lost it while the lock kept its
+//     majority, so further restarts are survived.
 //   - TTL is the time until fewer than a majority of the keys remain.
 //   - A node where another owner's key stood when the lock was taken or
 //     extended is repaired the moment that key expires: KeepAlive renews
@@ -63,6 +66,9 @@ func NewQuorum(nodes []redis.UniversalClient, opts *Options) (*Client, error) {
 type quorum struct {
 	nodes []redis.UniversalClient
 	need  int // a majority of nodes
+
+	mu    sync.Mutex
+	locks map[*Lock]*quorumState // Locks with claims still running (backend_quorum_race.go)
 }
 
 // nodeResult is one node's answer: a script's integer, or an error.
@@ -81,18 +87,6 @@ func eachNode[T any](nodes []redis.UniversalClient, f func(redis.UniversalClient
 	}
 	wg.Wait()
 	return res
-}
-
-// fanOut runs a script-like f on every node at once. A READONLY reply
-// counts as 0: a demoted master no longer holds our key for anyone.
-func (q *quorum) fanOut(ctx context.Context, f func(context.Context, redis.UniversalClient) (int64, error)) []nodeResult {
-	return eachNode(q.nodes, func(rdb redis.UniversalClient) nodeResult {
-		n, err := f(ctx, rdb)
-		if redis.IsReadOnlyError(err) {
-			return nodeResult{}
-		}
-		return nodeResult{n, err}
-	})
 }
 
 // tally counts the nodes that answered positively, those that answered 0
@@ -121,15 +115,24 @@ func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error 
 	if opts != nil && opts.Fence {
 		return unsupported(fmt.Sprintf("acquire %s: no fencing numbers on a quorum of independent masters", l.key))
 	}
-	// A node slower than the TTL cannot contribute anyway.
-	nctx, cancel := context.WithTimeout(ctx, l.ttl)
-	defer cancel()
-	res := q.fanOut(nctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	// A majority decides (backend_quorum_race.go): a node that answers after it
+	// did is a straggler, handled by lateClaim. A node slower than the TTL
+	// cannot contribute anyway.
+	q.begin(l)
+	res, pending := q.raceScript(ctx, l.ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 		return claimOn(ctx, rdb, l, opts)
-	})
+	}, func(i int, r nodeResult) { q.lateClaim(l, i, r) })
 	left := validity(l.ttl, time.Since(l.acquired))
 	yes, no, errs := tally(res)
-	if yes >= q.need && left > 0 {
+	ok := yes >= q.need && left > 0
+	answered := 0
+	for _, p := range pending {
+		if !p {
+			answered++
+		}
+	}
+	q.decide(l, ok, answered)
+	if ok {
 		var free time.Duration
 		for _, r := range res {
 			if r.err == nil {
@@ -139,9 +142,19 @@ func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error 
 		l.renewBy.Store(int64(free))
 		return nil
 	}
-	// Release everywhere, not only where we know it landed: a node whose
-	// reply was lost may have set the key all the same.
-	_ = q.release(context.WithoutCancel(ctx), l, 0)
+	// Remove our token everywhere it may be, not only where we know it
+	// landed: a node whose reply was lost may have set the key all the
+	// same. The clean-up is queued, not waited for (cleanupScript); a
+	// claim still on its way is removed when it answers (lateClaim).
+	var wg sync.WaitGroup
+	for i, r := range res {
+		if r.err == nil && r.n > 0 || r.err != nil && mayHaveLanded(r.err) {
+			wg.Go(func() {
+				cleanupScript(ctx, q.nodes[i], l.key, releaseScript, []string{l.key}, l.token, 0)
+			})
+		}
+	}
+	wg.Wait()
 	switch {
 	case no > len(q.nodes)-q.need:
 		return q.held(ctx, l, res)
@@ -192,9 +205,13 @@ func (q *quorum) quorumError(op string, l *Lock, yes, no int, errs []error) erro
 }
 
 func (q *quorum) release(ctx context.Context, l *Lock, keep time.Duration) error {
-	res := q.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	q.forget(l)
+	res, pending := q.raceScript(ctx, l.ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 		return rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep.Milliseconds()).Int64()
-	})
+	}, nil)
+	// A node that has not confirmed gets the release queued as well: it
+	// runs when the node wakes even if this process has exited by then.
+	q.queueOnPending(ctx, pending, l.key, releaseScript, []string{l.key}, l.token, keep.Milliseconds())
 	yes, no, errs := tally(res)
 	if yes >= q.need {
 		return nil
@@ -204,9 +221,10 @@ func (q *quorum) release(ctx context.Context, l *Lock, keep time.Duration) error
 
 func (q *quorum) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	start := time.Now()
-	res := q.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	// A late answer is harmless: extend.lua never creates a key.
+	res, _ := q.raceScript(ctx, ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 		return rdb.Eval(ctx, extendScript, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
-	})
+	}, nil)
 	left := validity(ttl, time.Since(start))
 	yes, no, errs := tally(res)
 	if yes < q.need || left <= 0 {
@@ -254,10 +272,10 @@ func earliest(a, b time.Duration) time.Duration {
 }
 
 func (q *quorum) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
-	res := q.fanOut(ctx, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	res, _ := q.raceScript(ctx, l.ttl, 0, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
 		ms, err := rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
 		return ms + 1, err // so that a key with 0ms left still counts as present
-	})
+	}, nil)
 	var left []time.Duration
 	for _, r := range res {
 		if r.err == nil && r.n > 0 {

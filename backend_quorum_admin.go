@@ -66,16 +66,26 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 		record  error
 	}
 	w = w.withoutIndex() // a quorum's List scans its nodes
-	res := eachNode(q.nodes, func(rdb redis.UniversalClient) result {
+	// As release: a majority decides, and a node that has not answered
+	// gets the same script queued (backend_quorum_race.go).
+	q.forget(l)
+	res, pending := race(ctx, q.nodes, q.need, l.ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) result {
 		relErr, recErr := finishOn(ctx, rdb, l, keep, w)
 		switch {
 		case relErr == nil:
 			return result{nodeResult{1, nil}, recErr}
-		case errors.Is(relErr, ErrLockNotHeld), redis.IsReadOnlyError(relErr): // as fanOut counts it
+		case errors.Is(relErr, ErrLockNotHeld), redis.IsReadOnlyError(relErr): // as raceScript counts it
 			return result{nodeResult{}, recErr}
 		}
 		return result{nodeResult{0, relErr}, recErr}
-	})
+	}, func(r result) verdict { return judgeResult(r.release) }, nil)
+	for i, p := range pending {
+		if p {
+			res[i] = result{nodeResult{err: errNoAnswerYet}, errNoAnswerYet}
+		}
+	}
+	q.queueOnPending(ctx, pending, l.key, finishScript, append([]string{l.key}, w.keys(l.key)...),
+		append([]any{l.token, keep.Milliseconds(), ""}, w.args()...)...)
 	releases := make([]nodeResult, len(res))
 	var stored int
 	var errs []error

@@ -66,9 +66,20 @@ func cleanupScript(ctx context.Context, rdb redis.UniversalClient, key, script s
 	if queueScript(ctx, rdb, key, script, keys, args...) == nil {
 		return
 	}
-	retryCleanup(ctx, func(ctx context.Context) error {
-		return rdb.Eval(ctx, script, keys, args...).Err()
-	})
+	// A client that ignores context deadlines (go-redis's default) would
+	// make each attempt wait its full read timeout: the budget is kept by
+	// not waiting for them beyond it.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		retryCleanup(ctx, func(ctx context.Context) error {
+			return rdb.Eval(ctx, script, keys, args...).Err()
+		})
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // queueScript writes EVAL script on a new connection to the master of rdb

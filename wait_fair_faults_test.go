@@ -167,7 +167,8 @@ type stallConn struct {
 }
 
 func (c *stallConn) Write(b []byte) (int, error) {
-	if strings.Contains(string(b), "Extend a lock only if it is still ours") {
+	// extend.lua, or extend_index.lua at a lock's first renewal.
+	if strings.Contains(string(b), "Extend a lock only if it is still ours") || strings.Contains(string(b), "-- extend.lua, and add") {
 		c.s.once.Do(func() {
 			c.s.before()
 			c.armed = true

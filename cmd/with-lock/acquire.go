@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"time"
@@ -74,9 +75,20 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		return nil, r.cfg.ConflictExit
 	default:
 		code := redisExit(err)
-		r.log.error("error", fields{Code: &code}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
+		r.log.error("error", fields{Code: &code}, "%s%s; command not run%s", r.inUserWords(err), r.waitedLonger(err, time.Since(start)), hint(code, err))
 		return nil, code
 	}
+}
+
+// waitedLonger says how long a try that timed out took when that is
+// noticeably more than --redis-timeout: the rest was the clean-up of its
+// token, which over TLS cannot be queued without waiting (README,
+// Reliability). "" otherwise: the message's timeout is then the wait.
+func (r *runner) waitedLonger(err error, took time.Duration) string {
+	if r.cfg.Wait > 0 || len(timeouts(err, nil)) == 0 || took < r.cfg.RedisTimeout+r.cfg.RedisTimeout/5 {
+		return ""
+	}
+	return fmt.Sprintf(", %s in all with the clean-up of its token", round(took))
 }
 
 // logWaiting says, with -v, who holds the lock a wait begins for and

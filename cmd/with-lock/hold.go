@@ -48,6 +48,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 				ka.Stop()
 			}
 			code = js.exitCode(code, !killAt.IsZero())
+			r.usage = child.Usage()
 			r.finish(lock, ka, code) // record.go: release, and record the run
 			return code
 		case sig := <-r.sigs:
@@ -132,12 +133,13 @@ func (r *runner) released(lock *withlock.Lock, err, lost error) {
 	switch {
 	case err == nil:
 		held := time.Since(r.acquiredAt)
+		f, cost := r.jobCost(fields{DurationMs: ms(held)}) // jobstop.go
 		if left := r.cfg.MinHold - held; left > 0 {
-			r.log.info("released", fields{DurationMs: ms(held)}, "released %s after %s; its key stays %s more (--min-hold %s)",
-				lock.Key(), round(held), round(left), r.cfg.MinHold)
+			r.log.info("released", f, "released %s after %s%s; its key stays %s more (--min-hold %s)",
+				lock.Key(), round(held), cost, round(left), r.cfg.MinHold)
 			return
 		}
-		r.log.info("released", fields{DurationMs: ms(held)}, "released %s after %s", lock.Key(), round(held))
+		r.log.info("released", f, "released %s after %s%s", lock.Key(), round(held), cost)
 	case lost != nil && errors.Is(err, withlock.ErrLockNotHeld):
 	case lost != nil:
 		r.log.event(levelWarn, "warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))

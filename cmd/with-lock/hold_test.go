@@ -146,6 +146,8 @@ func TestBadHoldAndStatusFlagsExit64(t *testing.T) {
 		{"--kill-after", "-1s", "x", "true"},
 		{"--min-hold", "-1s", "x", "true"},
 		{"--min-hold", "soon", "x", "true"},
+		{"--leftovers", "keep", "x", "true"},
+		{"--max-run", "-1s", "x", "true"},
 	}
 	for _, args := range tests {
 		res := clitest.Run(t, []string{"WITH_LOCK_REDIS=redis://127.0.0.1:1/0"}, args...)

@@ -57,7 +57,7 @@ func (js *jobStop) commandExited(stopping bool) (code int, stop bool) {
 	js.mainDone, js.jobDone = nil, child.JobDone()
 	code = child.Wait()
 	r.logExit(child, code)
-	if stopping || js.stopped {
+	if stopping || js.stopped || child.JobEnded() {
 		return code, false
 	}
 	left := child.Remaining()
@@ -180,4 +180,17 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// jobCost adds what the job cost to f, the released event's fields, and
+// says it for the text line: " (job: 12ms CPU, 3.1 MiB peak)"; nothing
+// when no process was reaped.
+func (r *runner) jobCost(f fields) (fields, string) {
+	u := r.usage
+	if u.MaxRSSKB == 0 {
+		return f, ""
+	}
+	cpu := (u.User + u.System).Milliseconds()
+	f.CPUMs, f.MaxRSSKB = &cpu, u.MaxRSSKB
+	return f, fmt.Sprintf(" (job: %s CPU, %.1f MiB peak)", round(u.User+u.System), float64(u.MaxRSSKB)/1024)
 }

@@ -75,6 +75,10 @@ type fields struct {
 	Error      string `json:"error,omitempty"`  // the cause of a failed renewal
 	// Tracking is what follows the job's processes: subreaper or process group.
 	Tracking string `json:"tracking,omitempty"`
+	// CPUMs and MaxRSSKB are what the job cost: CPU time (user+system) and
+	// the largest resident set of one of its processes.
+	CPUMs    *int64 `json:"cpu_ms,omitempty"`
+	MaxRSSKB int64  `json:"max_rss_kb,omitempty"`
 }
 
 // ms is d in whole milliseconds, for fields.DurationMs.

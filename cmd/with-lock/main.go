@@ -71,6 +71,8 @@ type runner struct {
 	mon        monitor // what the monitoring learns of the run: monitor.go
 	// timedOut is set when --max-run stopped the job: jobstop.go.
 	timedOut bool
+	// usage is what the job's processes cost, once it has ended.
+	usage supervise.Usage
 }
 
 func (r *runner) run() int {
@@ -110,7 +112,7 @@ func (r *runner) run() int {
 	if code, skip := r.oncePer(lock); skip { // onceper.go: --once-per's window already done
 		return code
 	}
-	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock))
+	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock), supervise.Options{NoCgroup: r.cfg.NoCgroup})
 	if err != nil {
 		r.release(lock)
 		return r.startFailed(err)

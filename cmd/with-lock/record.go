@@ -21,7 +21,8 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	if ka != nil {
 		lost = ka.Err()
 	}
-	run := withlock.Run{ExitCode: code, Lost: lost != nil, TimedOut: r.timedOut}
+	run := withlock.Run{ExitCode: code, Lost: lost != nil, TimedOut: r.timedOut,
+		CPUMs: (r.usage.User + r.usage.System).Milliseconds(), MaxRSSKB: r.usage.MaxRSSKB}
 	relErr, recErr := split(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
 	switch {
 	case recErr == nil:

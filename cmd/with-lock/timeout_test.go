@@ -2,12 +2,15 @@ package main_test
 
 import (
 	"context"
+	"path/filepath"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // stallTimeout is the --redis-timeout of these tests. A failed run must end
@@ -34,7 +37,7 @@ var stalls = []stall{
 		sleeper := e.srv.ClientWith(&redis.Options{ReadTimeout: d + time.Minute})
 		done := make(chan error, 1)
 		go func() { done <- sleeper.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds()).Err() }()
-		probe := e.srv.ClientWith(&redis.Options{ReadTimeout: 50 * time.Millisecond, MaxRetries: -1})
+		probe := e.srv.ClientWith(&redis.Options{ReadTimeout: 250 * time.Millisecond, MaxRetries: -1})
 		clitest.Eventually(e.t, 10*time.Second, "the server never started its DEBUG SLEEP", func() bool {
 			return probe.Ping(context.Background()).Err() != nil
 		})
@@ -106,7 +109,7 @@ func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) 
 			// --fence waits without the fair line: it tries the SET again
 			// at the holder's expiry (or its poll), on the connection of
 			// its first try.
-			const held, stalled = 2 * time.Second, 7 * time.Second
+			const held, stalled = 3 * time.Second, 8 * time.Second
 			setAt := time.Now()
 			if err := e.rdb.Set(ctx, "lock:x", foreign, held).Err(); err != nil {
 				t.Fatal(err)
@@ -116,7 +119,7 @@ func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) 
 			clitest.Eventually(t, 10*time.Second, "with-lock never began to wait", func() bool {
 				return e.rdb.PubSubNumSub(ctx, "lock:x").Val()["lock:x"] > 0
 			})
-			if time.Since(setAt) > held/2 {
+			if time.Since(setAt) > held-time.Second {
 				t.Fatalf("with-lock took %s to begin waiting; the test needs it before the holder's key runs out", time.Since(setAt))
 			}
 			resume := st.stop(e, stalled)
@@ -132,6 +135,9 @@ func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) 
 				t.Fatalf("with-lock still waited when Redis had been silent for %s; want it to give up %s after the holder's SET", stalled, bound)
 			}
 			took := time.Since(setAt)
+			// Resumed only once the holder's key has expired, so that the
+			// queued SET lands.
+			time.Sleep(time.Until(setAt.Add(held + 300*time.Millisecond)))
 			resume()
 			if r.Code != 69 {
 				t.Errorf("exit %d, want 69 (stderr %q)", r.Code, r.Stderr)
@@ -166,3 +172,37 @@ func goneSoon(t *testing.T, e *env, key string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Over TLS the clean-up cannot be queued (its handshake needs the stalled
+// server) and is sent the ordinary way instead: the run is still bounded
+// by 1.5 of --redis-timeout.
+func TestStalledTLSRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
+	ca := redistest.NewCA(t, "with-lock-test")
+	srv := redistest.StartTLS(t, ca, false)
+	clitest.Binary(t)
+	srv.Signal(syscall.SIGSTOP)
+	defer srv.Signal(syscall.SIGCONT)
+	ran := filepath.Join(t.TempDir(), "ran")
+	r := clitest.Run(t, nil, "--redis", srv.URL(), "--cacert", ca.CertFile, "--redis-timeout", stallTimeout.String(), "x", "touch", ran)
+	if r.Code != 69 {
+		t.Errorf("exit %d, want 69 (stderr %q)", r.Code, r.Stderr)
+	}
+	if bound := stallTimeout*3/2 + stallMargin; r.Duration > bound {
+		t.Errorf("gave up after %s with --redis-timeout %s; want at most %s", r.Duration, stallTimeout, bound)
+	}
+	if exists(ran) {
+		t.Error("the command ran")
+	}
+	oneLine(t, r, "timed out after 1s (--redis-timeout)")
+	// A wait noticeably longer than the timeout is said, and true.
+	if m := inAll.FindStringSubmatch(r.Stderr); m != nil {
+		d, err := time.ParseDuration(m[1])
+		if err != nil || d < stallTimeout || d > r.Duration {
+			t.Errorf("stderr %q says it waited %s in all; it ran %s", r.Stderr, m[1], r.Duration)
+		}
+	} else if r.Duration > stallTimeout*3/2 {
+		t.Errorf("stderr %q says only the timeout, %s, of a wait of %s", r.Stderr, stallTimeout, r.Duration)
+	}
+}
+
+var inAll = regexp.MustCompile(`, (\S+) in all with the clean-up of its token; command not run`)

@@ -3,6 +3,8 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,26 +128,101 @@ func TestEscapeesAreStoppedWithTheJob(t *testing.T) {
 			p.Signal(syscall.SIGKILL)
 		}, -1, time.Second},
 	}
-	for i, stop := range stops {
-		for j, esc := range escapees {
-			t.Run(stop.name+"/"+esc.name, func(t *testing.T) {
-				name := "escapee-" + string(rune('a'+i)) + string(rune('a'+j))
-				p, pid := startEscapee(t, srv, esc.script, name, "--ttl", "900ms")
-				stop.stop(p, "lock:"+name)
-				stoppedAt := time.Now()
-				deadAt := clitest.WaitDead(t, 10*time.Second, pid)
-				res := p.Wait(10 * time.Second)
-				took := deadAt.Sub(stoppedAt)
-				t.Logf("%s: escapee dead %s after the stop; exit %d; stderr %q", esc.name, took.Round(time.Millisecond), res.Code, res.Stderr)
-				if took > stop.bound {
-					t.Errorf("escapee dead %s after the stop, want within %s", took, stop.bound)
-				}
-				if stop.code >= 0 && res.Code != stop.code {
-					t.Errorf("exit %d, want %d", res.Code, stop.code)
-				}
-			})
+	for k, mode := range trackings {
+		for i, stop := range stops {
+			for j, esc := range escapees {
+				t.Run(mode.name+"/"+stop.name+"/"+esc.name, func(t *testing.T) {
+					name := "escapee-" + string(rune('a'+k)) + string(rune('a'+i)) + string(rune('a'+j))
+					p, pid := startEscapee(t, srv, esc.script, name, append([]string{"--ttl", "900ms"}, mode.flags...)...)
+					stop.stop(p, "lock:"+name)
+					stoppedAt := time.Now()
+					deadAt := clitest.WaitDead(t, 10*time.Second, pid)
+					res := p.Wait(10 * time.Second)
+					took := deadAt.Sub(stoppedAt)
+					t.Logf("%s: escapee dead %s after the stop; exit %d; stderr %q", esc.name, took.Round(time.Millisecond), res.Code, res.Stderr)
+					if took > stop.bound {
+						t.Errorf("escapee dead %s after the stop, want within %s", took, stop.bound)
+					}
+					if stop.code >= 0 && res.Code != stop.code {
+						t.Errorf("exit %d, want %d", res.Code, stop.code)
+					}
+				})
+			}
 		}
 	}
+}
+
+// trackings are the two ways with-lock follows a job on Linux: in a cgroup
+// of its own where the machine lets it make one (else it falls back to the
+// subreaper alone), and the subreaper alone.
+var trackings = []struct {
+	name  string
+	flags []string
+}{
+	{"cgroup where available", nil},
+	{"subreaper", []string{"--no-cgroup"}},
+}
+
+// -v says what follows the job: a cgroup of its own where this machine
+// offers a writable cgroup2 mount (as root here), the command then in it
+// and the group removed at the end; the subreaper with --no-cgroup or
+// without one, the command then in with-lock's own cgroup.
+func TestVerboseSaysWhatFollowsTheJob(t *testing.T) {
+	srv := redistest.Start(t)
+	own := cgroupOf(t, "self")
+	for _, mode := range trackings {
+		t.Run(mode.name, func(t *testing.T) {
+			args := append(append([]string{"-v"}, mode.flags...), "tracking", "sh", "-c", "grep '^0::' /proc/self/cgroup")
+			res := clitest.Run(t, redisEnv(srv), args...)
+			in := strings.TrimPrefix(strings.TrimSpace(res.Stdout), "0::")
+			t.Logf("exit %d; the command's cgroup %q, with-lock's %q; stderr %q", res.Code, in, own, res.Stderr)
+			wantCgroup := mode.flags == nil && cgroupWritable()
+			switch {
+			case res.Code != 0:
+				t.Errorf("exit %d", res.Code)
+			case wantCgroup && !hasLine(res.Stderr, "its job followed by cgroup /", "/with-lock."):
+				t.Errorf("stderr %q: want the job followed by a cgroup of its own (this machine offers a writable cgroup2 mount)", res.Stderr)
+			case wantCgroup && !strings.Contains(in, "/with-lock."):
+				t.Errorf("the command ran in cgroup %q, want one of its own", in)
+			case !wantCgroup && (!hasLine(res.Stderr, "its job followed by subreaper") || in != own):
+				t.Errorf("stderr %q, command's cgroup %q: want the subreaper alone and with-lock's own cgroup %q", res.Stderr, in, own)
+			}
+			if wantCgroup {
+				dir := res.Stderr[strings.Index(res.Stderr, "cgroup /")+len("cgroup "):]
+				dir = dir[:strings.IndexByte(dir, ')')]
+				// Removed by with-lock or by its guard, which may do it
+				// just after with-lock has exited.
+				clitest.Eventually(t, 5*time.Second, "the job's cgroup "+dir+" removed", func() bool { return !exists(dir) })
+			}
+		})
+	}
+}
+
+// cgroupOf is process pid's cgroup v2 path ("self" for the test's own).
+func cgroupOf(t *testing.T, pid string) string {
+	t.Helper()
+	for _, line := range strings.Split(readFile(t, "/proc/"+pid+"/cgroup"), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// cgroupWritable reports whether this machine lets with-lock make a cgroup:
+// root, and a cgroup2 hierarchy mounted read-write.
+func cgroupWritable() bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil || os.Geteuid() != 0 {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if f := strings.Fields(pre); ok && strings.HasPrefix(post, "cgroup2 ") && len(f) > 5 && strings.HasPrefix(f[5], "rw") {
+			return true
+		}
+	}
+	return false
 }
 
 // --max-run stops a job that runs too long, escapees included, exits 124
@@ -178,4 +255,53 @@ func TestMaxRunStopsWholeJobAndExits124(t *testing.T) {
 	if strings.Contains(raw, `"lost":true`) {
 		t.Errorf("last-run record %q says lost", raw)
 	}
+}
+
+// The last-run record and the JSON log's released event carry what the
+// job cost: CPU time of all its processes — here nearly all of it a
+// background child's that the command left behind — and the largest
+// resident set.
+func TestRecordCarriesJobCPUAndMemory(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	// A child that counts (about 80ms of CPU), left running by the command.
+	const burn = `i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done`
+	res := clitest.Run(t, redisEnv(srv), "-v", "--log-format", "json", "cost", "sh", "-c", "("+burn+") & exit 0")
+	if res.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	var rec struct {
+		CPUMs    int64 `json:"cpu_ms"`
+		MaxRSSKB int64 `json:"max_rss_kb"`
+	}
+	raw := rdb.Get(context.Background(), "{lock:cost}:last").Val()
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		t.Fatalf("last-run record %q: %v", raw, err)
+	}
+	var rel struct {
+		CPUMs    *int64 `json:"cpu_ms"`
+		MaxRSSKB int64  `json:"max_rss_kb"`
+	}
+	for _, line := range strings.Split(res.Stderr, "\n") {
+		if strings.Contains(line, `"event":"released"`) {
+			if err := json.Unmarshal([]byte(line), &rel); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("record %s; released event %s", raw, hasCost(rel.CPUMs, rel.MaxRSSKB))
+	if rec.CPUMs < 20 || rec.MaxRSSKB <= 0 {
+		t.Errorf("record %q: want the background child's CPU (cpu_ms ≥ 20) and max_rss_kb", raw)
+	}
+	if rel.CPUMs == nil || *rel.CPUMs != rec.CPUMs || rel.MaxRSSKB != rec.MaxRSSKB {
+		t.Errorf("released event %s; want the record's cpu_ms %d, max_rss_kb %d", hasCost(rel.CPUMs, rel.MaxRSSKB), rec.CPUMs, rec.MaxRSSKB)
+	}
+}
+
+// hasCost says an event's cost fields.
+func hasCost(cpu *int64, rss int64) string {
+	if cpu == nil {
+		return fmt.Sprintf("without cpu_ms, max_rss_kb %d", rss)
+	}
+	return fmt.Sprintf("cpu_ms %d, max_rss_kb %d", *cpu, rss)
 }

@@ -99,6 +99,7 @@ type Supervision struct {
 	NoRecord  bool          // store no last-run record
 	Leftovers string        // LeftoversWait or LeftoversKill
 	MaxRun    time.Duration // stop the job after this long; 0: no limit
+	NoCgroup  bool          // no cgroup of the job's own: the subreaper alone
 
 	HistorySize int // runs kept for --history; 0: none
 }

@@ -90,6 +90,8 @@ func settings(c *Config) []group {
 				help: "`MODE` for the job's processes left when the command exits: wait holds the lock until they end, kill stops them"},
 			{name: "max-run", env: "WITH_LOCK_MAX_RUN", field: &c.MaxRun,
 				help: "stop the whole job after `DUR` (SIGTERM, SIGKILL after --kill-after) and exit 124"},
+			{name: "no-cgroup", env: "WITH_LOCK_NO_CGROUP", field: &c.NoCgroup,
+				help: "on Linux, follow the job by the subreaper alone, not in a cgroup v2 group of its own"},
 			{name: "record-ttl", env: "WITH_LOCK_RECORD_TTL", field: &c.RecordTTL, def: DefaultRecordTTL,
 				help: "keep the record of the last run (host, pid, times, exit code) for `DUR`"},
 			{name: "no-record", env: "WITH_LOCK_NO_RECORD", field: &c.NoRecord, help: "do not store a record of the run"},

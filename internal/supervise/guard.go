@@ -15,13 +15,15 @@ import (
 // and holds the read end of a pipe whose write end only with-lock holds.
 // When with-lock dies, for whatever reason, the kernel closes the write
 // end; the guard reads EOF and kills its whole process group, the command's
-// tree with it. When the command ends normally with-lock tells the guard
-// so, and it exits without killing.
+// tree with it. When the job ends normally with-lock tells the guard so,
+// and it exits without killing.
 //
 // The guard exists before the command and the command is born into its
-// group, so there is no moment in which the command runs unguarded, and the
-// guard needs to be told nothing: "kill 0" is its own group, whose id
-// cannot be reused by strangers while it leads it.
+// group, so there is no moment in which the command runs unguarded: "kill
+// 0" is its own group, whose id cannot be reused by strangers while it
+// leads it. What leaves the group it must be told of: the job's cgroup,
+// where there is one (job.go, cgroup_linux.go), or else the escapees the
+// subreaper finds, every census.
 //
 // The guard is the fixed script below run by /bin/sh: it has to start on
 // every run, and a shell starts in a fraction of the time a second Go
@@ -30,21 +32,26 @@ import (
 
 // guardScript ignores the signals with-lock forwards to the command's group
 // (they are the command's to handle), then reads lines: "done" from
-// with-lock means stand down; "pids ..." is the latest list of the job's
-// processes outside the group (and the groups they lead, as -PGID); EOF
-// means with-lock died, and it kills those, then its own group.
+// with-lock means stand down; "cgroup DIR" names the job's cgroup, and
+// "pids ..." the latest list of the job's processes outside the group (and
+// the groups they lead, as -PGID) where there is none; EOF means with-lock
+// died: it kills the cgroup and those, removes the cgroup once empty (the
+// whole job is in it: its group too), then kills its own group.
 const guardScript = `trap '' INT TERM HUP QUIT PIPE
 while read -r word rest; do
-case $word in done) exit 0 ;; pids) p=$rest ;; esac
+case $word in done) exit 0 ;; pids) p=$rest ;; cgroup) cg=$rest ;; esac
 done
+[ -z "$cg" ] || echo 1 > "$cg/cgroup.kill"
 kill -s KILL -- $p 2>/dev/null
+[ -z "$cg" ] || for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg" 2>/dev/null && break; sleep 0.1; done
 kill -s KILL 0`
 
 const (
-	guardShell = "/bin/sh"
-	guardArgv0 = "with-lock-guard" // what ps shows
-	guardDone  = "done"
-	guardPids  = "pids"
+	guardShell  = "/bin/sh"
+	guardArgv0  = "with-lock-guard" // what ps shows
+	guardDone   = "done"
+	guardPids   = "pids"
+	guardCgroup = "cgroup"
 )
 
 // StartGuarded is Start with a guard that kills the child's job with
@@ -52,9 +59,9 @@ const (
 // group, and the processes that left it as of the last census. If the
 // guard cannot be started the child runs anyway, in a group of its own:
 // see GuardErr.
-func StartGuarded(path string, argv, env []string) (*Child, error) {
+func StartGuarded(path string, argv, env []string, opts Options) (*Child, error) {
 	g, gerr := startGuard()
-	c, err := start(path, argv, env, g)
+	c, err := start(path, argv, env, g, opts)
 	if err != nil {
 		if g != nil {
 			g.standDown()

@@ -43,8 +43,8 @@ func (c *Child) Usage() Usage {
 	return c.usage.u
 }
 
-// Tracking says what with-lock follows of the job: "subreaper" (every
-// descendant) or "process group".
+// Tracking says what with-lock follows of the job: "cgroup DIR" (every
+// process, exactly), "subreaper" (every descendant) or "process group".
 func (c *Child) Tracking() string { return c.tracking }
 
 // JobDone is closed once the command has exited and no process of its job
@@ -71,6 +71,9 @@ func (c *Child) Remaining() []int {
 // the walk is repeated until it finds no new one. A job that is already
 // gone is not an error.
 func (c *Child) Signal(sig syscall.Signal) error {
+	if sig == syscall.SIGKILL && c.cg != nil {
+		_ = c.cg.kill() // all of it at once, forks in flight included
+	}
 	sent := map[int]bool{}
 	var err error
 	for round := 0; round < signalRounds; round++ {
@@ -97,11 +100,28 @@ func (c *Child) Signal(sig syscall.Signal) error {
 // signalRounds bounds Signal's walks of the job.
 const signalRounds = 4
 
-// exited records how the command ended and lets Done's waiters go.
-func (c *Child) exited(ws syscall.WaitStatus) {
+// exited records how the command ended and lets Done's waiters go. When
+// alone (nothing else of the job is left) the job ends first, so that
+// whoever wakes at Done finds JobDone closed too: the common short job
+// then costs its waiter one wake-up, not two.
+func (c *Child) exited(ws syscall.WaitStatus, alone bool) {
 	c.status = ws
 	c.restoreTerminal()
+	if alone {
+		c.jobEnded()
+	}
 	close(c.done)
+}
+
+// JobEnded reports, once Done is closed, whether the job ended with the
+// command: nothing of it was left.
+func (c *Child) JobEnded() bool {
+	select {
+	case <-c.jobDone:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *Child) mainDone() bool {
@@ -114,11 +134,14 @@ func (c *Child) mainDone() bool {
 }
 
 // jobEnded tells the guard to stand down — nothing is left for it to kill —
-// and lets JobDone's waiters go.
+// removes the job's cgroup, and lets JobDone's waiters go.
 func (c *Child) jobEnded() {
 	close(c.censusStop)
 	if c.guard != nil {
 		c.guard.standDown()
+	}
+	if c.cg != nil {
+		c.cg.remove() // empty now; a few µs, cheaper than anyone's later
 	}
 	close(c.jobDone)
 }

@@ -3,6 +3,7 @@ package supervise
 import (
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,9 +32,10 @@ func becomeSubreaper() bool {
 // reap reaps every child of this process — the command, and every orphan
 // of the job re-parented to it — until the command has exited and nothing
 // of its job is left, then closes jobDone. It must run on the thread that
-// started the command (see start). Only this loop waits for children: the
-// guard is reaped here too.
+// started the command (see start). Nothing else waits for children but
+// the guard's own Wait, so either may reap the guard; it is not the job.
 func (c *Child) reap() {
+	c.reaperTid = unix.Gettid()
 	for {
 		var ws syscall.WaitStatus
 		var ru syscall.Rusage
@@ -49,7 +51,12 @@ func (c *Child) reap() {
 		}
 		c.usage.add(&ru)
 		if pid == c.cmd.Process.Pid {
-			c.exited(ws)
+			alone := !c.hasJobChildren()
+			c.exited(ws, alone)
+			if alone {
+				return
+			}
+			continue
 		}
 		if c.mainDone() && !c.hasJobChildren() {
 			break
@@ -60,22 +67,62 @@ func (c *Child) reap() {
 
 // hasJobChildren reports whether this process has a child other than the
 // guard. Since every orphan of the job comes here, no such child means no
-// process of the job is left. If /proc cannot tell, it reports none: the
-// job is then the command alone, as it was before subreapers.
+// process of the job is left. It is asked at every exit, so it reads two
+// small files, not one per thread: the command is a child of the reaping
+// thread, and the kernel gives an orphan to the first live thread of its
+// subreaper (find_alive_thread), the thread-group leader, which in Go
+// lives as long as the process. Without /proc it reports none: the job is
+// then the command alone, as it was before subreapers.
 func (c *Child) hasJobChildren() bool {
-	for _, pid := range childrenOf(os.Getpid()) {
-		if pid != c.guardPid() {
+	pid := os.Getpid()
+	for _, tid := range []int{c.reaperTid, pid} {
+		kids, ok := taskChildren(pid, tid)
+		if !ok {
+			return slices.ContainsFunc(childrenOf(pid), func(k int) bool { return k != c.guardPid() })
+		}
+		if slices.ContainsFunc(kids, func(k int) bool { return k != c.guardPid() }) {
 			return true
+		}
+		if tid == pid {
+			break
 		}
 	}
 	return false
 }
 
+// taskChildren reads the children of thread tid of process pid, at most
+// the first few: ok is false when the kernel has no such file.
+func taskChildren(pid, tid int) (kids []int, ok bool) {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid)+"/children", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer syscall.Close(fd)
+	var buf [256]byte // a partial last pid is dropped: two whole ones are enough to answer
+	n, err := syscall.Read(fd, buf[:])
+	if err != nil || n < 0 {
+		return nil, false
+	}
+	f := strings.Fields(string(buf[:n]))
+	if n == len(buf) && len(f) > 0 {
+		f = f[:len(f)-1]
+	}
+	for _, w := range f {
+		if k, err := strconv.Atoi(w); err == nil {
+			kids = append(kids, k)
+		}
+	}
+	return kids, true
+}
+
 // descendants returns the processes of the job that are still there:
-// every descendant of this process but the guard, found by walking
-// /proc's children lists. A process forked while the walk runs may be
+// those of its cgroup, or every descendant of this process but the guard,
+// found by walking /proc's children lists. A process forked while the walk runs may be
 // missed; callers that must reach all of them repeat.
 func (c *Child) descendants() []int {
+	if c.cg != nil {
+		return c.cg.procs() // exact, and the guard is not in it
+	}
 	var found []int
 	queue := []int{os.Getpid()}
 	for len(queue) > 0 {
@@ -144,7 +191,7 @@ func childrenByScan(pid int) []int {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if _, ppid, _, ok := parseStat(string(stat)); ok && ppid == pid {
+		if ppid, ok := parentOf(string(stat)); ok && ppid == pid {
 			if k, err := strconv.Atoi(p.Name()); err == nil {
 				kids = append(kids, k)
 			}
@@ -154,4 +201,19 @@ func childrenByScan(pid int) []int {
 }
 
 // maxRSSKB is ru_maxrss, which Linux gives in KiB.
-func maxRSSKB(ru *syscall.Rusage) int64 { return ru.Maxrss }
+func maxRSSKB(ru *syscall.Rusage) int64 { return int64(ru.Maxrss) }
+
+// parentOf returns the parent of a /proc/<pid>/stat line: "pid (comm)
+// state ppid ...", where comm may hold anything.
+func parentOf(stat string) (ppid int, ok bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}

@@ -24,8 +24,7 @@ func (c *Child) reap() {
 	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		c.usage.add(ru)
 	}
-	c.exited(c.cmd.ProcessState.Sys().(syscall.WaitStatus))
-	c.jobEnded()
+	c.exited(c.cmd.ProcessState.Sys().(syscall.WaitStatus), true)
 }
 
 func (c *Child) descendants() []int { return nil }
@@ -39,3 +38,13 @@ func maxRSSKB(ru *syscall.Rusage) int64 {
 	}
 	return int64(ru.Maxrss)
 }
+
+// cgroup is Linux's: there is none here.
+type cgroup struct{ dir string }
+
+func newCgroup(Options) *cgroup              { return nil }
+func (*cgroup) kill() error                  { return nil }
+func (*cgroup) procs() []int                 { return nil }
+func (*cgroup) closeFd()                     {}
+func (*cgroup) remove()                      {}
+func (*cgroup) startIn(*syscall.SysProcAttr) {}

@@ -126,42 +126,64 @@ type Child struct {
 	guard      *guard    // nil when unguarded
 	guardErr   error     // see StartGuarded
 	tracking   string    // see Tracking
+	reaperTid  int       // the thread that started the command and reaps (Linux)
+	cg         *cgroup   // the job's cgroup, or nil (cgroup_linux.go)
 }
 
 // Start runs path with argv and env, stdio inherited. The child leads a new
 // process group. When with-lock has the terminal, the group takes its
 // foreground so interactive commands can read it and get Ctrl-C directly.
-func Start(path string, argv, env []string) (*Child, error) {
-	return start(path, argv, env, nil)
+func Start(path string, argv, env []string, opts Options) (*Child, error) {
+	return start(path, argv, env, nil, opts)
+}
+
+// Options are how the job is followed.
+type Options struct {
+	// NoCgroup leaves the job in with-lock's cgroup, followed by the
+	// subreaper alone, even where a cgroup of its own could be made.
+	NoCgroup bool
 }
 
 // start is Start, with g (if not nil) as the job's guard, told to stand
 // down once the job has ended.
-func start(path string, argv, env []string, g *guard) (*Child, error) {
+func start(path string, argv, env []string, g *guard, opts Options) (*Child, error) {
 	c := &Child{done: make(chan struct{}), jobDone: make(chan struct{}), censusStop: make(chan struct{}),
 		foreground: -1, guard: g, tracking: "process group"}
 	if becomeSubreaper() {
 		c.tracking = tracking
+		if c.cg = newCgroup(opts); c.cg != nil {
+			c.tracking = "cgroup " + c.cg.dir
+			if g != nil {
+				// Before the command starts: the job could end before a
+				// later word, and the guard would leave the group behind.
+				g.tell(guardCgroup + " " + c.cg.dir)
+			}
+		}
 	}
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        argv,
-		Env:         env,
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	newCmd := func() *exec.Cmd {
+		cmd := &exec.Cmd{
+			Path:        path,
+			Args:        argv,
+			Env:         env,
+			Stdin:       os.Stdin,
+			Stdout:      os.Stdout,
+			Stderr:      os.Stderr,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		}
+		setParentDeathSignal(cmd.SysProcAttr) // Linux only: pdeathsig_*.go
+		if g != nil {
+			cmd.SysProcAttr.Pgid = g.pgid() // born into the guard's group
+		}
+		if c.cg != nil {
+			c.cg.startIn(cmd.SysProcAttr) // and into the job's cgroup
+		}
+		if fd := int(os.Stdin.Fd()); ownsTerminal(fd) {
+			cmd.SysProcAttr.Foreground = true
+			cmd.SysProcAttr.Ctty = fd
+			c.foreground = fd
+		}
+		return cmd
 	}
-	setParentDeathSignal(cmd.SysProcAttr) // Linux only: pdeathsig_*.go
-	if g != nil {
-		cmd.SysProcAttr.Pgid = g.pgid() // born into the guard's group
-	}
-	if fd := int(os.Stdin.Fd()); ownsTerminal(fd) {
-		cmd.SysProcAttr.Foreground = true
-		cmd.SysProcAttr.Ctty = fd
-		c.foreground = fd
-	}
-	c.cmd = cmd
 	c.started = time.Now()
 	started := make(chan error, 1)
 	go func() {
@@ -170,22 +192,41 @@ func start(path string, argv, env []string, g *guard) (*Child, error) {
 		// has been reaped. Returning while still locked then ends the
 		// thread, harmlessly.
 		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
+		c.cmd = newCmd()
+		err := c.cmd.Start()
+		if err != nil && c.cg != nil {
+			// The kernel refused the cgroup (clone3 missing, or a group
+			// we may create but not enter): the subreaper alone, then.
+			c.cg.remove()
+			c.cg, c.tracking = nil, tracking
+			if g != nil {
+				g.tell(guardCgroup) // none after all
+			}
+			c.cmd = newCmd()
+			err = c.cmd.Start()
+		}
+		if err != nil {
 			started <- err
 			return
 		}
-		c.pgid = cmd.SysProcAttr.Pgid
+		if c.cg != nil {
+			c.cg.closeFd()
+		}
+		c.pgid = c.cmd.SysProcAttr.Pgid
 		if c.pgid == 0 {
-			c.pgid = cmd.Process.Pid // it leads a group of its own
+			c.pgid = c.cmd.Process.Pid // it leads a group of its own
 		}
 		started <- nil
 		c.reap() // job_*.go: until the job has ended
 	}()
 	if err := <-started; err != nil {
+		if c.cg != nil {
+			c.cg.remove()
+		}
 		return nil, startError(argv[0], path, err)
 	}
-	if g != nil && c.tracking == tracking {
-		go c.census()
+	if g != nil && c.cg == nil && c.tracking == tracking {
+		go c.census() // with a cgroup the guard needs no list: it kills the group
 	}
 	return c, nil
 }

@@ -71,7 +71,7 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --once-per --once-per-offset --done-exit-code --fence --status --json --list --all --scan --break
-            --record-ttl --no-record --history --history-size -w --wait --leftovers --max-run
+            --record-ttl --no-record --history --history-size -w --wait --leftovers --max-run --no-cgroup
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
             --insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config

@@ -58,6 +58,7 @@ complete -c with-lock -n $flags -l on-lost -x -a 'term ignore reacquire' -d 'wha
 complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
 complete -c with-lock -n $flags -l leftovers -x -a 'wait kill' -d 'processes left when the command exits'
 complete -c with-lock -n $flags -l max-run -x -d 'stop the whole job after DUR, exit 124'
+complete -c with-lock -n $flags -l no-cgroup -d 'follow the job by the subreaper alone, no cgroup'
 complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
 complete -c with-lock -n $flags -l once-per -x -d 'run at most once per DUR window it succeeds in'
 complete -c with-lock -n $flags -l once-per-offset -x -d 'start every --once-per window DUR later'

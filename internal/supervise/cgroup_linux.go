@@ -1,0 +1,193 @@
+package supervise
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Where with-lock may create a cgroup v2 group — as root, or in a subtree
+// delegated to its user — the command is born into a group of its own
+// (clone3's CLONE_INTO_CGROUP, so there is no moment it runs outside), and
+// so is everything it starts, with no way out. Stopping the job is then
+// exact: cgroup.kill kills every process of the group at once, races with
+// fork included, and the guard does the same if with-lock dies. The
+// subreaper still tells when the job has ended. Where there is no
+// writable cgroup2 mount, or the kernel is older than 5.14 (cgroup.kill),
+// with-lock goes on with the subreaper alone.
+
+// cgroup is the job's group: its directory, and a descriptor of it to
+// start the command in.
+type cgroup struct {
+	dir string
+	fd  int
+}
+
+// newCgroup creates a group for the job beside with-lock's own, in the
+// cgroup2 hierarchy this process belongs to; nil when it cannot.
+func newCgroup(opts Options) *cgroup {
+	if opts.NoCgroup {
+		return nil
+	}
+	parent, ok := ownCgroupDir()
+	if !ok {
+		return nil
+	}
+	dir := filepath.Join(parent, "with-lock."+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil // not writable by us: no delegation
+	}
+	// Not in the parent: the root group has none.
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+		_ = os.Remove(dir)
+		return nil // before Linux 5.14, or not a cgroup2 directory after all
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil
+	}
+	return &cgroup{dir: dir, fd: fd}
+}
+
+// ownCgroupDir finds the directory of this process's cgroup v2 group.
+// Where the hierarchy is mounted at one of the usual places and the group
+// is there, two stat calls say so; else mountinfo, which on a host with
+// many mounts is long, says where it is.
+func ownCgroupDir() (string, bool) {
+	cg, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", false
+	}
+	path, ok := cgroupPath(string(cg))
+	if !ok {
+		return "", false
+	}
+	for _, mnt := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		var fs unix.Statfs_t
+		if unix.Statfs(mnt, &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
+			// Mounted from its root, unless a container's: then the host's
+			// path is not found under it, and mountinfo tells.
+			if st, err := os.Stat(filepath.Join(mnt, path)); err == nil && st.IsDir() {
+				return filepath.Join(mnt, path), true
+			}
+			break
+		}
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	return cgroupDir(string(cg), string(mi))
+}
+
+// cgroupPath is the cgroup v2 path in /proc/<pid>/cgroup's text cg:
+// "0::/path".
+func cgroupPath(cg string) (string, bool) {
+	var path string
+	for _, line := range strings.Split(cg, "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			path = p
+		}
+	}
+	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, " (deleted)") {
+		return "", false
+	}
+	return path, true
+}
+
+// cgroupDir is the directory of the cgroup v2 group that the
+// /proc/<pid>/cgroup text cg names ("0::/path"), under wherever
+// /proc/<pid>/mountinfo's text mi says a cgroup2 hierarchy is mounted
+// (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system), from
+// that mount's root.
+func cgroupDir(cg, mi string) (string, bool) {
+	path, ok := cgroupPath(cg)
+	if !ok {
+		return "", false
+	}
+	sc := bufio.NewScanner(strings.NewReader(mi))
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options... - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		fields := strings.Fields(pre)
+		if len(fields) < 5 {
+			continue
+		}
+		root, mnt := unescapeMount(fields[3]), unescapeMount(fields[4])
+		rel, ok := strings.CutPrefix(path, root)
+		if !ok || (root != "/" && rel != "" && rel[0] != '/') {
+			continue // the group is not under this mount's root
+		}
+		return filepath.Join(mnt, rel), true
+	}
+	return "", false
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// kill kills every process of the group.
+func (g *cgroup) kill() error {
+	return os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// procs lists the processes of the group.
+func (g *cgroup) procs() []int {
+	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// closeFd drops the descriptor once the command has started.
+func (g *cgroup) closeFd() {
+	if g.fd >= 0 {
+		_ = unix.Close(g.fd)
+		g.fd = -1
+	}
+}
+
+// remove deletes the group, empty once the job has ended. A group that is
+// still busy (a process stuck in the kernel) is left; it is harmless.
+func (g *cgroup) remove() {
+	g.closeFd()
+	_ = os.Remove(g.dir)
+}
+
+// startIn has the command born into the group.
+func (g *cgroup) startIn(attr *syscall.SysProcAttr) {
+	attr.UseCgroupFD = true
+	attr.CgroupFD = g.fd
+}
