@@ -1,5 +1,7 @@
 package withlock
 
+// The storage seam: the interface every kind of lock storage implements.
+
 import (
 	"context"
 	"time"
@@ -7,12 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// backend is what differs between kinds of lock storage: one Redis
-// deployment (single.go, with or without replica acknowledgement), a
-// quorum of independent masters (quorum.go), or a semaphore of N slots on
-// one deployment (semaphore.go). New, NewQuorum and NewSemaphore choose one;
-// Client and Lock only ever call these methods, so no other code asks which
-// one it has.
+// backend is what every kind of lock storage does: one Redis deployment
+// (backend_single.go, with or without replica acknowledgement), a quorum of
+// independent masters (backend_quorum.go), or a semaphore of N slots on one
+// deployment (backend_semaphore.go). New, NewQuorum and NewSemaphore choose
+// one. It is the core that taking, keeping and giving up a lock needs; what
+// only some storage can do is an optional capability below, found with a
+// type assertion, so a backend that lacks one says so by not having it
+// rather than by a method that must not be called.
 //
 // Every method that takes a *Lock works on l.key and l.token; the Lock's
 // other fields (ttl, acquired, fence, slot, renewBy) are the backend's to
@@ -22,7 +26,7 @@ type backend interface {
 	// an earlier attempt with l's token had landed), a *NotObtainedError
 	// when someone else holds it, and any other error when it cannot tell;
 	// before returning such an error it has removed whatever it may have
-	// left behind (see abandon in single.go). It sets l.fence if
+	// left behind (see abandon in backend_single.go). It sets l.fence if
 	// opts.Fence.
 	acquire(ctx context.Context, l *Lock, opts *LockOptions) error
 	// extend sets l's remaining time to ttl if it is still ours, else
@@ -33,13 +37,21 @@ type backend interface {
 	release(ctx context.Context, l *Lock, keep time.Duration) error
 	// ttl is l's remaining time, or ErrLockNotHeld.
 	ttl(ctx context.Context, l *Lock) (time.Duration, error)
+	// subscribe opens the Pub/Sub handle on which the release script's
+	// messages (on a channel named like the lock's key) arrive.
+	subscribe(ctx context.Context) *redis.PubSub
+}
+
+// adminBackend is a backend that can be seen and cleared, and keeps
+// last-run records (the admin_*.go files): every one. A backend without it
+// makes Status, List, Break, History and ReleaseAndRecord return
+// errors.ErrUnsupported (Client.admin).
+type adminBackend interface {
 	// view reads who holds key, for how long, its fencing counter and its
-	// last-run records (status.go).
+	// last-run records (admin_status.go).
 	view(ctx context.Context, key string) (lockView, error)
-
-	// Seeing and clearing locks, and last-run records: admin_single.go,
-	// admin_quorum.go.
-
+	// views reads many keys as view does each.
+	views(ctx context.Context, keys []string) ([]lockView, error)
 	// keys returns, each once, the keys that match the SCAN pattern match
 	// on every master (all of a Cluster's, every node of a quorum).
 	keys(ctx context.Context, match string) ([]string, error)
@@ -50,31 +62,61 @@ type backend interface {
 	breakLock(ctx context.Context, key, by string) (lockView, error)
 	// finish releases l as release does and, in the same round trip,
 	// stores w: the record at recordKey(l.key), the history, the last
-	// success and a once-per marker (records.go). relErr is what release
-	// would return; recErr is the record's failure.
+	// success and a once-per marker (admin_records.go). relErr is what
+	// release would return; recErr is the record's failure.
 	finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error)
 	// history returns up to n of the runs recorded at historyKey(key),
 	// newest first, as JSON records; on a quorum every node's, each once.
 	history(ctx context.Context, key string, n int) ([]string, error)
-	// indexed returns the lock keys in the index of prefix, false when the
-	// deployment keeps none or it is empty; unindex removes keys from it;
-	// views reads many keys as view does each (index.go).
+}
+
+// admin returns c's backend as an adminBackend, or for op an error that
+// matches errors.ErrUnsupported.
+func (c *Client) admin(op string) (adminBackend, error) {
+	if a, ok := c.b.(adminBackend); ok {
+		return a, nil
+	}
+	return nil, unsupported(op + ": this Client's lock storage keeps no status or records")
+}
+
+// indexKeeper is a backend that keeps an index of held locks for List
+// (admin_index.go): one deployment, plain or semaphore.
+type indexKeeper interface {
+	// indexed returns the lock keys in the index of prefix, false when
+	// the deployment keeps none or it is empty; unindex removes keys from
+	// it.
 	indexed(ctx context.Context, prefix string) ([]string, bool, error)
 	unindex(ctx context.Context, prefix string, keys []string) error
-	views(ctx context.Context, keys []string) ([]lockView, error)
-	// marked reads the once-per marker at windowKey(key), "" when none
-	// (onceper.go); errors.ErrUnsupported where once-per cannot work.
+}
+
+// windowMarker is a backend that can keep once-per markers (onceper.go):
+// a plain lock on one deployment.
+type windowMarker interface {
+	// marked reads the once-per marker at windowKey(key), "" when none.
 	marked(ctx context.Context, key string) (string, error)
+}
 
-	// The waiting line (wait.go, waitline.go, line.go, line_room.go,
-	// handoff.go) uses only these eight.
-
-	// slots is how many may hold one name at once: 1, or a semaphore's N.
+// slotted is a backend that admits more than one holder per name: a
+// semaphore. Every other backend admits one (slotsPer).
+type slotted interface {
+	// slots is how many may hold one name at once.
 	slots() int
+}
 
-	// lineStore returns the deployment that keeps the fair cross-process
-	// line of waiters (line.go), or nil when this backend keeps none and
-	// waiters wait as before, woken by release messages.
+// slotsPer is how many may hold one name at once on b.
+func slotsPer(b backend) int {
+	if s, ok := b.(slotted); ok {
+		return s.slots()
+	}
+	return 1
+}
+
+// fairLine is a backend that keeps the fair cross-process line of waiters
+// (wait_fair.go): one deployment, plain or semaphore. Waiters on any other
+// wait as before, woken by release messages.
+type fairLine interface {
+	backend
+	// lineStore returns the deployment that keeps the line.
 	lineStore() redis.UniversalClient
 	// releaseTo is release with keep 0 by a Client whose id in the fair line
 	// is cid: the release may hand the lock to that Client's first waiter
@@ -91,15 +133,40 @@ type backend interface {
 	// the line may have been handed to token: the waiter, giving up, then
 	// releases it (release with l.slot 0 finds the slot).
 	mayHold(v, token string) bool
+}
 
-	// subscribe opens the Pub/Sub handle on which the release script's
-	// messages (on a channel named like the lock's key) arrive.
-	subscribe(ctx context.Context) *redis.PubSub
+// handOverer is a backend that can release a lock and take it for a waiter
+// of the same Client in one round trip (wait_local_handoff.go): a plain
+// lock on one deployment.
+type handOverer interface {
 	// handOver releases from and takes to (same key, fresh token) with
-	// a plain SET NX PX in one round trip, setting to.acquired. handled is
-	// false when the backend cannot do that; then nothing was sent. got
+	// a plain SET NX PX in one round trip, setting to.acquired. got
 	// reports whether to is ours; err is the release's error, as release
 	// returns it. A SET whose outcome is unknown is cleaned up before
 	// handOver returns, and then got is false.
-	handOver(ctx context.Context, from, to *Lock) (handled, got bool, err error)
+	handOver(ctx context.Context, from, to *Lock) (got bool, err error)
 }
+
+// breakTeller is a backend whose Break leaves a marker its victim can read
+// (admin_broken.go): every one.
+type breakTeller interface {
+	brokenBy(ctx context.Context, l *Lock) (string, error)
+}
+
+// Which backend has which capability; the compiler checks these, and
+// TestBackendCapabilities that none has one more.
+var (
+	_ adminBackend = (*single)(nil)
+	_ adminBackend = (*quorum)(nil)
+	_ adminBackend = (*semaphore)(nil)
+	_ indexKeeper  = (*single)(nil)
+	_ indexKeeper  = (*semaphore)(nil)
+	_ windowMarker = (*single)(nil)
+	_ slotted      = (*semaphore)(nil)
+	_ fairLine     = (*single)(nil)
+	_ fairLine     = (*semaphore)(nil)
+	_ handOverer   = (*single)(nil)
+	_ breakTeller  = (*single)(nil)
+	_ breakTeller  = (*quorum)(nil)
+	_ breakTeller  = (*semaphore)(nil)
+)

@@ -1,8 +1,10 @@
 package withlock
 
+// Cleaning up after a command whose outcome is unknown: a script queued on a
+// fresh connection without waiting for its reply.
+
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -79,10 +81,6 @@ func cleanupScript(ctx context.Context, rdb redis.UniversalClient, key, script s
 	case <-ctx.Done():
 	}
 }
-
-// errCannotQueue means queueScript cannot reach the server without its
-// answering first; the caller sends the command the ordinary way.
-var errCannotQueue = errors.New("cannot queue a command for this client")
 
 // queueScript writes EVAL script on a new connection to the master of rdb
 // that owns key, preceded by AUTH and SELECT where the client uses them,

@@ -1,5 +1,7 @@
 package withlock
 
+// Client.Do: acquire, keep alive, run a function, release.
+
 import (
 	"context"
 	"errors"

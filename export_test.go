@@ -42,7 +42,7 @@ func FenceKey(c *Client, name string) string { return fenceKey(c.Key(name)) }
 func AcquiredAt(l *Lock) time.Time { return l.acquired }
 
 // Unindex removes keys of c's prefix from the index of names where they
-// are still stale (index.go), as List does after reading them.
+// are still stale (admin_index.go), as List does after reading them.
 func Unindex(ctx context.Context, c *Client, keys ...string) error {
-	return c.b.unindex(ctx, c.prefix, keys)
+	return c.b.(indexKeeper).unindex(ctx, c.prefix, keys)
 }

@@ -1,56 +1,13 @@
 package withlock
 
+// KeepAlive: renewal of a held lock with a local deadline, and loss reporting.
+
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
-
-// ErrLockLost means a lock was lost while its KeepAlive ran: Redis said the
-// key is no longer ours, or no renewal succeeded before the key could have
-// expired. Errors that match it with errors.Is are *LostError.
-var ErrLockLost = errors.New("lock lost")
-
-// errNoAnswer is why a lock was presumed lost when its deadline passed
-// while a renewal still waited for Redis.
-var errNoAnswer = errors.New("no answer from Redis to the last renewal")
-
-// LostError says why a kept-alive lock was lost.
-type LostError struct {
-	Key string // the lock's Redis key
-	// Err is ErrLockNotHeld when Redis said the key expired or holds
-	// another owner's token. Otherwise the local deadline passed without a
-	// successful renewal, and Err is the last renewal's error (also when it
-	// is still waiting for an answer), or nil when none failed (the process
-	// was paused, for example).
-	Err error
-	// BrokenBy is, when Err is ErrLockNotHeld because Client.Break removed
-	// the lock, the "<host>:<pid>" of the Client that broke it; "" when
-	// Redis knows of no break.
-	BrokenBy string
-}
-
-// Error says what was lost and why.
-func (e *LostError) Error() string {
-	switch {
-	case e.BrokenBy != "":
-		return fmt.Sprintf("lock %s lost: broken by %s (Client.Break)", e.Key, e.BrokenBy)
-	case errors.Is(e.Err, ErrLockNotHeld):
-		return fmt.Sprintf("lock %s lost: it expired or was taken over", e.Key)
-	case e.Err != nil:
-		return fmt.Sprintf("lock %s presumed lost: no renewal succeeded before it could expire (last attempt: %v)", e.Key, e.Err)
-	default:
-		return fmt.Sprintf("lock %s presumed lost: it was not renewed before it could expire (was this process paused?)", e.Key)
-	}
-}
-
-// Is makes errors.Is(err, ErrLockLost) true.
-func (e *LostError) Is(target error) bool { return target == ErrLockLost }
-
-// Unwrap returns Err.
-func (e *LostError) Unwrap() error { return e.Err }
 
 // KeepAliveOptions tune a KeepAlive. A nil *KeepAliveOptions or zero fields
 // mean the defaults.
@@ -197,7 +154,7 @@ func (k *KeepAlive) Stop() {
 }
 
 // renewal is the outcome of one Extend, and of what followed it when it
-// found the lock not ours (afterLoss, reacquire.go).
+// found the lock not ours (afterLoss, keepalive_reacquire.go).
 type renewal struct {
 	sent     time.Time
 	took     time.Duration

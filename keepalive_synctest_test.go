@@ -24,7 +24,8 @@ var errDown = errors.New("connection refused")
 
 // fakeRenewals is a backend for KeepAlive's timing: extend records when
 // each renewal was sent and answers with answer; acquire always succeeds.
-// Nothing else of a backend is used by KeepAlive.
+// Nothing else of a backend is used by KeepAlive, and it has none of the
+// optional capabilities (backend.go).
 type fakeRenewals struct {
 	// answer answers the nth renewal (from 1); nil means a success at once.
 	// It may sleep (a slow Redis) or wait for ctx (a stuck one).
@@ -73,35 +74,7 @@ func (f *fakeRenewals) renewals() (sent []time.Duration, inflight int) {
 
 func (f *fakeRenewals) release(context.Context, *Lock, time.Duration) error { panic("not used") }
 func (f *fakeRenewals) ttl(context.Context, *Lock) (time.Duration, error)   { panic("not used") }
-func (f *fakeRenewals) view(context.Context, string) (lockView, error)      { panic("not used") }
-func (f *fakeRenewals) keys(context.Context, string) ([]string, error)      { panic("not used") }
-func (f *fakeRenewals) breakLock(context.Context, string, string) (lockView, error) {
-	panic("not used")
-}
-func (f *fakeRenewals) finish(context.Context, *Lock, time.Duration, *recordWrite) (error, error) {
-	panic("not used")
-}
-func (f *fakeRenewals) history(context.Context, string, int) ([]string, error) { panic("not used") }
-func (f *fakeRenewals) marked(context.Context, string) (string, error)         { panic("not used") }
-func (f *fakeRenewals) indexed(context.Context, string) ([]string, bool, error) {
-	panic("not used")
-}
-func (f *fakeRenewals) unindex(context.Context, string, []string) error     { panic("not used") }
-func (f *fakeRenewals) views(context.Context, []string) ([]lockView, error) { panic("not used") }
-func (f *fakeRenewals) slots() int                                          { return 1 }
-func (f *fakeRenewals) lineStore() redis.UniversalClient                    { return nil }
-func (f *fakeRenewals) releaseTo(context.Context, *Lock, time.Duration, string) (string, error) {
-	panic("not used")
-}
-func (f *fakeRenewals) handed(string) (string, int) { panic("not used") }
-func (f *fakeRenewals) lineCheck(context.Context, string, string, []string) (string, int64, []lineSeen, error) {
-	panic("not used")
-}
-func (f *fakeRenewals) mayHold(string, string) bool             { panic("not used") }
-func (f *fakeRenewals) subscribe(context.Context) *redis.PubSub { panic("not used") }
-func (f *fakeRenewals) handOver(context.Context, *Lock, *Lock) (bool, bool, error) {
-	panic("not used")
-}
+func (f *fakeRenewals) subscribe(context.Context) *redis.PubSub             { panic("not used") }
 
 // keepAlive takes a lock with ttl on f and starts its KeepAlive with opts,
 // stopped when the test ends. Call it inside the bubble.

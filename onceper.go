@@ -1,5 +1,8 @@
 package withlock
 
+// Lock.OncePer: a job that succeeds at most once per time window, and the
+// window's marker.
+
 import (
 	"context"
 	"errors"
@@ -10,10 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrDone means the job already succeeded in the current once-per window
-// (Lock.OncePer): errors matching it are *DoneError.
-var ErrDone = errors.New("already succeeded in this window")
 
 // Window divides time into once-per windows of Every, aligned to multiples
 // of Every since the Unix epoch (UTC) and shifted later by Offset: Every
@@ -42,20 +41,6 @@ func (w Window) At(t time.Time) Span {
 // windowMargin is how long a window's marker outlives the window: a server
 // whose clock is behind by less than that still finds it.
 func windowMargin(every time.Duration) time.Duration { return min(every, time.Hour) }
-
-// DoneError says in which window the job already succeeded. It matches
-// ErrDone.
-type DoneError struct {
-	Key    string // the lock's Redis key
-	Window Span
-}
-
-func (e *DoneError) Error() string {
-	return fmt.Sprintf("%s already succeeded in the window starting %s", e.Key, e.Window.Start.Format(time.RFC3339))
-}
-
-// Is makes errors.Is(err, ErrDone) true.
-func (e *DoneError) Is(target error) bool { return target == ErrDone }
 
 // markValue is the marker of s as stored at windowKey: its start and end in
 // Unix milliseconds, so that a marker tells which window it is for and a
@@ -104,7 +89,11 @@ func (l *Lock) OncePer(ctx context.Context, w Window) error {
 		return fmt.Errorf("once-per window %s is below 1s", w.Every)
 	}
 	span := w.At(time.Now())
-	v, err := l.c.b.marked(ctx, l.key)
+	m, ok := l.c.b.(windowMarker)
+	if !ok {
+		return unsupported("once-per windows need a plain lock on one Redis deployment: not a quorum of masters, nor a semaphore, whose every slot's holder would find the window not done")
+	}
+	v, err := m.marked(ctx, l.key)
 	if err != nil {
 		return err
 	}
@@ -129,14 +118,6 @@ func (s *single) marked(ctx context.Context, key string) (string, error) {
 		return "", fmt.Errorf("read the once-per marker of %s: %w", key, err)
 	}
 	return v, nil
-}
-
-func (s *semaphore) marked(context.Context, string) (string, error) {
-	return "", unsupported("once-per windows need a plain lock: every slot's holder would find the window not done")
-}
-
-func (q *quorum) marked(context.Context, string) (string, error) {
-	return "", unsupported("once-per windows need one Redis deployment, not a quorum of masters")
 }
 
 // doneWindow is the window a marker read by Status names, when it has not

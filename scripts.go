@@ -1,6 +1,22 @@
 package withlock
 
-import _ "embed"
+// The Lua scripts in lua/, embedded once and read into one variable each at
+// package initialization; what each script does is documented at its variable.
+
+import "embed"
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// luaScript returns the text of lua/name. A missing script is a build
+// mistake, found by every test at package initialization.
+func luaScript(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name)
+	if err != nil {
+		panic("withlock: " + err.Error())
+	}
+	return string(b)
+}
 
 // The scripts are always sent with EVAL, never EVALSHA first: a one-shot
 // process such as the CLI would otherwise pay an extra NOSCRIPT round trip,
@@ -10,12 +26,12 @@ var (
 	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
 	// milliseconds the key must still live (min-hold) or 0, and ARGV[3],
 	// sent only by a Client that has waiters of its own for the key, that
-	// Client's id (line.go). It returns 0 when the lock was not ours (the
+	// Client's id (wait_fair.go). It returns 0 when the lock was not ours (the
 	// key is left untouched). With a min-hold left, a short job keeps the
 	// key until it passes, so a server whose cron fires late does not run
 	// the same job again; it returns 1.
 	//
-	// Otherwise it serves the fair line (line.go): it pops entries
+	// Otherwise it serves the fair line (wait_fair.go): it pops entries
 	// "<client id>|<ttl ms>|<token>" off "{key}:q" (the key itself when it
 	// has a hash tag) until one belongs to a live Client: the releaser's own
 	// (ARGV[3]), or one whose liveness key "{key}:c:<id>" exists and whose
@@ -29,12 +45,9 @@ var (
 	// explanations live here rather than in release.lua: the script's text
 	// travels with every release and Redis hashes it each time, so the Lua
 	// is kept short.
-	//go:embed release.lua
-	releaseScript string
-	//go:embed extend.lua
-	extendScript string
-	//go:embed pttl.lua
-	pttlScript string
+	releaseScript = luaScript("release.lua")
+	extendScript  = luaScript("extend.lua")
+	pttlScript    = luaScript("pttl.lua")
 	// acquireFencedScript takes a lock and draws its fencing number in one
 	// atomic step. KEYS[1] is the lock key, KEYS[2] its fence counter (same
 	// slot), ARGV[1] our token, ARGV[2] the TTL in ms. It returns the number,
@@ -53,11 +66,9 @@ var (
 	// not a decimal integer below 2^53 (another program's key) fails the
 	// script with a WRONGTYPE error, as a counter of another type already
 	// does at its GET, and leaves the lock free.
-	//go:embed acquire_fenced.lua
-	acquireFencedScript string
-	//go:embed claim.lua
-	claimScript string
-	// lineCheckScript is the fair line's check (line.go): KEYS[1] is the
+	acquireFencedScript = luaScript("acquire_fenced.lua")
+	claimScript         = luaScript("claim.lua")
+	// lineCheckScript is the fair line's check (wait_fair.go): KEYS[1] is the
 	// lock key, ARGV[1] the Client's id, ARGV[2] the life in ms of its
 	// liveness key, which it refreshes, and ARGV[3:] entries of that
 	// Client's waiters. If the key is free (its holder crashed or a
@@ -65,10 +76,9 @@ var (
 	// the first live waiter as releaseScript does, publishing to it even
 	// when that is the caller. It returns the key's holder ("" if free),
 	// its PTTL, and each entry's position in the line (-1 when absent).
-	//go:embed line_check.lua
-	lineCheckScript string
+	lineCheckScript = luaScript("line_check.lua")
 )
 
 // finishScript ends a run in one EVAL: the release script, then the
-// record's writes (finishAround, records.go).
+// record's writes (finishAround, admin_records.go).
 var finishScript = finishAround(releaseScript)

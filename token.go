@@ -1,5 +1,8 @@
 package withlock
 
+// Lock tokens (owner prefix, time, crypto/rand) and what a token tells of its
+// holder.
+
 import (
 	"crypto/rand"
 	"encoding/hex"

@@ -1,5 +1,8 @@
 package withlock
 
+// Waiting for a busy lock (Acquire): the plain wait woken by release
+// messages, the in-process queue, and giving up.
+
 import (
 	"context"
 	"errors"
@@ -26,13 +29,13 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 		return nil, fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
 	want := c.newLock(name, token, ttl, opts)
-	if c.b.lineStore() != nil && queues(opts) && hasLine(want.key) {
-		return ln.waitFair(ctx, tctx, c, want, opts)
+	if fl, ok := c.b.(fairLine); ok && queues(opts) && hasLine(want.key) {
+		return ln.waitFair(ctx, tctx, c, fl, want, opts)
 	}
 	return ln.waitPlain(ctx, tctx, c, want, opts)
 }
 
-// waitPlain is Acquire without the fair line (line.go): on a quorum, for
+// waitPlain is Acquire without the fair line (wait_fair.go): on a quorum, for
 // fenced or replicated acquisitions, and where Redis refuses the line's
 // subscription. Waiters of this Client queue up; across Clients every
 // release wakes the first waiter of each, and they race.

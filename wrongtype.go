@@ -1,32 +1,14 @@
 package withlock
 
+// Describing a foreign key that holds what this package did not write
+// (ErrWrongType).
+
 import (
 	"context"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// wrongTypeError is a key the lock needs that holds something this package
-// did not write. It matches ErrWrongType.
-type wrongTypeError struct {
-	what  string // "key" (the lock's own) or "fence counter"
-	key   string
-	holds string // `a list`, or a string's value quoted
-	err   error  // Redis's WRONGTYPE reply
-}
-
-func (e *wrongTypeError) Error() string {
-	not := "a lock"
-	if e.what != "key" {
-		not = "a number"
-	}
-	return fmt.Sprintf("%s %s holds %s, not %s: another program uses it; choose another name or prefix",
-		e.what, e.key, e.holds, not)
-}
-
-func (e *wrongTypeError) Is(target error) bool { return target == ErrWrongType }
-func (e *wrongTypeError) Unwrap() error        { return e.err }
 
 // wrongType describes key after Redis answered err, a WRONGTYPE reply, for
 // it: its type, or its value when it is a string, in one round trip taken

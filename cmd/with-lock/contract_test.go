@@ -137,7 +137,7 @@ func TestTakenOverLockSurvivesRelease(t *testing.T) {
 // one EVAL of the compare-and-delete script; nothing else reaches Redis
 // from with-lock but the connection's HELLO.
 func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
-	script, err := os.ReadFile("../../release.lua")
+	script, err := os.ReadFile("../../lua/release.lua")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func runFair(c config, res *results, addr string, adm *redis.Client) error {
 					continue
 				}
 				// The same Clients without the line, in the same round:
-				// a name ending in '}' has no line (line.go), so they
+				// a name ending in '}' has no line (wait_fair.go), so they
 				// wait as before it, woken together by every release.
 				for g := range own {
 					own[g] = unlined{own[g]}

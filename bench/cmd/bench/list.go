@@ -81,7 +81,7 @@ func runList(c config) (*listResult, error) {
 		}
 		// And renewed once, as the CLI's KeepAlive does a third of the TTL
 		// in: the holder's first renewal puts the name into the index of
-		// names that --list reads (index.go).
+		// names that --list reads (admin_index.go).
 		if err := l.Extend(ctx, time.Hour); err != nil {
 			return nil, fmt.Errorf("renew lock %d of %d: %w", i+1, c.listLocks, err)
 		}

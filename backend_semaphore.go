@@ -1,9 +1,10 @@
 package withlock
 
+// The backend for N holders per name (NewSemaphore): slot keys under one
+// marker key.
+
 import (
 	"context"
-	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,38 +25,7 @@ import (
 //   - "B:s:1" … "B:s:N" hold the holders' tokens, each a plain lock.
 //
 // The fencing counter, the last-run record and the fair line are the
-// plain lock's (fenceKey, recordKey, line.go).
-
-// ErrSlotsMismatch means the lock's name is in use with another number of
-// slots (a plain lock counts as 1). Errors matching it are *SlotsError.
-var ErrSlotsMismatch = errors.New("lock name is used with a different number of slots")
-
-// SlotsError says that a name is in use with Have slots while the caller
-// wanted Want; Have or Want 1 is a plain lock. It matches ErrSlotsMismatch.
-// Waiting does not help: TryAcquire and Acquire return it at once.
-type SlotsError struct {
-	Key        string // the name's Redis key
-	Have, Want int
-}
-
-// Error names both numbers and what to do.
-func (e *SlotsError) Error() string {
-	have := fmt.Sprintf("in use with %d slots", e.Have)
-	if e.Have == 1 {
-		have = "held as a plain lock"
-	}
-	want := strconv.Itoa(e.Want)
-	switch {
-	case e.Want == 1:
-		want = "a plain lock"
-	case e.Have == 1:
-		want = fmt.Sprintf("a semaphore of %d slots", e.Want)
-	}
-	return fmt.Sprintf("lock %s is %s, not %s: every user of a name must use the same number of slots", e.Key, have, want)
-}
-
-// Is makes errors.Is(err, ErrSlotsMismatch) true.
-func (e *SlotsError) Is(target error) bool { return target == ErrSlotsMismatch }
+// plain lock's (fenceKey, recordKey, wait_fair.go).
 
 // SlotHolder is one holder of a semaphore's slot, as Status reports it.
 type SlotHolder struct {
@@ -93,19 +63,22 @@ func NewSemaphore(rdb redis.UniversalClient, slots int, opts *Options) (*Client,
 	case slots == 1:
 		return New(rdb, opts), nil
 	}
-	return newClient(&semaphore{single: &single{rdb: rdb}, n: slots}, opts), nil
+	return newClient(&semaphore{one: &single{rdb: rdb}, n: slots}, opts), nil
 }
 
 // Slot returns the semaphore slot the lock holds, 1..N, or 0 for a plain
 // lock.
 func (l *Lock) Slot() int { return l.slot }
 
-// semaphore keeps locks of n slots on one deployment. It is single where
-// the keys are the same (status, listing, breaking, the subscription) and
-// its own wherever a holder's slot is involved.
+// semaphore keeps locks of n slots on one deployment. It is its own
+// wherever a holder's slot is involved, and passes on to one, the plain
+// lock's backend on the same deployment, where the keys are the same
+// (status, listing, breaking, the subscription): each by a method of its
+// own (backend_semaphore_admin.go), so that a method it lacks is a
+// capability it lacks, never the plain lock's acting on the name's key.
 type semaphore struct {
-	*single
-	n int
+	one *single
+	n   int
 }
 
 var (
@@ -119,8 +92,7 @@ var (
 	// slot and the marker (SET PX when missing, PEXPIRE GT otherwise). A
 	// slot already holding our token (an earlier attempt that landed) is
 	// ours. The fence counter is checked first, as acquireFencedScript does.
-	//go:embed slots_acquire.lua
-	slotsAcquireScript string
+	slotsAcquireScript = luaScript("slots_acquire.lua")
 	// slotsReleaseScript is releaseScript for a slot: KEYS[1] is K, ARGV
 	// the token, the ms to keep, B, N, the slot (0: find the slot holding
 	// the token, for a clean-up) and the fair line's Client id or "". With
@@ -132,13 +104,11 @@ var (
 	// marker's life to the longest remaining slot's (the PTTL of each), or
 	// deletes it with the last: a name a semaphore used is free for other
 	// users as soon as its last slot is. 0 when the slot was not ours.
-	//go:embed slots_release.lua
-	slotsReleaseScript string
+	slotsReleaseScript = luaScript("slots_release.lua")
 	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
 	// the slot's key, ARGV the token, the TTL in ms and the marker. It
 	// refuses (0) when K holds anything but the marker or nothing.
-	//go:embed slots_extend.lua
-	slotsExtendScript string
+	slotsExtendScript = luaScript("slots_extend.lua")
 	// slotsLineCheckScript is lineCheckScript for a semaphore: KEYS[1] is
 	// K, ARGV B, N, the Client's id, the life in ms of its liveness key
 	// (refreshed), then entries of its waiters. It hands each free slot to
@@ -147,8 +117,7 @@ var (
 	// and for each entry its position, -1 when absent, or "<slot>:<token>"
 	// when it holds a slot; {-1, K's value} when K holds a plain token or
 	// another marker.
-	//go:embed slots_line_check.lua
-	slotsLineCheckScript string
+	slotsLineCheckScript = luaScript("slots_line_check.lua")
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.
@@ -194,15 +163,15 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 	if opts != nil && opts.Fence {
 		keys = append(keys, fenceKey(l.key))
 	}
-	v, err := s.rdb.Eval(ctx, slotsAcquireScript, keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
+	v, err := s.one.rdb.Eval(ctx, slotsAcquireScript, keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
 	if err == nil && len(v) < 2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
 	switch {
 	case isWrongType(err) && strings.Contains(err.Error(), "fence counter"):
-		return wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
+		return wrongType(ctx, s.one.rdb, fenceKey(l.key), "fence counter", err)
 	case isWrongType(err):
-		return wrongType(ctx, s.rdb, l.key, "key", err)
+		return wrongType(ctx, s.one.rdb, l.key, "key", err)
 	case err != nil:
 		if mayHaveLanded(err) {
 			s.abandonSlot(ctx, l)
@@ -239,17 +208,17 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 // does for a plain lock.
 func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 	b, _ := lineBase(l.key)
-	cleanupScript(ctx, s.rdb, l.key, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "")
+	cleanupScript(ctx, s.one.rdb, l.key, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "")
 }
 
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	b, _ := lineBase(l.key)
 	keys := []string{l.key, slotKey(b, l.slot)}
-	first := !l.indexed.Load() && hasIndex(s.rdb)
-	if first { // index.go: the first renewal indexes the name
+	first := !l.indexed.Load() && hasIndex(s.one.rdb)
+	if first { // admin_index.go: the first renewal indexes the name
 		keys = append(keys, indexKey(l.c.prefix))
 	}
-	n, err := s.rdb.Eval(ctx, slotsExtendScript, keys, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
+	n, err := s.one.rdb.Eval(ctx, slotsExtendScript, keys, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
 	if err != nil {
 		return opError("extend", l.key, err)
 	}
@@ -269,29 +238,30 @@ func (s *semaphore) release(ctx context.Context, l *Lock, keep time.Duration) er
 
 func (s *semaphore) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
 	b, _ := lineBase(l.key)
-	v, err := s.rdb.Eval(ctx, slotsReleaseScript, []string{l.key}, l.token, keep.Milliseconds(), b, s.n, l.slot, cid).Result()
+	v, err := s.one.rdb.Eval(ctx, slotsReleaseScript, []string{l.key}, l.token, keep.Milliseconds(), b, s.n, l.slot, cid).Result()
 	return released(l.key, v, err)
 }
 
 func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 	b, _ := lineBase(l.key)
-	return ttlOf(ctx, s.rdb, l.key, slotKey(b, l.slot), l.token)
+	return ttlOf(ctx, s.one.rdb, l.key, slotKey(b, l.slot), l.token)
 }
 
 // finish is single's finish with the slot's release script.
 func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
 	b, _ := lineBase(l.key)
-	if !hasIndex(s.rdb) {
+	if !hasIndex(s.one.rdb) {
 		w = w.withoutIndex()
 	}
-	v, err := s.rdb.Eval(ctx, slotsFinishScript, append([]string{l.key}, w.keys(l.key)...),
+	v, err := s.one.rdb.Eval(ctx, slotsFinishScript, append([]string{l.key}, w.keys(l.key)...),
 		append([]any{l.token, keep.Milliseconds(), b, s.n, l.slot, ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }
 
 func (s *semaphore) slots() int { return s.n }
 
-// handOver is not done: a plain SET NX is not how a slot is taken.
-func (s *semaphore) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {
-	return false, false, nil
-}
+// subscribe is the plain lock's: a slot's release publishes on the name's key.
+func (s *semaphore) subscribe(ctx context.Context) *redis.PubSub { return s.one.subscribe(ctx) }
+
+// lineStore is the plain lock's: a semaphore's waiters queue in the name's line.
+func (s *semaphore) lineStore() redis.UniversalClient { return s.one.lineStore() }

@@ -1,5 +1,7 @@
 package withlock
 
+// Reading and breaking a semaphore's slots for Status, List and Break.
+
 import (
 	"context"
 	"errors"
@@ -74,4 +76,42 @@ func brokenSlots(v lockView, n int, tokens []string) lockView {
 		}
 	}
 	return v
+}
+
+// A semaphore's name is read, listed, broken and recorded as a plain lock's
+// is (single's view reads the marker and then the slots), so these pass on
+// to the plain lock's backend; finish is its own (backend_semaphore.go).
+
+func (s *semaphore) view(ctx context.Context, key string) (lockView, error) {
+	return s.one.view(ctx, key)
+}
+
+func (s *semaphore) views(ctx context.Context, keys []string) ([]lockView, error) {
+	return s.one.views(ctx, keys)
+}
+
+func (s *semaphore) keys(ctx context.Context, match string) ([]string, error) {
+	return s.one.keys(ctx, match)
+}
+
+func (s *semaphore) breakLock(ctx context.Context, key, by string) (lockView, error) {
+	return s.one.breakLock(ctx, key, by)
+}
+
+func (s *semaphore) history(ctx context.Context, key string, n int) ([]string, error) {
+	return s.one.history(ctx, key, n)
+}
+
+func (s *semaphore) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
+	return s.one.indexed(ctx, prefix)
+}
+
+func (s *semaphore) unindex(ctx context.Context, prefix string, keys []string) error {
+	return s.one.unindex(ctx, prefix, keys)
+}
+
+// brokenBy reads the marker Break left on the name's key, which names the
+// digest of every slot's token it removed.
+func (s *semaphore) brokenBy(ctx context.Context, l *Lock) (string, error) {
+	return s.one.brokenBy(ctx, l)
 }

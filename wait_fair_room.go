@@ -1,5 +1,8 @@
 package withlock
 
+// A fair line's room: one Client's subscription, liveness key and check
+// for one lock's line.
+
 import (
 	"context"
 	crand "crypto/rand"
@@ -12,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The upkeep of a Client's rooms in the fair line (line.go): creating and
+// The upkeep of a Client's rooms in the fair line (wait_fair.go): creating and
 // dropping them, delivering hand-overs, the periodic check, the sharded
 // subscription and the liveness key.
 
@@ -21,7 +24,7 @@ import (
 // connection at the first SSUBSCRIBE, which listen sends, and a slow dial
 // under ln.mu would hold up every Release and waiter of the Client.
 // Waiters still join only once listen saw the confirmation.
-func (ln *waitLine) roomFor(b backend, key, base string) *room {
+func (ln *waitLine) roomFor(b fairLine, key, base string) *room {
 	if r := ln.rooms[key]; r != nil {
 		return r
 	}

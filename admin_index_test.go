@@ -28,7 +28,7 @@ func TestListReadsTheIndexOfNamesNotTheKeyspace(t *testing.T) {
 	for i := range 200 { // keys beside the locks, under the prefix too
 		rdb.Set(ctx, fmt.Sprint("cache:", i), "x", time.Minute)
 	}
-	runOnce(t, c, "recorded", 3) // records.go's test helper
+	runOnce(t, c, "recorded", 3) // admin_records.go's test helper
 	renewed, err := c.TryAcquire(ctx, "renewed", 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestReacquiredLockIsIndexedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := make(renewLog, 16) // reacquire_test.go
+	rl := make(renewLog, 16) // keepalive_reacquire_test.go
 	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew})
 	defer ka.Stop()
 	rl.waitFor(t, ka, nil, 5*time.Second) // the first renewal indexes it

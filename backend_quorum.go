@@ -1,21 +1,17 @@
 package withlock
 
+// The backend for a Redlock quorum of independent masters (NewQuorum).
+
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrNoQuorum means a quorum Client could not reach a majority of its
-// nodes, or not within the lock's validity time. Whatever it did obtain has
-// been released again.
-var ErrNoQuorum = errors.New("no majority of Redis nodes")
 
 // Clock drift allowed between the nodes of a quorum, as in the Redlock
 // algorithm: 1% of the TTL plus 2ms for the resolution of Redis's expiry.
@@ -37,8 +33,9 @@ const (
 //   - Extend and Release act on all nodes and succeed when a majority
 //     confirms. None of them waits for a node once a majority has
 //     answered; a node that answers late is dealt with in the background
-//     and keeps no key of a released Lock (quorum_race.go). Extend also puts the key back on nodes that lost it while
-//     the lock kept its majority, so further restarts are survived.
+//     and keeps no key of a released Lock (backend_quorum_race.go). Extend
+//     also puts the key back on nodes that lost it while the lock kept its
+//     majority, so further restarts are survived.
 //   - TTL is the time until fewer than a majority of the keys remain.
 //   - A node where another owner's key stood when the lock was taken or
 //     extended is repaired the moment that key expires: KeepAlive renews
@@ -71,7 +68,7 @@ type quorum struct {
 	need  int // a majority of nodes
 
 	mu    sync.Mutex
-	locks map[*Lock]*quorumState // Locks with claims still running (quorum_race.go)
+	locks map[*Lock]*quorumState // Locks with claims still running (backend_quorum_race.go)
 }
 
 // nodeResult is one node's answer: a script's integer, or an error.
@@ -109,20 +106,6 @@ func tally(res []nodeResult) (yes, no int, errs []error) {
 	return yes, no, errs
 }
 
-// nodeErrors are the errors of several nodes, on one line, each still
-// visible to errors.Is and errors.As.
-type nodeErrors []error
-
-func (e nodeErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e nodeErrors) Unwrap() []error { return e }
-
 // validity is what is left of ttl after elapsed and the allowed drift.
 func validity(ttl, elapsed time.Duration) time.Duration {
 	return ttl - elapsed - time.Duration(float64(ttl)*driftFactor) - driftFloor
@@ -132,7 +115,7 @@ func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error 
 	if opts != nil && opts.Fence {
 		return unsupported(fmt.Sprintf("acquire %s: no fencing numbers on a quorum of independent masters", l.key))
 	}
-	// A majority decides (quorum_race.go): a node that answers after it
+	// A majority decides (backend_quorum_race.go): a node that answers after it
 	// did is a straggler, handled by lateClaim. A node slower than the TTL
 	// cannot contribute anyway.
 	q.begin(l)
@@ -317,27 +300,9 @@ func (q *quorum) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 // do when a message is lost on one deployment.
 func (q *quorum) subscribe(ctx context.Context) *redis.PubSub { return q.nodes[0].Subscribe(ctx) }
 
-// lineStore is nil: each master would keep its own line, and no line could
-// be held by a majority, so waiters on a quorum wait as before.
-func (q *quorum) lineStore() redis.UniversalClient { return nil }
-
-// releaseTo is release: with no line there is nobody to hand the lock to.
-func (q *quorum) releaseTo(ctx context.Context, l *Lock, keep time.Duration, _ string) (string, error) {
-	return "", q.release(ctx, l, keep)
-}
-
-// handOver is not done on a quorum: a pipelined SET NX on each node is not a
-// quorum acquisition (no validity check, no clean-up of a minority). The
-// waiter, woken by the release message, acquires on its own.
-func (q *quorum) handOver(context.Context, *Lock, *Lock) (handled, got bool, err error) {
-	return false, false, nil
-}
-
-func (q *quorum) slots() int { return 1 }
-
-// The line's protocol: never used, as lineStore is nil.
-func (q *quorum) handed(v string) (string, int) { return v, 0 }
-func (q *quorum) mayHold(string, string) bool   { return false }
-func (q *quorum) lineCheck(context.Context, string, string, []string) (string, int64, []lineSeen, error) {
-	return "", 0, nil, errors.ErrUnsupported
-}
+// A quorum keeps no fair line (fairLine): each master would keep its own
+// line, and no line could be held by a majority, so waiters on a quorum
+// wait as before. Nor does it hand over (handOverer): a pipelined SET NX on
+// each node is not a quorum acquisition (no validity check, no clean-up of
+// a minority); the waiter, woken by the release message, acquires on its
+// own.

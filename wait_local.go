@@ -1,5 +1,8 @@
 package withlock
 
+// The in-process waiting: waitLine, its per-key queues of waiters, and what
+// the shared subscription reports to them.
+
 import (
 	"math/rand/v2"
 	"slices"
@@ -28,7 +31,7 @@ const (
 
 // waitLine is where a Client's waiting Acquires wait. On one Redis
 // deployment, plain and min-hold acquisitions wait in the fair line across
-// Clients (line.go, the rooms below). What follows here is the waiting
+// Clients (wait_fair.go, the rooms below). What follows here is the waiting
 // without that line: on a quorum, for fenced or replicated acquisitions,
 // and where Redis refuses the line's subscription (before 7.0, or an ACL
 // without it): one queue per lock that has waiters, and one subscription
@@ -57,7 +60,7 @@ type waitLine struct {
 	poll   time.Duration // 0: defaultPoll
 	linger time.Duration // 0: defaultLinger
 
-	// The fair line (line.go): this Client's rooms by lock key, and its
+	// The fair line (wait_fair.go): this Client's rooms by lock key, and its
 	// id in the line, drawn with the first room.
 	rooms map[string]*room
 	cid   string
@@ -98,7 +101,7 @@ type waiter struct {
 	tryNext bool          // send the SET when next awake
 
 	// The lock the waiter wants and how, so that a Release of this Client
-	// can take it in the waiter's name (handoff.go).
+	// can take it in the waiter's name (wait_local_handoff.go).
 	want *Lock
 	opts *LockOptions
 
@@ -216,7 +219,7 @@ func (ln *waitLine) leave(q *queue, w *waiter, l *Lock) {
 		next := q.waiters[0]
 		// Giving up, we may have swallowed a wake-up meant for the line;
 		// taking one of a semaphore's slots, we may have left others free.
-		next.tryNext = next.tryNext || l == nil || l.c.b.slots() > 1
+		next.tryNext = next.tryNext || l == nil || slotsPer(l.c.b) > 1
 		next.wake() // to arm its timer, or to try
 	}
 	if len(q.waiters) == 0 {

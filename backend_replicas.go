@@ -1,8 +1,10 @@
 package withlock
 
+// Acquisition acknowledged by replicas (LockOptions.MinReplicas): SET then
+// WAIT on one connection.
+
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,11 +15,6 @@ import (
 // LockOptions.MinReplicas waits for acknowledgements when
 // LockOptions.ReplicaTimeout is 0.
 const defaultReplicaTimeout = time.Second
-
-// ErrNotReplicated means a lock was obtained but fewer replicas than
-// LockOptions.MinReplicas acknowledged it in time; it was released again.
-// The error's message says how many did.
-var ErrNotReplicated = errors.New("lock was not acknowledged by enough replicas")
 
 // acquireReplicated takes l on s and then sends WAIT on the same
 // connection, since WAIT counts acknowledgements of that connection's own
@@ -61,19 +58,6 @@ func (s *single) acquireReplicated(ctx context.Context, l *Lock, opts *LockOptio
 	})
 	return false, &notReplicatedError{key: l.key, want: opts.MinReplicas, got: int(acks)}
 }
-
-// notReplicatedError says how many replicas acknowledged a lock that needed
-// more. It matches ErrNotReplicated; callers branch on that alone.
-type notReplicatedError struct {
-	key       string
-	want, got int
-}
-
-func (e *notReplicatedError) Error() string {
-	return fmt.Sprintf("lock %s was acknowledged by %d of the %d replicas required; released it", e.key, e.got, e.want)
-}
-
-func (e *notReplicatedError) Is(target error) bool { return target == ErrNotReplicated }
 
 // stickyConn returns one connection to the master that owns key: a plain or
 // Sentinel client's own, or in a Cluster the connection of the key's master.

@@ -1,5 +1,8 @@
 package withlock
 
+// A quorum call decided by the first majority, and the clean-up of what a
+// slow node does after it (stragglers).
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package withlock
 
+// The Client's one Pub/Sub connection for release messages, shared by all
+// its waiters.
+
 import (
 	"context"
 	"time"

@@ -1,5 +1,8 @@
 package withlock
 
+// Client.Status: reading who holds a lock, for how long, and its records,
+// from one node or a majority of a quorum's.
+
 import (
 	"context"
 	"errors"
@@ -62,7 +65,11 @@ func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
 	if name == "" {
 		return nil, ErrEmptyName
 	}
-	v, err := c.b.view(ctx, c.Key(name))
+	a, err := c.admin("status of " + c.Key(name))
+	if err != nil {
+		return nil, err
+	}
+	v, err := a.view(ctx, c.Key(name))
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +141,7 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 
 // statusReads are the reads of one lock's status, queued on a pipeline:
 // in a MULTI/EXEC for Status, in one plain pipeline for many keys in List
-// (index.go).
+// (admin_index.go).
 type statusReads struct {
 	get, fence, record, success, done *redis.StringCmd
 	pttl                              *redis.DurationCmd

@@ -1,5 +1,8 @@
 package withlock
 
+// The backend for one Redis deployment (plain, Sentinel, Cluster): acquire,
+// extend, release, TTL, the fair line's check and the hand-over.
+
 import (
 	"context"
 	"errors"
@@ -13,7 +16,7 @@ import (
 // single keeps locks on one Redis deployment (a plain server, Sentinel, or
 // Cluster, where each lock lives on the master of its key's slot): one key
 // per lock. With LockOptions.MinReplicas an acquisition also waits for
-// replicas to acknowledge it (replicas.go).
+// replicas to acknowledge it (backend_replicas.go).
 type single struct {
 	rdb redis.UniversalClient
 }
@@ -124,7 +127,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string
 
 func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() && hasIndex(s.rdb) {
-		return s.extendIndexed(ctx, l, ttl) // index.go: the first renewal indexes the lock
+		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
 	return s.ifOurs(ctx, "extend", extendScript, l, ttl)
 }
@@ -192,8 +195,6 @@ func ttlOf(ctx context.Context, rdb redis.UniversalClient, lockKey, key, token s
 
 func (s *single) subscribe(ctx context.Context) *redis.PubSub { return s.rdb.Subscribe(ctx) }
 
-func (s *single) slots() int { return 1 }
-
 // handed: the release script returns, and its message carries, the token.
 func (s *single) handed(v string) (string, int) { return v, 0 }
 
@@ -234,7 +235,7 @@ func (s *single) lineStore() redis.UniversalClient { return s.rdb }
 // handOver pipelines the release script for from and a SET NX PX for to:
 // a handoff between waiters of one Client costs one round trip, and the
 // release is still the one EVAL whose message wakes other processes.
-func (s *single) handOver(ctx context.Context, from, to *Lock) (handled, got bool, err error) {
+func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err error) {
 	to.acquired = time.Now() // before sending: to's key cannot outlive acquired+ttl
 	var release *redis.Cmd
 	var set *redis.BoolCmd
@@ -253,11 +254,11 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (handled, got boo
 	n, err := release.Int64()
 	switch {
 	case err != nil:
-		return true, got, opError("release", from.key, err)
+		return got, opError("release", from.key, err)
 	case n != 1:
-		return true, got, ErrLockNotHeld
+		return got, ErrLockNotHeld
 	}
-	return true, got, nil
+	return got, nil
 }
 
 // abandonAttempts is how many times the ordinary clean-up (retryCleanup,

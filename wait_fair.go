@@ -1,5 +1,8 @@
 package withlock
 
+// The fair line across processes, kept in Redis: joining, waiting in it and
+// leaving it.
+
 import (
 	"context"
 	"errors"
@@ -12,7 +15,7 @@ import (
 )
 
 // The fair line: waiters in any Client, process or machine are served in
-// the order they joined, on one Redis deployment (single.go).
+// the order they joined, on one Redis deployment (backend_single.go).
 //
 // Each lock key K has a list "{K}:q" (K itself when it has a hash tag, so
 // that everything lies in K's Cluster slot) of entries
@@ -35,7 +38,7 @@ import (
 //
 // Each Client keeps one room per key with waiters: its sharded
 // subscription (a connection), its waiters in join order and the goroutines
-// that receive and tend. It lingers like a queue of waitline.go.
+// that receive and tend. It lingers like a queue of wait_local.go.
 
 const (
 	// aliveFor is the life of a Client's liveness key, so also how long a
@@ -72,7 +75,7 @@ func lineBase(key string) (string, bool) {
 
 // queues reports whether an acquisition with opts can wait in the line:
 // the hand-over is a plain SET PX, so fenced and replicated acquisitions
-// wait as before (waitline.go).
+// wait as before (wait_local.go).
 func queues(opts *LockOptions) bool {
 	return opts == nil || (!opts.Fence && opts.MinReplicas == 0)
 }
@@ -81,7 +84,7 @@ func queues(opts *LockOptions) bool {
 // guarded by the waitLine's mu, except the channels and err.
 type room struct {
 	key, base string
-	b         backend // the line's protocol: lineCheck, handed, mayHold
+	b         fairLine // the line's protocol: lineCheck, handed, mayHold
 	rdb       redis.UniversalClient
 	ps        *redis.PubSub
 	confirmed chan struct{} // closed at the first SSUBSCRIBE confirmation, or with err set
@@ -120,7 +123,7 @@ func (r *room) tend() {
 }
 
 // waitFair is Acquire in the line for want.key, whose names start with base.
-func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, opts *LockOptions) (*Lock, error) {
+func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, want *Lock, opts *LockOptions) (*Lock, error) {
 	if want.ttl < time.Millisecond {
 		return nil, fmt.Errorf("ttl %s is below 1ms", want.ttl)
 	}
@@ -139,7 +142,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, o
 	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
 	ln.mu.Lock()
-	r = ln.roomFor(c.b, want.key, base)
+	r = ln.roomFor(b, want.key, base)
 	w.entry = fmt.Sprintf("%s|%d|%s", ln.cid, want.ttl.Milliseconds(), want.token)
 	r.waiters = append(r.waiters, w)
 	if r.linger != nil {
@@ -199,7 +202,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, want *Lock, o
 		want.slot = 0
 		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
 		ln.mu.Lock()
-		r = ln.roomFor(c.b, want.key, base)
+		r = ln.roomFor(b, want.key, base)
 		r.waiters = append(r.waiters, w)
 		if r.linger != nil {
 			r.linger.Stop()

@@ -1,9 +1,11 @@
 package withlock
 
+// Last-run records: Run, Lock.ReleaseAndRecord and the keys and script that
+// store a run's record, history and last success.
+
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,10 +13,6 @@ import (
 	"strings"
 	"time"
 )
-
-// ErrNotRecorded means Lock.ReleaseAndRecord could not store the run's
-// record; the release itself may have succeeded.
-var ErrNotRecorded = errors.New("last-run record not stored")
 
 // Run is the record of one finished run under a lock: who held it, when,
 // and how the run ended. Lock.ReleaseAndRecord stores it; Status and List
@@ -133,10 +131,8 @@ func windowKey(key string) string { return sideKey(key, "done") }
 // writes are pcalls after the release, so that none can stop the release
 // or hide its reply: the script returns {the release's reply, "OK" or the
 // first write's error}. Last, where the deployment keeps an index of the
-// prefix's names (index.go), it adds the lock's key to it.
-//
-//go:embed record.lua
-var recordScript string
+// prefix's names (admin_index.go), it adds the lock's key to it.
+var recordScript = luaScript("record.lua")
 
 // finishAround makes a finish script of a release script: the release,
 // run as a function, then recordScript. KEYS and ARGV are the release's,
@@ -155,7 +151,7 @@ type recordWrite struct {
 	ok        bool          // the run succeeded: it is also the last success
 	mark      string        // the once-per window's marker, stored with ok
 	markTTL   time.Duration // its life; 0: no marker
-	index     string        // the prefix's index (index.go), or "" where there is none
+	index     string        // the prefix's index (admin_index.go), or "" where there is none
 }
 
 // keys are the record's keys for the lock key key, after the release's.
@@ -218,7 +214,12 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	if w.ok && l.window != nil {
 		w.mark, w.markTTL = l.window.mark()
 	}
-	relErr, recErr := l.c.b.finish(ctx, l, l.keep(), &w)
+	var relErr, recErr error
+	if a, ok := l.c.b.(adminBackend); ok {
+		relErr, recErr = a.finish(ctx, l, l.keep(), &w)
+	} else { // nowhere to record: still release
+		relErr, recErr = l.c.b.release(ctx, l, l.keep()), errors.ErrUnsupported
+	}
 	if recErr != nil {
 		recErr = fmt.Errorf("%w for %s: %w", ErrNotRecorded, l.key, recErr)
 	}

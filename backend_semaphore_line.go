@@ -1,5 +1,8 @@
 package withlock
 
+// A semaphore's part in the fair line: its check script and what a
+// hand-over carries (slot and token).
+
 import (
 	"context"
 	"fmt"
@@ -7,7 +10,7 @@ import (
 	"strings"
 )
 
-// A semaphore's part in the fair line (line.go): its waiters queue as a
+// A semaphore's part in the fair line (wait_fair.go): its waiters queue as a
 // plain lock's do, and a release or the check hands over a slot, telling
 // the waiter which one.
 
@@ -40,7 +43,7 @@ func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []st
 	for _, e := range entries {
 		args = append(args, e)
 	}
-	res, err := s.rdb.Eval(ctx, slotsLineCheckScript, []string{key}, args...).Slice()
+	res, err := s.one.rdb.Eval(ctx, slotsLineCheckScript, []string{key}, args...).Slice()
 	if err != nil {
 		return "", 0, nil, err
 	}

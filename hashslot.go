@@ -1,5 +1,8 @@
 package withlock
 
+// Side keys in the lock key's Cluster hash slot (the fence counter, records,
+// markers) and the CRC16 that checks it.
+
 import (
 	"strconv"
 	"strings"

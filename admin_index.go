@@ -1,8 +1,10 @@
 package withlock
 
+// The index of held locks that List reads instead of scanning, kept up at
+// each renewal and pruned of names that are no longer held.
+
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,9 +52,7 @@ func (w *recordWrite) withoutIndex() *recordWrite {
 // prefix's index: KEYS[2] is the index; a failed SADD (an ACL without it)
 // does not fail the renewal.
 // The holder's first renewal uses it, later ones the plain script.
-//
-//go:embed extend_index.lua
-var extendIndexScript string
+var extendIndexScript = luaScript("extend_index.lua")
 
 // extendIndexed is extend for l's first renewal: it also indexes l.
 func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
@@ -85,9 +85,7 @@ func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, er
 // rest, given with its record and last success, that it finds with none of
 // the three: checked and removed in one step, so that a holder that indexed
 // its name after List read it is not dropped.
-//
-//go:embed unindex.lua
-var unindexScript string
+var unindexScript = luaScript("unindex.lua")
 
 // unindex removes keys, seen stale, from the index of prefix if they still
 // are.
@@ -134,9 +132,6 @@ func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
 	return views, nil
 }
 
-func (q *quorum) indexed(context.Context, string) ([]string, bool, error) { return nil, false, nil }
-func (q *quorum) unindex(context.Context, string, []string) error         { return nil }
-
 // views reads each key as view does: a quorum needs every node's view of
 // a key to combine them.
 func (q *quorum) views(ctx context.Context, keys []string) ([]lockView, error) {
@@ -158,9 +153,9 @@ func (q *quorum) views(ctx context.Context, keys []string) ([]lockView, error) {
 // deployment keeps one, else by scanning for the keys under the prefix
 // (and with all, the last-run records under it), as also with scan.
 // fromIndex says which.
-func (c *Client) listKeys(ctx context.Context, all, scan bool) (keys []string, fromIndex bool, err error) {
-	if !scan {
-		keys, fromIndex, err = c.b.indexed(ctx, c.prefix)
+func (c *Client) listKeys(ctx context.Context, a adminBackend, all, scan bool) (keys []string, fromIndex bool, err error) {
+	if ik, ok := c.b.(indexKeeper); ok && !scan {
+		keys, fromIndex, err = ik.indexed(ctx, c.prefix)
 		if err != nil {
 			return nil, false, fmt.Errorf("list %s*: %w", c.prefix, err)
 		}
@@ -170,12 +165,12 @@ func (c *Client) listKeys(ctx context.Context, all, scan bool) (keys []string, f
 		slices.Sort(keys)
 		return keys, true, nil
 	}
-	if keys, err = c.b.keys(ctx, globEscape(c.prefix)+"*"); err != nil {
+	if keys, err = a.keys(ctx, globEscape(c.prefix)+"*"); err != nil {
 		return nil, false, fmt.Errorf("list %s*: %w", c.prefix, err)
 	}
 	var recorded []string // with all: the lock keys of the records found
 	if all {
-		recs, err := c.b.keys(ctx, recordPattern(c.prefix))
+		recs, err := a.keys(ctx, recordPattern(c.prefix))
 		if err != nil {
 			return nil, false, fmt.Errorf("list records of %s*: %w", c.prefix, err)
 		}

@@ -1,8 +1,10 @@
 package withlock
 
+// Client.List and Client.Break, and how the admin paths tell a lock's key
+// from its side keys and records.
+
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,7 +19,7 @@ type ListOptions struct {
 	// SCAN.
 	All bool
 	// Scan finds the locks with SCAN even where the deployment keeps an
-	// index of names (index.go): it also finds those that this version
+	// index of names (admin_index.go): it also finds those that this version
 	// never renewed or recorded, taken by an older version or another
 	// program.
 	Scan bool
@@ -25,7 +27,7 @@ type ListOptions struct {
 
 // List returns the Status of every lock held under the Client's prefix,
 // sorted by key. On one deployment that is not a Cluster it reads the
-// prefix's index (index.go), so that its cost grows with the locks, not
+// prefix's index (admin_index.go), so that its cost grows with the locks, not
 // with the other keys in Redis: a lock is listed from its holder's first
 // renewal or its first recorded release. On a Cluster, a quorum, or a
 // deployment whose index is empty it finds them with SCAN (never KEYS) on
@@ -35,12 +37,16 @@ type ListOptions struct {
 // free. Fencing counters, last-run records and break markers are not
 // locks and are skipped; index entries whose lock and records are all gone are removed.
 func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error) {
-	all := opts != nil && opts.All
-	keys, fromIndex, err := c.listKeys(ctx, all, opts != nil && opts.Scan)
+	a, err := c.admin("list " + c.prefix + "*")
 	if err != nil {
 		return nil, err
 	}
-	views, err := c.b.views(ctx, keys)
+	all := opts != nil && opts.All
+	keys, fromIndex, err := c.listKeys(ctx, a, all, opts != nil && opts.Scan)
+	if err != nil {
+		return nil, err
+	}
+	views, err := a.views(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +67,9 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 			stale = append(stale, keys[i])
 		}
 	}
-	if fromIndex {
+	if ik, ok := c.b.(indexKeeper); ok && fromIndex {
 		// Best effort: a failed pruning is tried again at the next List.
-		_ = c.b.unindex(ctx, c.prefix, stale)
+		_ = ik.unindex(ctx, c.prefix, stale)
 	}
 	return list, nil
 }
@@ -83,7 +89,11 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 	if name == "" {
 		return nil, ErrEmptyName
 	}
-	v, err := c.b.breakLock(ctx, c.Key(name), c.breaker())
+	a, err := c.admin("break " + c.Key(name))
+	if err != nil {
+		return nil, err
+	}
+	v, err := a.breakLock(ctx, c.Key(name), c.breaker())
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +107,7 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 // it sets the marker to "<ARGV[2]> <SHA-1 of each token removed>…" for the
 // key's remaining life plus a second (a minute more for a key without
 // expiry): the holder's next renewal comes within that life.
-//
-//go:embed break.lua
-var breakScript string
+var breakScript = luaScript("break.lua")
 
 // breakOn runs the break script for key on rdb, as the Client by
 // ("<host>:<pid>"), and returns the token it removed, "" when the key was

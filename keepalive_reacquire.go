@@ -1,5 +1,8 @@
 package withlock
 
+// What a KeepAlive does when a renewal finds its key gone: tell whether
+// Break removed it, and with Reacquire take it back.
+
 import (
 	"context"
 	"errors"
@@ -8,14 +11,8 @@ import (
 )
 
 // What a KeepAlive does when a renewal finds its key gone: tell whether
-// Client.Break removed it (broken.go), and with KeepAliveOptions.Reacquire
+// Client.Break removed it (admin_broken.go), and with KeepAliveOptions.Reacquire
 // take it back when nobody broke or took it (retake).
-
-// ErrReacquired is what KeepAliveOptions.OnRenew is given for a renewal that
-// found the lock's key gone and took it again (KeepAliveOptions.Reacquire):
-// the lock is held again, under the same token, and Lock.Fence returns the
-// new fencing number if the lock is fenced.
-var ErrReacquired = errors.New("the lock's key vanished; took it again")
 
 // retake takes l again with its own token after its key vanished: the
 // acquiring command of a fresh acquisition (SET NX PX, or with fencing the
@@ -75,7 +72,7 @@ func (k *KeepAlive) afterLoss(ctx context.Context, r renewal, lossAt time.Time) 
 		if fence != 0 {
 			l.refence.Store(fence)
 		}
-		l.indexed.Store(false) // index.go: a Redis that lost the key lost its index too
+		l.indexed.Store(false) // admin_index.go: a Redis that lost the key lost its index too
 		return renewal{sent: sent, took: took, err: ErrReacquired}
 	case errors.Is(err, ErrNotObtained):
 		r.err = fmt.Errorf("%w: its key vanished and %w", ErrLockNotHeld, err)

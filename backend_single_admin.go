@@ -1,5 +1,8 @@
 package withlock
 
+// One deployment's admin methods: views, keys, Break and the release-and-record
+// of a run.
+
 import (
 	"context"
 	"fmt"

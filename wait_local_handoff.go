@@ -1,5 +1,8 @@
 package withlock
 
+// The local hand-off: a release that gives the lock straight to a waiter of
+// the same Client.
+
 import (
 	"context"
 	"time"
@@ -43,7 +46,7 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 		cid := ln.cid
 		ln.mu.Unlock()
 		sent := time.Now() // the hand-over's SET runs after this
-		to, err := l.c.b.releaseTo(ctx, l, 0, cid)
+		to, err := r.b.releaseTo(ctx, l, 0, cid)
 		if to != "" {
 			ln.mu.Lock()
 			ln.deliverToken(r, to, sent)
@@ -51,8 +54,9 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 		}
 		return true, err
 	}
+	ho, ok := l.c.b.(handOverer)
 	q := ln.queues[l.key]
-	if q == nil || len(q.waiters) == 0 {
+	if !ok || q == nil || len(q.waiters) == 0 {
 		ln.mu.Unlock()
 		return false, nil
 	}
@@ -74,19 +78,17 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 	// The backend cleans up a SET that failed on the wire and may land
 	// later, before it returns: the waiter may give up instead of trying
 	// again, and then nobody would release that key.
-	handled, got, err := l.c.b.handOver(ctx, l, to)
+	got, err := ho.handOver(ctx, l, to)
 
 	ln.mu.Lock()
-	if ignore && (!handled || err != nil) && q.ownReleasesToIgnore > 0 {
-		q.ownReleasesToIgnore-- // nothing was published, or we cannot tell: ignore nothing
+	if ignore && err != nil && q.ownReleasesToIgnore > 0 {
+		q.ownReleasesToIgnore-- // we cannot tell whether it was published: ignore nothing
 	}
 	w.handOffInFlight = false
-	if handled {
-		w.handOff = &handOffResult{to: to, got: got}
-	}
+	w.handOff = &handOffResult{to: to, got: got}
 	w.wake()
 	ln.mu.Unlock()
-	return handled, err
+	return true, err
 }
 
 // takeHandOff picks up the outcome of a hand-off to w, waiting for one in

@@ -13,7 +13,7 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// aliveFor is the life of a waiting Client's liveness key (line.go).
+// aliveFor is the life of a waiting Client's liveness key (wait_fair.go).
 const aliveFor = 3 * time.Second
 
 // lineBaseOf is the hash-tagged base of the line's keys for the lock key

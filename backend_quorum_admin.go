@@ -1,5 +1,8 @@
 package withlock
 
+// A quorum's admin methods: views, keys, Break and the release-and-record
+// of a run, across its nodes.
+
 import (
 	"context"
 	"errors"
@@ -64,7 +67,7 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 	}
 	w = w.withoutIndex() // a quorum's List scans its nodes
 	// As release: a majority decides, and a node that has not answered
-	// gets the same script queued (quorum_race.go).
+	// gets the same script queued (backend_quorum_race.go).
 	q.forget(l)
 	res, pending := race(ctx, q.nodes, q.need, l.ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) result {
 		relErr, recErr := finishOn(ctx, rdb, l, keep, w)

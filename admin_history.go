@@ -1,5 +1,7 @@
 package withlock
 
+// Client.History: the recorded runs of a name, newest first.
+
 import (
 	"context"
 	"errors"
@@ -17,7 +19,11 @@ import (
 // of answers, as List does.
 func (c *Client) History(ctx context.Context, name string, n int) ([]Run, error) {
 	key := c.Key(name)
-	raws, err := c.b.history(ctx, key, n)
+	a, err := c.admin("history of " + key)
+	if err != nil {
+		return nil, err
+	}
+	raws, err := a.history(ctx, key, n)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", key, err)
 	}

@@ -1,5 +1,8 @@
 package withlock
 
+// Client.Break's marker: the key naming who broke a lock, which a holder's
+// KeepAlive reads to say so in its LostError.
+
 import (
 	"context"
 	"crypto/sha1"
@@ -56,12 +59,6 @@ func brokenOn(ctx context.Context, rdb redis.UniversalClient, l *Lock) (string, 
 		}
 	}
 	return "", nil
-}
-
-// breakTeller is a backend whose Break leaves a marker its victim can read:
-// every one (a semaphore is single's).
-type breakTeller interface {
-	brokenBy(ctx context.Context, l *Lock) (string, error)
 }
 
 // brokenBy on a quorum asks every node at once (Break left the marker on

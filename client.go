@@ -1,0 +1,150 @@
+package withlock
+
+// The public entry: Options, LockOptions, Client (New) and TryAcquire and
+// Acquire.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix is put before a lock's name to make its Redis key.
+const DefaultPrefix = "lock:"
+
+// Options configure a Client. A nil *Options means the defaults.
+type Options struct {
+	// Prefix is put before a lock's name to make its key; "" means
+	// DefaultPrefix.
+	Prefix string
+	// History is how many runs Lock.ReleaseAndRecord keeps in a name's
+	// history (Client.History); 0 means DefaultHistory, a negative number
+	// none.
+	History int
+}
+
+// LockOptions configure one acquisition. A nil *LockOptions means the
+// defaults: no fencing number, no min-hold, no replica acknowledgement.
+type LockOptions struct {
+	// Fence draws a fencing number with the acquisition: see Lock.Fence.
+	// A quorum Client refuses it (errors.ErrUnsupported).
+	Fence bool
+	// MinHold keeps the key at least this long after acquisition: Release
+	// shortens its life to what is left of MinHold instead of deleting it.
+	MinHold time.Duration
+	// MinReplicas, when positive, makes the acquisition wait (Redis WAIT)
+	// until that many replicas acknowledge the key; if fewer do within
+	// ReplicaTimeout the lock is released and the error matches
+	// ErrNotReplicated. This narrows, but does not close, the window in
+	// which a failover loses the lock: Sentinel or Cluster may still
+	// promote a replica that had not acknowledged.
+	MinReplicas int
+	// ReplicaTimeout bounds the wait for MinReplicas; 0 means 1s. Keep it
+	// below the Redis client's ReadTimeout.
+	ReplicaTimeout time.Duration
+}
+
+// Client takes locks on one Redis deployment, or on a quorum of them
+// (NewQuorum). It is safe for concurrent use. Beyond its configuration it
+// holds state only while Acquire waits: the waiting lines and one shared
+// Pub/Sub connection, closed again soon after the last waiter is done.
+type Client struct {
+	b      backend // where locks are kept: backend_single.go or backend_quorum.go
+	prefix string
+	owner  string   // "<host>:<pid>:" put before every token
+	line   waitLine // waiting Acquires, see wait_local.go
+
+	history int // runs kept per name by ReleaseAndRecord (admin_records.go)
+}
+
+// New returns a Client that takes locks on the Redis deployment rdb: a
+// plain client, a Sentinel failover client or a Cluster client.
+func New(rdb redis.UniversalClient, opts *Options) *Client {
+	return newClient(&single{rdb: rdb}, opts)
+}
+
+func newClient(b backend, opts *Options) *Client {
+	c := &Client{b: b, prefix: DefaultPrefix, owner: ownerPrefix(), history: DefaultHistory}
+	if opts != nil && opts.Prefix != "" {
+		c.prefix = opts.Prefix
+	}
+	if opts != nil && opts.History != 0 {
+		c.history = max(opts.History, 0)
+	}
+	return c
+}
+
+// Key returns the Redis key of the lock called name.
+func (c *Client) Key(name string) string { return c.prefix + name }
+
+// TryAcquire takes the lock called name for ttl, or fails at once with a
+// *NotObtainedError (errors.Is(err, ErrNotObtained)) when someone else
+// holds it. On one deployment without fencing it is exactly one SET key
+// token NX PX ttl (EX when ttl is whole seconds). ttl must be at least a
+// millisecond.
+func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
+	token, err := newToken(c.owner, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return c.tryAcquire(ctx, name, token, ttl, opts)
+}
+
+func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("ttl %s is below 1ms", ttl)
+	}
+	return c.take(ctx, c.newLock(name, token, ttl, opts), opts)
+}
+
+// newLock is the Lock an acquisition of name with token wants.
+func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOptions) *Lock {
+	l := &Lock{c: c, name: name, key: c.Key(name), token: token, ttl: ttl}
+	if opts != nil {
+		l.minHold = opts.MinHold
+	}
+	return l
+}
+
+// take sends l's acquiring command and returns l when it is ours. A
+// waiter's first try takes the Lock it will wait with, so that the
+// uncontended path allocates one Lock.
+func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, error) {
+	l.acquired = time.Now() // before sending: the key cannot outlive acquired+ttl
+	if err := c.b.acquire(ctx, l, opts); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Acquire takes the lock called name for ttl, waiting while someone else
+// holds it until ctx is done. When ctx ends first the error matches both
+// ErrNotObtained and ctx.Err() with errors.Is.
+//
+// A free lock costs what TryAcquire does: one SET. A busy one is waited for
+// without polling, in a line kept in Redis beside the lock's key (wait_fair.go):
+// waiters of every Client, in any process, are served in the order they
+// joined, and a release hands the lock to the first live waiter and wakes
+// only it. A waiter that gives up leaves the line at once; one whose
+// process died is skipped. Where there is no line (a quorum, fenced or
+// replicated acquisitions, Redis before 7.0) waiters subscribe to the
+// lock's release messages, try again, and sleep until a release, the
+// holder's expiry or a fallback poll of about a second; those of one Client
+// are still served in FIFO order. A try in flight when ctx ends is
+// completed, bounded by the Redis client's read timeout, so that it cannot
+// leave behind a lock nobody knows of.
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
+	token, err := newToken(c.owner, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return c.line.wait(ctx, c, name, token, ttl, opts)
+}
