@@ -6,6 +6,7 @@ package withlock
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -135,12 +136,26 @@ func queueScript(ctx context.Context, rdb redis.UniversalClient, key, script str
 	if _, err := conn.Write(buf); err != nil {
 		return err
 	}
-	// Half-close: Redis reads the commands, then the end of the stream.
+	// Half-close: Redis reads the commands, then the end of the stream, and
+	// closes its side once it has run them. A server that answers does so
+	// at once, so wait briefly for that close: then the deletion is done,
+	// not only queued, when the caller returns its error. A stalled server
+	// costs queueAnswerWait at most, and the bytes stay queued.
 	if tc, ok := conn.(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
+		wait := time.Now().Add(queueAnswerWait)
+		if d, ok := ctx.Deadline(); ok && d.Before(wait) {
+			wait = d
+		}
+		_ = conn.SetReadDeadline(wait)
+		_, _ = io.Copy(io.Discard, conn)
 	}
 	return nil
 }
+
+// queueAnswerWait is how long queueScript waits for a server to run what
+// it queued and close the connection.
+const queueAnswerWait = 200 * time.Millisecond
 
 // credentials are the user and password a connection of opt authenticates
 // with, from its provider if it has one.
