@@ -77,7 +77,7 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, rec st
 	}, func(r result) verdict { return judgeResult(r.release) }, nil)
 	for i, p := range pending {
 		if p {
-			res[i] = result{nodeResult{err: errNoAnswerYet}, errNoAnswerYet}
+			res[i] = result{nodeResult{err: pendingErr(ctx)}, pendingErr(ctx)}
 		}
 	}
 	q.queueOnPending(ctx, pending, l.key, finishScript, []string{l.key, recordKey(l.key)},
