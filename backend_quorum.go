@@ -146,11 +146,13 @@ func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error 
 	// landed: a node whose reply was lost may have set the key all the
 	// same. The clean-up is queued, not waited for (cleanupScript); a
 	// claim still on its way is removed when it answers (lateClaim).
+	// Where the claim was confirmed the node answers: its deletion is
+	// awaited, so that no key of ours is there when this returns.
 	var wg sync.WaitGroup
 	for i, r := range res {
 		if r.err == nil && r.n > 0 || r.err != nil && mayHaveLanded(r.err) {
 			wg.Go(func() {
-				cleanupScript(ctx, q.nodes[i], l.key, releaseScript, []string{l.key}, l.token, 0)
+				cleanupScript(ctx, q.nodes[i], r.err == nil, l.key, releaseScript, []string{l.key}, l.token, 0)
 			})
 		}
 	}

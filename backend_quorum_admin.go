@@ -81,7 +81,7 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 	}, func(r result) verdict { return judgeResult(r.release) }, nil)
 	for i, p := range pending {
 		if p {
-			res[i] = result{nodeResult{err: errNoAnswerYet}, errNoAnswerYet}
+			res[i] = result{nodeResult{err: pendingErr(ctx)}, pendingErr(ctx)}
 		}
 	}
 	q.queueOnPending(ctx, pending, l.key, finishScript, append([]string{l.key}, w.keys(l.key)...),

@@ -47,7 +47,7 @@ func (s *single) acquireReplicated(ctx context.Context, l *Lock, opts *LockOptio
 	}
 	// Give the key up rather than run on a lock that a failover may lose,
 	// through the pool: a WAIT that timed out leaves conn unusable.
-	s.abandon(ctx, l)
+	s.abandon(ctx, l, err == nil) // WAIT answered: wait for the deletion too
 	if err != nil {
 		return false, fmt.Errorf("wait for replicas of %s: %w", l.key, err)
 	}

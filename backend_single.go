@@ -71,7 +71,7 @@ func (s *single) set(ctx context.Context, rdb setter, l *Lock, fenced bool) (boo
 		// type makes its SET NX answer "held", and held finds out.
 		return false, wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
 	case mayHaveLanded(err):
-		s.abandon(ctx, l)
+		s.abandon(ctx, l, false)
 	}
 	return false, fmt.Errorf("acquire %s: %w", l.key, err)
 }
@@ -87,7 +87,7 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 	}
 	if err != nil {
 		if mayHaveLanded(err) { // a retried SET may have landed before
-			s.abandon(ctx, l)
+			s.abandon(ctx, l, false)
 		}
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 		// While we hold the lock nobody else can draw a number, so the
 		// counter is still the one our landed script drew.
 		if l.fence, err = s.rdb.Get(ctx, fenceKey(l.key)).Int64(); err != nil {
-			s.abandon(ctx, l)
+			s.abandon(ctx, l, !mayHaveLanded(err))
 			return fmt.Errorf("read fence of %s: %w", l.key, err)
 		}
 	}
@@ -248,7 +248,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	if serr != nil && mayHaveLanded(serr) {
 		// The SET may still land, and the waiter may give up instead of
 		// trying again: then nobody would release that key.
-		s.abandon(ctx, to)
+		s.abandon(ctx, to, false)
 	}
 	got = got && serr == nil
 	n, err := release.Int64()
@@ -273,30 +273,34 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 
 // abandon deletes l's key if it still holds l's token, best effort, even
 // when ctx is already cancelled, without waiting for a stalled server: see
-// cleanupScript.
-func (s *single) abandon(ctx context.Context, l *Lock) {
-	cleanupScript(ctx, s.rdb, l.key, releaseScript, []string{l.key}, l.token, 0)
+// cleanupScript. answered says whether Redis has just answered.
+func (s *single) abandon(ctx context.Context, l *Lock, answered bool) {
+	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript, []string{l.key}, l.token, 0)
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts
-// times until Redis answers or ctx ends.
-func retryCleanup(ctx context.Context, del func(context.Context) error) {
+// times until Redis answers or ctx ends. It reports whether Redis answered.
+func retryCleanup(ctx context.Context, del func(context.Context) error) bool {
 	for i := range abandonAttempts {
 		start := time.Now()
 		err := del(ctx)
-		if err == nil || isRedisReply(err) || ctx.Err() != nil {
-			return
+		switch {
+		case err == nil || isRedisReply(err):
+			return true
+		case ctx.Err() != nil:
+			return false
 		}
 		if i < len(abandonPauses) {
 			if d := abandonPauses[i] - time.Since(start); d > 0 {
 				select {
 				case <-time.After(d):
 				case <-ctx.Done():
-					return
+					return false
 				}
 			}
 		}
 	}
+	return false
 }
 
 // mayHaveLanded reports whether a command that failed with err may have
