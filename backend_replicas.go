@@ -54,7 +54,7 @@ func (s *single) acquireReplicated(ctx context.Context, l *Lock, opts *LockOptio
 	// The server answered: delete at once, so that the key is gone when the
 	// error is returned.
 	retryCleanup(context.WithoutCancel(ctx), func(ctx context.Context) error {
-		return s.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, 0).Err()
+		return s.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, 0, lineArg(l.key)).Err()
 	})
 	return false, &notReplicatedError{key: l.key, want: opts.MinReplicas, got: int(acks)}
 }

@@ -141,7 +141,7 @@ func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error
 // in the fair line, the script may hand the lock to a waiter of that
 // Client without publishing. It returns the token the lock went to, or "".
 func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
-	args := []any{l.token, keep.Milliseconds()}
+	args := []any{l.token, keep.Milliseconds(), lineArg(l.key)}
 	if cid != "" {
 		args = append(args, cid)
 	}
@@ -205,7 +205,7 @@ func (s *single) mayHold(v, token string) bool { return v == token }
 // key holds its token. A semaphore's marker ends the waits with a
 // *SlotsError, as it ends a try.
 func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
-	args := []any{cid, aliveFor.Milliseconds()}
+	args := []any{lineArg(key), cid, aliveFor.Milliseconds()}
 	for _, e := range entries {
 		args = append(args, e)
 	}
@@ -240,7 +240,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	var release *redis.Cmd
 	var set *redis.BoolCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0)
+		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0, lineArg(from.key))
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
 		return nil
 	})
@@ -275,7 +275,7 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 // when ctx is already cancelled, without waiting for a stalled server: see
 // cleanupScript.
 func (s *single) abandon(ctx context.Context, l *Lock) {
-	cleanupScript(ctx, s.rdb, l.key, releaseScript, []string{l.key}, l.token, 0)
+	cleanupScript(ctx, s.rdb, l.key, releaseScript, []string{l.key}, l.token, 0, lineArg(l.key))
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts

@@ -50,29 +50,6 @@ const (
 	aliveEvery = time.Second
 )
 
-// hasLine reports whether key has a line: lineBase without building it.
-func hasLine(key string) bool {
-	if open := strings.IndexByte(key, '{'); open >= 0 && strings.IndexByte(key[open+1:], '}') > 0 {
-		return true
-	}
-	return !strings.Contains(key, "}")
-}
-
-// lineBase is the hash-tagged base of key's line names, in key's slot, as
-// fenceKey uses; false for a key with '}' but no hash tag, which waits
-// without a line (the release script makes the same choice).
-func lineBase(key string) (string, bool) {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key, true
-		}
-	}
-	if strings.Contains(key, "}") {
-		return "", false
-	}
-	return "{" + key + "}", true
-}
-
 // queues reports whether an acquisition with opts can wait in the line:
 // the hand-over is a plain SET PX, so fenced and replicated acquisitions
 // wait as before (wait_local.go).
