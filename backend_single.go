@@ -204,7 +204,7 @@ func (s *single) mayHold(v, token string) bool { return v == token }
 // lineCheck runs lineCheckScript: an entry was handed the lock when the
 // key holds its token. A semaphore's marker ends the waits with a
 // *SlotsError, as it ends a try.
-func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
+func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (int64, []lineSeen, error) {
 	args := []any{lineArg(key), cid, aliveFor.Milliseconds()}
 	for _, e := range entries {
 		args = append(args, e)
@@ -214,11 +214,11 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
 	if err != nil {
-		return "", 0, nil, err
+		return 0, nil, err
 	}
 	holder, _ := res[0].(string)
 	if n, ok := slotsOf(holder); ok { // a semaphore took the name meanwhile
-		return "", 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
+		return 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
 	}
 	pttl, _ := res[1].(int64)
 	seen := make([]lineSeen, len(entries))
@@ -226,7 +226,7 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 		seen[i].pos, _ = res[2+i].(int64)
 		seen[i].handed = holder != "" && holder == entryToken(e)
 	}
-	return holder, pttl, seen, nil
+	return pttl, seen, nil
 }
 
 // lineStore: one deployment keeps the line beside the lock's key.
