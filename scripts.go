@@ -80,7 +80,8 @@ var (
 	// min-hold ran out, so no release served the line) it hands the lock to
 	// the first live waiter as releaseScript does, publishing to it even
 	// when that is the caller. It returns the key's holder ("" if free),
-	// its PTTL, and each entry's position in the line (-1 when absent).
+	// its PTTL (1, not 0, in its last millisecond, so that the head waiter
+	// checks again rather than wait for the poll), and each entry's position in the line (-1 when absent).
 	lineCheckScript = luaScript("line_check.lua")
 )
 

@@ -16,7 +16,9 @@ if redis.call('exists', k) == 0 then
     end
   end
 end
-local out = {redis.call('get', k) or '', redis.call('pttl', k)}
+-- A key in its last millisecond reads PTTL 0: say 1, so the head checks again.
+local p = redis.call('pttl', k)
+local out = {redis.call('get', k) or '', p == 0 and 1 or p}
 for i = 4, #ARGV do
   out[#out + 1] = redis.call('lpos', b .. ':q', ARGV[i]) or -1
 end
