@@ -1,6 +1,7 @@
 package withlock
 
-// The storage seam: the interface every kind of lock storage implements.
+// The storage seam: the core interface every kind of lock storage
+// implements, and the optional capabilities only some have.
 
 import (
 	"context"
