@@ -7,6 +7,7 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/config"
 )
 
 // busy says, unless -q, that the lock is held and the command not run.
@@ -26,7 +27,7 @@ func (r *runner) busy(err error) {
 	}
 	f := holderFields(held.Holder)
 	msg := err.Error()
-	if held.Slots == 0 && (r.cfg.Cluster || len(r.cfg.RedisURLs) == 1) {
+	if held.Slots == 0 && r.cfg.Topology() != config.Quorum {
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 		st, serr := r.locker.Status(ctx, r.cfg.Name)
 		cancel()

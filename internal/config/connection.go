@@ -115,7 +115,7 @@ func (c *Config) validateConnection() error {
 		return errors.New("--sentinel-master needs at least one --sentinel HOST:PORT")
 	case len(p.Sentinels) > 0 && len(p.RedisURLs) > 1:
 		return errors.New("with --sentinel, give at most one --redis URL (for the master's credentials, TLS and database)")
-	case !p.Cluster && len(p.RedisURLs) > 1 && len(p.RedisURLs)%2 == 0:
+	case p.Topology() == Quorum && len(p.RedisURLs)%2 == 0:
 		return fmt.Errorf("a quorum needs an odd number of independent --redis masters, not %d", len(p.RedisURLs))
 	}
 	return nil
