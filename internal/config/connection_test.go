@@ -106,7 +106,7 @@ func TestPasswordSources(t *testing.T) {
 		{"file writable by the group", []string{"--password-file", file("group", 0o620, "x")}, nil, "ERR"},
 		{"empty file", []string{"--password-file", file("empty", 0o600, "\n")}, nil, "ERR"},
 		{"a directory", []string{"--password-file", dir}, nil, "ERR"},
-		{"skip_verify without --insecure", []string{"--redis", "rediss://h/0?skip_verify=true"}, nil, "ERR"},
+		{"skip_verify without --tls-insecure", []string{"--redis", "rediss://h/0?skip_verify=true"}, nil, "ERR"},
 		{"bad URL with a password", []string{"--redis", "redis://:hunter2@h:notaport/0"}, nil, "ERR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
