@@ -27,14 +27,6 @@ import (
 // The fencing counter, the last-run record and the fair line are the
 // plain lock's (fenceKey, recordKey, wait_fair.go).
 
-// SlotHolder is one holder of a semaphore's slot, as Status reports it.
-type SlotHolder struct {
-	Slot   int           // 1..N
-	Holder string        // "<host>:<pid>", or "unknown"
-	TTL    time.Duration // remaining time; -1 without expiry
-	Since  time.Time     // when it began acquiring; zero if unknown
-}
-
 // NewSemaphore returns a Client whose locks each admit up to slots holders
 // at once: "at most two backups across the fleet". Everything a Client does
 // works per holder: TryAcquire takes a free slot or fails with a
@@ -208,7 +200,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 // does for a plain lock.
 func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 	b, _ := lineBase(l.key)
-	cleanupScript(ctx, s.one.rdb, l.key, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "")
+	cleanupScript(ctx, s.one.rdb, false, l.key, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "")
 }
 
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {

@@ -28,7 +28,7 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView, error) {
 	v := lockView{st: &Status{Key: key, Fence: n.fence, Done: doneWindow(n.done, time.Now())}, token: n.token}
 	if n.token != "" {
-		v.st.Held, v.st.Holder, v.st.TTL, v.st.Since = true, holderOf(n.token), n.ttl, sinceOf(n.token)
+		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(n.token), TTL: n.ttl, Since: sinceOf(n.token)}
 	}
 	if n.record != "" {
 		v.records = []string{n.record}
@@ -83,7 +83,7 @@ func (s *single) breakLock(ctx context.Context, key, by string) (lockView, error
 		return brokenSlots(v, n, slots), nil
 	}
 	if token != "" {
-		v.st.Held, v.st.Holder, v.st.Since = true, holderOf(token), sinceOf(token)
+		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(token), Since: sinceOf(token)}
 	}
 	return v, nil
 }
@@ -101,9 +101,9 @@ func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time
 	if !hasIndex(rdb) {
 		w = w.withoutIndex()
 	}
-	// ARGV[3] is the release's Client id in the fair line; none here.
+	// ARGV[4] is the release's Client id in the fair line; none here.
 	v, err := rdb.Eval(ctx, finishScript, append([]string{l.key}, w.keys(l.key)...),
-		append([]any{l.token, keep.Milliseconds(), ""}, w.args()...)...).Slice()
+		append([]any{l.token, keep.Milliseconds(), lineArg(l.key), ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }
 

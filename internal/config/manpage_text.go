@@ -231,10 +231,14 @@ since, fence, duration_ms, ttl_ms, code, signal, error, tracking, and on release
 It holds from the first line: an error in the flags, a variable or the config
 file is JSON too when any of the three asks for json, and every error line
 carries the exit code in code.`,
-		"cacert": `Verify the server's TLS certificate against the CA certificates in FILE
+		"tls-cacert": `Verify the server's TLS certificate against the CA certificates in FILE
 instead of the system's.`,
-		"insecure": `Do not verify the server's TLS certificate (testing only; with-lock warns).
-Required for skip_verify=true in a URL.`,
+		"tls-insecure": `Do not verify the server's TLS certificate (testing only; with-lock warns).
+Required for skip_verify=true in a URL.
+The old names \-\-cacert, \-\-cert, \-\-key and \-\-insecure (as redis-cli
+spells them) still work on the command line; in the config file the keys are
+tls-cacert, tls-cert, tls-key and tls-insecure, and the old keys are refused
+with exit 78.`,
 		"password-file": `Read the Redis password from FILE, which must not be accessible by group or
 others. Otherwise the password comes from the URL, then
 .BR WITH_LOCK_PASSWORD ,
@@ -248,9 +252,9 @@ replicas have the lock. If fewer do, release it and exit 69 without running
 the command.`,
 		"version": `Print the version.`,
 		"help":    `Print help with examples.`,
-		"cert": `TLS client certificate (PEM), presented with the key of
-\-\-key (for a server with tls\-auth\-clients yes).`,
-		"key":           `The private key (PEM) of the \-\-cert client certificate.`,
+		"tls-cert": `TLS client certificate (PEM), presented with the key of
+\-\-tls\-key (for a server with tls\-auth\-clients yes).`,
+		"tls-key":       `The private key (PEM) of the \-\-tls\-cert client certificate.`,
 		"sentinel-user": `ACL user for the sentinels.`,
 		"sentinel-password-file": `Read the sentinels' password from FILE (or
 .BR WITH_LOCK_SENTINEL_PASSWORD ).`,
