@@ -141,7 +141,7 @@ func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error
 // in the fair line, the script may hand the lock to a waiter of that
 // Client without publishing. It returns the token the lock went to, or "".
 func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
-	args := []any{l.token, keep.Milliseconds()}
+	args := []any{l.token, keep.Milliseconds(), lineArg(l.key)}
 	if cid != "" {
 		args = append(args, cid)
 	}
@@ -204,8 +204,8 @@ func (s *single) mayHold(v, token string) bool { return v == token }
 // lineCheck runs lineCheckScript: an entry was handed the lock when the
 // key holds its token. A semaphore's marker ends the waits with a
 // *SlotsError, as it ends a try.
-func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
-	args := []any{cid, aliveFor.Milliseconds()}
+func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (int64, []lineSeen, error) {
+	args := []any{lineArg(key), cid, aliveFor.Milliseconds()}
 	for _, e := range entries {
 		args = append(args, e)
 	}
@@ -214,11 +214,11 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
 	if err != nil {
-		return "", 0, nil, err
+		return 0, nil, err
 	}
 	holder, _ := res[0].(string)
 	if n, ok := slotsOf(holder); ok { // a semaphore took the name meanwhile
-		return "", 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
+		return 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
 	}
 	pttl, _ := res[1].(int64)
 	seen := make([]lineSeen, len(entries))
@@ -226,7 +226,7 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 		seen[i].pos, _ = res[2+i].(int64)
 		seen[i].handed = holder != "" && holder == entryToken(e)
 	}
-	return holder, pttl, seen, nil
+	return pttl, seen, nil
 }
 
 // lineStore: one deployment keeps the line beside the lock's key.
@@ -240,7 +240,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	var release *redis.Cmd
 	var set *redis.BoolCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0)
+		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0, lineArg(from.key))
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
 		return nil
 	})
@@ -275,7 +275,7 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 // when ctx is already cancelled, without waiting for a stalled server: see
 // cleanupScript. answered says whether Redis has just answered.
 func (s *single) abandon(ctx context.Context, l *Lock, answered bool) {
-	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript, []string{l.key}, l.token, 0)
+	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript, []string{l.key}, l.token, 0, lineArg(l.key))
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts
