@@ -56,7 +56,7 @@ func statusShowsLeftovers(t *testing.T, name, note string) {
 	}
 
 	type shown struct {
-		Held      bool   `json:"held"`
+		Held      bool `json:"held"`
 		Leftovers *struct {
 			ExitCode  int       `json:"exit_code"`
 			Exited    time.Time `json:"exited"`
