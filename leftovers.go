@@ -7,8 +7,11 @@ package withlock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Leftovers says that the command of the lock's run has exited while
@@ -40,26 +43,47 @@ func leftKey(key string) string { return sideKey(key, "left") }
 // the note. It returns 0 when the lock is not ours.
 var leftScript = luaScript("left.lua")
 
-// leftNoter is a backend that can store a leftovers note: one deployment.
+// leftNoter is a backend that can store a leftovers note: one deployment
+// or a quorum.
 type leftNoter interface {
 	noteLeft(ctx context.Context, l *Lock, note string) (bool, error)
 }
 
 func (s *single) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
 	n, err := s.rdb.Eval(ctx, leftScript, []string{l.key, leftKey(l.key)}, l.token, note).Int64()
-	return n == 1, err
+	if err != nil {
+		return false, fmt.Errorf("leftovers note on %s: %w", l.key, err)
+	}
+	return n == 1, nil
+}
+
+// noteLeft on a quorum stores the note on every node that holds the lock,
+// and reports it held when a majority does.
+func (q *quorum) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
+	res := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeResult {
+		n, err := rdb.Eval(ctx, leftScript, []string{l.key, leftKey(l.key)}, l.token, note).Int64()
+		return nodeResult{n: n, err: err}
+	})
+	yes, no, errs := tally(res)
+	if yes >= q.need {
+		return true, nil
+	}
+	if err := q.quorumError("leftovers note on", l, yes, no, errs); !errors.Is(err, ErrLockNotHeld) {
+		return false, err
+	}
+	return false, nil
 }
 
 // NoteLeftovers stores left beside the lock while it is still held, for
 // the lock's remaining time: call it again after renewals to keep it, and
 // when the number of processes changes. ReleaseAndRecord deletes it. It
 // returns an error matching ErrLockNotHeld when the lock is no longer
-// ours, and one matching errors.ErrUnsupported on a quorum or a
-// semaphore.
+// ours, and one matching errors.ErrUnsupported on a semaphore. On a quorum
+// it is stored on the nodes that hold the lock, a majority.
 func (l *Lock) NoteLeftovers(ctx context.Context, left Leftovers) error {
 	b, ok := l.c.b.(leftNoter)
 	if !ok || l.slot > 0 {
-		return unsupported("leftovers note on " + l.key + ": only a plain lock on one deployment keeps one")
+		return unsupported("leftovers note on " + l.key + ": a semaphore keeps none")
 	}
 	raw, err := json.Marshal(leftNote{Leftovers: left, Tag: tokenTag(l.token)})
 	if err != nil {
@@ -68,7 +92,7 @@ func (l *Lock) NoteLeftovers(ctx context.Context, left Leftovers) error {
 	held, err := b.noteLeft(ctx, l, string(raw))
 	switch {
 	case err != nil:
-		return fmt.Errorf("leftovers note on %s: %w", l.key, err)
+		return err
 	case !held:
 		return fmt.Errorf("leftovers note on %s: %w", l.key, ErrLockNotHeld)
 	}
