@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +44,7 @@ type jobStop struct {
 	stopped bool         // --max-run or --leftovers kill began stopping the job
 	exited  time.Time    // when the command exited
 	warned  bool         // the leftovers warning was given
+	noting  atomic.Bool  // a leftovers note is on its way (leftnote.go)
 }
 
 func (r *runner) newJobStop(child *supervise.Child, lock *withlock.Lock) *jobStop {

@@ -16,14 +16,16 @@ import (
 
 // noteLeftovers stores the note in the background: a slow Redis must not
 // hold up hold's loop (signals, the lock's loss). A note that cannot be
-// stored costs only what --status shows, so -v says it.
+// stored costs only what --status shows, so -v says it. While one is on
+// its way the next is skipped, so that a hung Redis does not pile them up.
 func (js *jobStop) noteLeftovers(processes int) {
-	if js.lock == nil {
+	if js.lock == nil || !js.noting.CompareAndSwap(false, true) {
 		return
 	}
 	left := withlock.Leftovers{ExitCode: js.code, Exited: js.exited, Processes: processes}
 	lock, r := js.lock, js.r
 	go func() {
+		defer js.noting.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 		defer cancel()
 		err := lock.NoteLeftovers(ctx, left)
