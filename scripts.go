@@ -18,9 +18,10 @@ func luaScript(name string) string {
 	return string(b)
 }
 
-// The scripts are always sent with EVAL, never EVALSHA first: a one-shot
-// process such as the CLI would otherwise pay an extra NOSCRIPT round trip,
-// and Redis caches the compiled script by its digest either way.
+// The scripts are sent with EVAL, never EVALSHA first: a one-shot process
+// such as the CLI would otherwise pay an extra NOSCRIPT round trip, and Redis
+// caches the compiled script by its digest either way. The one exception is
+// a Client's releases after its first (script_cache.go).
 var (
 	// releaseScript releases a lock only if it is still ours, in one atomic
 	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
