@@ -39,10 +39,12 @@ var (
 	// sharded channel "{key}:w:<id>" has a subscriber to take the token
 	// published on it. It sets the key to that waiter's token with its TTL
 	// and returns the token: the lock never comes free while a live waiter
-	// is queued. With nobody live in line it deletes the key, publishes on
-	// a channel named exactly like the key (which wakes waiters that do not
-	// queue: quorum Clients, fenced acquisitions, older versions) and
-	// returns 1. A key with '}' but no hash tag has no line. Its
+	// is queued. With nobody live in line it deletes the key together with
+	// "{key}:w" and returns 1; only when that removed a waiter's
+	// announcement (wait_announce.go) does it publish on a channel named
+	// exactly like the key, which wakes waiters that do not queue: quorum
+	// Clients, fenced acquisitions. A release nobody waits for is thus a
+	// GET, an LPOP of the empty line and a DEL. A key with '}' but no hash tag has no line. Its
 	// explanations live here rather than in release.lua: the script's text
 	// travels with every release and Redis hashes it each time, so the Lua
 	// is kept short.
