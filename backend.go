@@ -1,6 +1,7 @@
 package withlock
 
-// The storage seam: the interface every kind of lock storage implements.
+// The storage seam: the core interface every kind of lock storage
+// implements, and the optional capabilities only some have.
 
 import (
 	"context"
@@ -126,9 +127,9 @@ type fairLine interface {
 	// carries: the token the lock went to, and for a semaphore the slot.
 	handed(v string) (token string, slot int)
 	// lineCheck runs the fair line's check for key (lineCheckScript) as the
-	// Client cid, for the entries of its waiters: the holder whose lock
-	// frees first ("" if none), its PTTL in ms, and what it saw of each entry.
-	lineCheck(ctx context.Context, key, cid string, entries []string) (holder string, pttl int64, seen []lineSeen, err error)
+	// Client cid, for the entries of its waiters: the PTTL in ms of the
+	// holder whose lock frees first, and what it saw of each entry.
+	lineCheck(ctx context.Context, key, cid string, entries []string) (pttl int64, seen []lineSeen, err error)
 	// mayHold reports whether a key read as v after a waiter's entry left
 	// the line may have been handed to token: the waiter, giving up, then
 	// releases it (release with l.slot 0 finds the slot).

@@ -81,11 +81,11 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 	}, func(r result) verdict { return judgeResult(r.release) }, nil)
 	for i, p := range pending {
 		if p {
-			res[i] = result{nodeResult{err: errNoAnswerYet}, errNoAnswerYet}
+			res[i] = result{nodeResult{err: pendingErr(ctx)}, pendingErr(ctx)}
 		}
 	}
 	q.queueOnPending(ctx, pending, l.key, finishScript, append([]string{l.key}, w.keys(l.key)...),
-		append([]any{l.token, keep.Milliseconds(), ""}, w.args()...)...)
+		append([]any{l.token, keep.Milliseconds(), lineArg(l.key), ""}, w.args()...)...)
 	releases := make([]nodeResult, len(res))
 	var stored int
 	var errs []error

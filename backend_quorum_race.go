@@ -140,17 +140,26 @@ func judgeResult(r nodeResult) verdict {
 }
 
 // noAnswer marks in res the nodes that had not answered.
-func noAnswer(res []nodeResult, pending []bool) {
+func noAnswer(ctx context.Context, res []nodeResult, pending []bool) {
 	for i, p := range pending {
 		if p {
-			res[i] = nodeResult{err: errNoAnswerYet}
+			res[i] = nodeResult{err: pendingErr(ctx)}
 		}
 	}
 }
 
+// pendingErr is the error of a node that had not answered: ctx's when it
+// ended first (its deadline is the caller's timeout), else errNoAnswerYet.
+func pendingErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errNoAnswerYet
+}
+
 // raceScript is race for a script-like f. A READONLY reply counts as 0:
 // a demoted master no longer holds our key for anyone. The nodes that had
-// not answered are reported as errNoAnswerYet.
+// not answered are reported with pendingErr.
 func (q *quorum) raceScript(ctx context.Context, limit, grace time.Duration, f func(context.Context, redis.UniversalClient) (int64, error), late func(int, nodeResult)) ([]nodeResult, []bool) {
 	res, pending := race(ctx, q.nodes, q.need, limit, grace, func(ctx context.Context, rdb redis.UniversalClient) nodeResult {
 		n, err := f(ctx, rdb)
@@ -159,7 +168,7 @@ func (q *quorum) raceScript(ctx context.Context, limit, grace time.Duration, f f
 		}
 		return nodeResult{n, err}
 	}, judgeResult, late)
-	noAnswer(res, pending)
+	noAnswer(ctx, res, pending)
 	return res, pending
 }
 
@@ -244,7 +253,7 @@ func (q *quorum) lateClaim(l *Lock, i int, r nodeResult) {
 			earlier(&l.renewBy, freeAfter(l, r.n))
 		}
 	case r.err == nil && r.n > 0, r.err != nil && mayHaveLanded(r.err):
-		cleanupScript(context.Background(), q.nodes[i], l.key, releaseScript, []string{l.key}, l.token, 0)
+		cleanupScript(context.Background(), q.nodes[i], r.err == nil, l.key, releaseScript, []string{l.key}, l.token, 0, lineArg(l.key))
 	}
 }
 

@@ -47,15 +47,10 @@ func (s *single) acquireReplicated(ctx context.Context, l *Lock, opts *LockOptio
 	}
 	// Give the key up rather than run on a lock that a failover may lose,
 	// through the pool: a WAIT that timed out leaves conn unusable.
+	s.abandon(ctx, l, err == nil) // WAIT answered: wait for the deletion too
 	if err != nil {
-		s.abandon(ctx, l) // the server may be stalled: queue the deletion
 		return false, fmt.Errorf("wait for replicas of %s: %w", l.key, err)
 	}
-	// The server answered: delete at once, so that the key is gone when the
-	// error is returned.
-	retryCleanup(context.WithoutCancel(ctx), func(ctx context.Context) error {
-		return s.rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, 0).Err()
-	})
 	return false, &notReplicatedError{key: l.key, want: opts.MinReplicas, got: int(acks)}
 }
 

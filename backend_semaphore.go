@@ -208,7 +208,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 // does for a plain lock.
 func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 	b, _ := lineBase(l.key)
-	cleanupScript(ctx, s.one.rdb, l.key, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "")
+	cleanupScript(ctx, s.one.rdb, false, l.key, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "")
 }
 
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {

@@ -32,12 +32,12 @@ func (s *semaphore) mayHold(string, string) bool { return true }
 
 // lineCheck runs slotsLineCheckScript: it hands every free slot to the head
 // of the line, and an entry that holds a slot reads "<slot>:<token>". The
-// holder is the one whose slot frees first. A name in use with another
+// PTTL is the holder's whose slot frees first. A name in use with another
 // number of slots ends the waits with a *SlotsError.
-func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
+func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []string) (int64, []lineSeen, error) {
 	b, err := s.base(key)
 	if err != nil {
-		return "", 0, nil, err
+		return 0, nil, err
 	}
 	args := []any{b, s.n, cid, aliveFor.Milliseconds()}
 	for _, e := range entries {
@@ -45,7 +45,7 @@ func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []st
 	}
 	res, err := s.one.rdb.Eval(ctx, slotsLineCheckScript, []string{key}, args...).Slice()
 	if err != nil {
-		return "", 0, nil, err
+		return 0, nil, err
 	}
 	if len(res) == 2 && res[0] == int64(-1) {
 		have, _ := res[1].(string)
@@ -53,12 +53,11 @@ func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []st
 		if !ok {
 			n = 1
 		}
-		return "", 0, nil, &SlotsError{Key: key, Have: n, Want: s.n}
+		return 0, nil, &SlotsError{Key: key, Have: n, Want: s.n}
 	}
 	if len(res) != 2+len(entries) {
-		return "", 0, nil, fmt.Errorf("unexpected reply %v", res)
+		return 0, nil, fmt.Errorf("unexpected reply %v", res)
 	}
-	holder, _ := res[0].(string)
 	pttl, _ := res[1].(int64)
 	seen := make([]lineSeen, len(entries))
 	for i, r := range res[2:] {
@@ -70,5 +69,5 @@ func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []st
 			seen[i].handed, seen[i].pos = seen[i].slot > 0, -1
 		}
 	}
-	return holder, pttl, seen, nil
+	return pttl, seen, nil
 }

@@ -74,7 +74,7 @@ func (s *single) set(ctx context.Context, rdb setter, l *Lock, fenced bool) (boo
 		// type makes its SET NX answer "held", and held finds out.
 		return false, wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
 	case mayHaveLanded(err):
-		s.abandon(ctx, l)
+		s.abandon(ctx, l, false)
 	}
 	return false, fmt.Errorf("acquire %s: %w", l.key, err)
 }
@@ -90,7 +90,7 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 	}
 	if err != nil {
 		if mayHaveLanded(err) { // a retried SET may have landed before
-			s.abandon(ctx, l)
+			s.abandon(ctx, l, false)
 		}
 		return err
 	}
@@ -104,7 +104,7 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 		// While we hold the lock nobody else can draw a number, so the
 		// counter is still the one our landed script drew.
 		if l.fence, err = s.rdb.Get(ctx, fenceKey(l.key)).Int64(); err != nil {
-			s.abandon(ctx, l)
+			s.abandon(ctx, l, !mayHaveLanded(err))
 			return fmt.Errorf("read fence of %s: %w", l.key, err)
 		}
 	}
@@ -144,7 +144,7 @@ func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error
 // in the fair line, the script may hand the lock to a waiter of that
 // Client without publishing. It returns the token the lock went to, or "".
 func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
-	args := []any{l.token, keep.Milliseconds()}
+	args := []any{l.token, keep.Milliseconds(), lineArg(l.key)}
 	if cid != "" {
 		args = append(args, cid)
 	}
@@ -207,8 +207,8 @@ func (s *single) mayHold(v, token string) bool { return v == token }
 // lineCheck runs lineCheckScript: an entry was handed the lock when the
 // key holds its token. A semaphore's marker ends the waits with a
 // *SlotsError, as it ends a try.
-func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (string, int64, []lineSeen, error) {
-	args := []any{cid, aliveFor.Milliseconds()}
+func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (int64, []lineSeen, error) {
+	args := []any{lineArg(key), cid, aliveFor.Milliseconds()}
 	for _, e := range entries {
 		args = append(args, e)
 	}
@@ -217,11 +217,11 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
 	if err != nil {
-		return "", 0, nil, err
+		return 0, nil, err
 	}
 	holder, _ := res[0].(string)
 	if n, ok := slotsOf(holder); ok { // a semaphore took the name meanwhile
-		return "", 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
+		return 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
 	}
 	pttl, _ := res[1].(int64)
 	seen := make([]lineSeen, len(entries))
@@ -229,7 +229,7 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 		seen[i].pos, _ = res[2+i].(int64)
 		seen[i].handed = holder != "" && holder == entryToken(e)
 	}
-	return holder, pttl, seen, nil
+	return pttl, seen, nil
 }
 
 // lineStore: one deployment keeps the line beside the lock's key.
@@ -248,7 +248,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 			// Our queue counts on the release message (wait_announce.go).
 			p.Set(ctx, w, 1, announceFor)
 		}
-		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0)
+		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0, lineArg(from.key))
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
 		if announce {
 			p.Set(ctx, w, 1, announceFor) // for the waiters still behind to
@@ -259,7 +259,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	if serr != nil && mayHaveLanded(serr) {
 		// The SET may still land, and the waiter may give up instead of
 		// trying again: then nobody would release that key.
-		s.abandon(ctx, to)
+		s.abandon(ctx, to, false)
 	}
 	got = got && serr == nil
 	n, err := release.Int64()
@@ -284,30 +284,34 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 
 // abandon deletes l's key if it still holds l's token, best effort, even
 // when ctx is already cancelled, without waiting for a stalled server: see
-// cleanupScript.
-func (s *single) abandon(ctx context.Context, l *Lock) {
-	cleanupScript(ctx, s.rdb, l.key, releaseScript, []string{l.key}, l.token, 0)
+// cleanupScript. answered says whether Redis has just answered.
+func (s *single) abandon(ctx context.Context, l *Lock, answered bool) {
+	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript, []string{l.key}, l.token, 0, lineArg(l.key))
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts
-// times until Redis answers or ctx ends.
-func retryCleanup(ctx context.Context, del func(context.Context) error) {
+// times until Redis answers or ctx ends. It reports whether Redis answered.
+func retryCleanup(ctx context.Context, del func(context.Context) error) bool {
 	for i := range abandonAttempts {
 		start := time.Now()
 		err := del(ctx)
-		if err == nil || isRedisReply(err) || ctx.Err() != nil {
-			return
+		switch {
+		case err == nil || isRedisReply(err):
+			return true
+		case ctx.Err() != nil:
+			return false
 		}
 		if i < len(abandonPauses) {
 			if d := abandonPauses[i] - time.Since(start); d > 0 {
 				select {
 				case <-time.After(d):
 				case <-ctx.Done():
-					return
+					return false
 				}
 			}
 		}
 	}
+	return false
 }
 
 // mayHaveLanded reports whether a command that failed with err may have

@@ -57,28 +57,38 @@ func cleanupBudget(rdb redis.UniversalClient) time.Duration {
 }
 
 // cleanupScript deletes our own token with script (keys, args) on the
-// server of rdb that owns key, without waiting for a stalled server: see
-// above. ctx may be cancelled already.
-func cleanupScript(ctx context.Context, rdb redis.UniversalClient, key, script string, keys []string, args ...any) {
+// server of rdb that owns key. answered says whether that server has just
+// answered (a WAIT that counted too few replicas): then the deletion is
+// sent and its reply awaited, within the budget, so that the key is gone
+// when the caller returns. Otherwise the server may be stalled and the
+// deletion is queued, not waited for: see above. ctx may be cancelled
+// already.
+func cleanupScript(ctx context.Context, rdb redis.UniversalClient, answered bool, key, script string, keys []string, args ...any) {
 	budget := cleanupBudget(rdb)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
-	if queueScript(ctx, rdb, key, script, keys, args...) == nil {
+	if !answered && queueScript(ctx, rdb, key, script, keys, args...) == nil {
 		return
 	}
 	// A client that ignores context deadlines (go-redis's default) would
 	// make each attempt wait its full read timeout: the budget is kept by
 	// not waiting for them beyond it.
-	done := make(chan struct{})
+	done := make(chan bool, 1)
 	go func() {
-		defer close(done)
-		retryCleanup(ctx, func(ctx context.Context) error {
+		done <- retryCleanup(ctx, func(ctx context.Context) error {
 			return rdb.Eval(ctx, script, keys, args...).Err()
 		})
 	}()
+	var ok bool
 	select {
-	case <-done:
+	case ok = <-done:
 	case <-ctx.Done():
+	}
+	if !ok && answered {
+		// It stopped answering after all: queue it as a last resort.
+		qctx, qcancel := context.WithTimeout(context.WithoutCancel(ctx), queueWait)
+		defer qcancel()
+		_ = queueScript(qctx, rdb, key, script, keys, args...)
 	}
 }
 

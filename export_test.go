@@ -9,23 +9,24 @@ import (
 // Acquires, so that a test can tell a wake-up by release message or by
 // expiry from one by polling.
 func SetWaitTimings(c *Client, poll, linger time.Duration) {
-	c.line.mu.Lock()
-	defer c.line.mu.Unlock()
-	c.line.poll, c.line.linger = poll, linger
+	c.line.poll.Store(int64(poll))
+	c.line.linger.Store(int64(linger))
 }
 
 // Waiting returns how many Acquires of c are in line for the lock called
 // name.
 func Waiting(c *Client, name string) int {
-	c.line.mu.Lock()
-	defer c.line.mu.Unlock()
 	n := 0
-	if q := c.line.queues[c.Key(name)]; q != nil {
+	c.line.local.mu.Lock()
+	if q := c.line.local.queues[c.Key(name)]; q != nil {
 		n += len(q.waiters)
 	}
-	if r := c.line.rooms[c.Key(name)]; r != nil {
+	c.line.local.mu.Unlock()
+	c.line.fair.mu.Lock()
+	if r := c.line.fair.rooms[c.Key(name)]; r != nil {
 		n += len(r.waiters)
 	}
+	c.line.fair.mu.Unlock()
 	return n
 }
 

@@ -1,7 +1,9 @@
 package withlock
 
-// Side keys in the lock key's Cluster hash slot (the fence counter, records,
-// markers) and the CRC16 that checks it.
+// The hash-tag rule, written once: side keys in the lock key's Cluster hash
+// slot (the fence counter, records, markers, the fair line's base) and the
+// CRC16 that checks it. The scripts are given what it decides (the line's
+// base), never re-derive it.
 
 import (
 	"strconv"
@@ -13,20 +15,52 @@ import (
 // "{key}:fence" (the README documents it for ACLs).
 func fenceKey(key string) string { return sideKey(key, "fence") }
 
+// hashTagged reports whether key's Cluster slot comes from a hash tag: a
+// key's slot comes from its first "{...}" if there is a non-empty one, else
+// from the whole key. Keys beside it keep that hash tag.
+func hashTagged(key string) bool {
+	open := strings.IndexByte(key, '{')
+	return open >= 0 && strings.IndexByte(key[open+1:], '}') > 0
+}
+
+// taggable reports whether a key without a hash tag can be made one of its
+// own, "{key}": not when it contains '}', which would end the tag early.
+func taggable(key string) bool { return !strings.Contains(key, "}") }
+
+// lineBase is the hash-tagged base of names beside key in its slot: key
+// itself when it has a hash tag, else "{key}"; false for a key with '}' but
+// no hash tag, which has none (so no fair line and no semaphore: such a key
+// waits without a line).
+func lineBase(key string) (string, bool) {
+	switch {
+	case hashTagged(key):
+		return key, true
+	case taggable(key):
+		return "{" + key + "}", true
+	}
+	return "", false
+}
+
+// hasLine reports whether key has a line: lineBase without building it.
+func hasLine(key string) bool { return hashTagged(key) || taggable(key) }
+
+// lineArg is what the release script is given for key's fair line: its
+// base, or "" for a key that has none.
+func lineArg(key string) string {
+	b, _ := lineBase(key)
+	return b
+}
+
 // sideKey is the key called what beside the lock key key, in its Redis
 // Cluster slot: "{key}:what", or "key:what" when key has a hash tag.
 func sideKey(key, what string) string {
-	// A key's slot comes from its first "{...}" if there is a non-empty one,
-	// else from the whole key. Keep that hash tag, or make the whole key one.
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key + ":" + what
-		}
+	switch {
+	case hashTagged(key):
+		return key + ":" + what
+	case taggable(key):
+		return "{" + key + "}:" + what
 	}
-	if strings.Contains(key, "}") { // it would end the tag early
-		return sameSlotKey(key, what)
-	}
-	return "{" + key + "}:" + what
+	return sameSlotKey(key, what)
 }
 
 // sameSlotKey returns a side key called what in the Redis Cluster slot of

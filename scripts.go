@@ -25,26 +25,31 @@ func luaScript(name string) string {
 var (
 	// releaseScript releases a lock only if it is still ours, in one atomic
 	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
-	// milliseconds the key must still live (min-hold) or 0, and ARGV[3],
-	// sent only by a Client that has waiters of its own for the key, that
-	// Client's id (wait_fair.go). It returns 0 when the lock was not ours (the
+	// milliseconds the key must still live (min-hold) or 0, ARGV[3] the
+	// base of the key's fair line (lineArg: "{key}", or the key itself when
+	// it has a hash tag, or "" for a key with '}' but no hash tag, which has
+	// no line), and ARGV[4], sent only by a Client that has waiters of its
+	// own for the key, that Client's id (wait_fair.go). It returns 0 when the lock was not ours (the
 	// key is left untouched). With a min-hold left, a short job keeps the
 	// key until it passes, so a server whose cron fires late does not run
 	// the same job again; it returns 1.
 	//
 	// Otherwise it serves the fair line (wait_fair.go): it pops entries
-	// "<client id>|<ttl ms>|<token>" off "{key}:q" (the key itself when it
-	// has a hash tag) until one belongs to a live Client: the releaser's own
-	// (ARGV[3]), or one whose liveness key "{key}:c:<id>" exists and whose
-	// sharded channel "{key}:w:<id>" has a subscriber to take the token
+	// "<client id>|<ttl ms>|<token>" off "<base>:q" until one belongs to a
+	// live Client: the releaser's own (ARGV[4]), or one whose liveness key
+	// "<base>:c:<id>" exists and whose sharded channel "<base>:w:<id>" has a
+	// subscriber to take the token
 	// published on it. It sets the key to that waiter's token with its TTL
 	// and returns the token: the lock never comes free while a live waiter
 	// is queued. With nobody live in line it deletes the key together with
-	// "{key}:w" and returns 1; only when that removed a waiter's
-	// announcement (wait_announce.go) does it publish on a channel named
-	// exactly like the key, which wakes waiters that do not queue: quorum
-	// Clients, fenced acquisitions. A release nobody waits for is thus a
-	// GET, an LPOP of the empty line and a DEL. A key with '}' but no hash tag has no line. Its
+	// "<base>:w" and returns 1; only when that removed a waiter's
+	// announcement (wait_announce.go), or for a key without a base, does it
+	// publish on a channel named exactly like the key, which wakes waiters
+	// that do not queue: quorum Clients, fenced acquisitions. A release
+	// nobody waits for is thus a GET, an LPOP of the empty line and a DEL.
+	// The line's keys are built from the base, not declared in KEYS, as
+	// they depend on the entries popped; the base puts them in the key's
+	// Cluster slot. Its
 	// explanations live here rather than in release.lua: the script's text
 	// travels with every release and Redis hashes it each time, so the Lua
 	// is kept short.
@@ -72,13 +77,15 @@ var (
 	acquireFencedScript = luaScript("acquire_fenced.lua")
 	claimScript         = luaScript("claim.lua")
 	// lineCheckScript is the fair line's check (wait_fair.go): KEYS[1] is the
-	// lock key, ARGV[1] the Client's id, ARGV[2] the life in ms of its
-	// liveness key, which it refreshes, and ARGV[3:] entries of that
+	// lock key, ARGV[1] the base of its line (lineArg), ARGV[2] the
+	// Client's id, ARGV[3] the life in ms of its liveness key, which it
+	// refreshes, and ARGV[4:] entries of that
 	// Client's waiters. If the key is free (its holder crashed or a
 	// min-hold ran out, so no release served the line) it hands the lock to
 	// the first live waiter as releaseScript does, publishing to it even
 	// when that is the caller. It returns the key's holder ("" if free),
-	// its PTTL, and each entry's position in the line (-1 when absent).
+	// its PTTL (1, not 0, in its last millisecond, so that the head waiter
+	// checks again rather than wait for the poll), and each entry's position in the line (-1 when absent).
 	lineCheckScript = luaScript("line_check.lua")
 )
 

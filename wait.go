@@ -43,20 +43,20 @@ func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, 
 	var seen *queue // a listening queue seen before our first try
 	var events uint64
 	if ln.busy.Load() > 0 {
-		ln.mu.Lock()
-		if q := ln.queues[want.key]; q != nil {
+		ln.local.mu.Lock()
+		if q := ln.local.queues[want.key]; q != nil {
 			if len(q.waiters) > 0 {
 				// Busy with waiters here already: the SET would fail or
 				// take the lock from under them. Queue up behind them.
 				w := q.join(false, want, opts)
-				ln.mu.Unlock()
+				ln.local.mu.Unlock()
 				return ln.waitInLine(ctx, tctx, q, w)
 			}
 			if q.listening {
 				seen, events = q, q.events
 			}
 		}
-		ln.mu.Unlock()
+		ln.local.mu.Unlock()
 	}
 
 	l, held, err := c.tryBeforeWaiting(tctx, want, opts)
@@ -64,7 +64,7 @@ func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, 
 		return l, err
 	}
 	now := time.Now()
-	ln.mu.Lock()
+	ln.local.mu.Lock()
 	q := ln.queueFor(c, held.Key)
 	q.noteHolder(held, now)
 	// The first in line must try again once the subscription is confirmed
@@ -75,7 +75,7 @@ func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, 
 	// first SET was sent before it announced itself.
 	_, announces := c.b.(announcer)
 	w := q.join(announces || q.listening && (q != seen || q.events != events), want, opts)
-	ln.mu.Unlock()
+	ln.local.mu.Unlock()
 	return ln.waitInLine(ctx, tctx, q, w)
 }
 
@@ -93,7 +93,7 @@ func (ln *waitLine) waitInLine(ctx, tctx context.Context, q *queue, w *waiter) (
 		if l := ln.takeHandOff(q, w); l != nil {
 			return l, nil
 		}
-		ln.mu.Lock()
+		ln.local.mu.Lock()
 		first := q.waiters[0] == w
 		idle := !w.handOffInFlight && w.handOff == nil // no Release is acting for us
 		try := first && w.tryNext && idle
@@ -104,7 +104,7 @@ func (ln *waitLine) waitInLine(ctx, tctx context.Context, q *queue, w *waiter) (
 				try = true
 			}
 		}
-		ln.mu.Unlock()
+		ln.local.mu.Unlock()
 
 		if try {
 			ln.announce(tctx, w) // wait_announce.go: so that the next release wakes us
@@ -123,9 +123,9 @@ func (ln *waitLine) waitInLine(ctx, tctx context.Context, q *queue, w *waiter) (
 				return nil, err
 			}
 			now := time.Now()
-			ln.mu.Lock()
+			ln.local.mu.Lock()
 			q.noteHolder(held, now)
-			ln.mu.Unlock()
+			ln.local.mu.Unlock()
 			if ctx.Err() != nil {
 				return ln.giveUp(ctx, q, w)
 			}
@@ -144,9 +144,9 @@ func (ln *waitLine) waitInLine(ctx, tctx context.Context, q *queue, w *waiter) (
 		select {
 		case <-w.woken:
 		case <-expired:
-			ln.mu.Lock()
+			ln.local.mu.Lock()
 			w.tryNext = true
-			ln.mu.Unlock()
+			ln.local.mu.Unlock()
 		case <-ctx.Done():
 			return ln.giveUp(ctx, q, w)
 		}
@@ -164,12 +164,12 @@ func (ln *waitLine) giveUp(ctx context.Context, q *queue, w *waiter) (*Lock, err
 		return l, nil
 	}
 	ln.leave(q, w, nil)
-	ln.mu.Lock()
+	ln.local.mu.Lock()
 	held := &NotObtainedError{Key: q.key, Holder: q.holder}
 	if !q.holderExpires.IsZero() {
 		held.TTL = max(0, time.Until(q.holderExpires)).Round(time.Millisecond)
 	}
-	ln.mu.Unlock()
+	ln.local.mu.Unlock()
 	if held.Holder == "" {
 		held.Holder = "unknown"
 	}

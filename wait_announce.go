@@ -76,9 +76,9 @@ func (ln *waitLine) announce(ctx context.Context, w *waiter) {
 // its SET may have removed the announcement, and the next in line sleeps
 // until our release's message.
 func (ln *waitLine) announceForNext(ctx context.Context, q *queue, w *waiter) {
-	ln.mu.Lock()
+	ln.local.mu.Lock()
 	more := len(q.waiters) > 0
-	ln.mu.Unlock()
+	ln.local.mu.Unlock()
 	if more {
 		ln.announce(ctx, w)
 	}

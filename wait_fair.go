@@ -50,29 +50,6 @@ const (
 	aliveEvery = time.Second
 )
 
-// hasLine reports whether key has a line: lineBase without building it.
-func hasLine(key string) bool {
-	if open := strings.IndexByte(key, '{'); open >= 0 && strings.IndexByte(key[open+1:], '}') > 0 {
-		return true
-	}
-	return !strings.Contains(key, "}")
-}
-
-// lineBase is the hash-tagged base of key's line names, in key's slot, as
-// fenceKey uses; false for a key with '}' but no hash tag, which waits
-// without a line (the release script makes the same choice).
-func lineBase(key string) (string, bool) {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key, true
-		}
-	}
-	if strings.Contains(key, "}") {
-		return "", false
-	}
-	return "{" + key + "}", true
-}
-
 // queues reports whether an acquisition with opts can wait in the line:
 // the hand-over is a plain SET PX, so fenced and replicated acquisitions
 // wait as before (wait_local.go).
@@ -81,7 +58,7 @@ func queues(opts *LockOptions) bool {
 }
 
 // room is one Client's part of the line for one key. Its fields are
-// guarded by the waitLine's mu, except the channels and err.
+// guarded by fairRooms.mu, except the channels and err.
 type room struct {
 	key, base string
 	b         fairLine // the line's protocol: lineCheck, handed, mayHold
@@ -96,7 +73,6 @@ type room struct {
 	lastAlive time.Time
 	headAt    time.Time // run the check then: our first waiter's holder expires
 	recover   bool      // the subscription was restored: check every waiter
-	holder    string
 	expires   time.Time
 	linger    *time.Timer
 }
@@ -129,9 +105,9 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 	}
 	var r *room
 	if ln.busy.Load() > 0 {
-		ln.mu.Lock()
-		r = ln.rooms[want.key]
-		ln.mu.Unlock()
+		ln.fair.mu.Lock()
+		r = ln.fair.rooms[want.key]
+		ln.fair.mu.Unlock()
 	}
 	if r == nil {
 		// Nobody here waited for it lately: the seed's one SET NX first.
@@ -141,14 +117,14 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 	}
 	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
-	ln.mu.Lock()
+	ln.fair.mu.Lock()
 	r = ln.roomFor(b, want.key, base)
-	w.entry = fmt.Sprintf("%s|%d|%s", ln.cid, want.ttl.Milliseconds(), want.token)
+	w.entry = fmt.Sprintf("%s|%d|%s", ln.fair.cid, want.ttl.Milliseconds(), want.token)
 	r.waiters = append(r.waiters, w)
 	if r.linger != nil {
 		r.linger.Stop()
 	}
-	ln.mu.Unlock()
+	ln.fair.mu.Unlock()
 
 	// Join only once Redis confirmed our subscription: a release counts
 	// our channel's subscribers and skips us when there are none.
@@ -158,9 +134,9 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 		return ln.leaveLine(ctx, tctx, r, w, false)
 	}
 	if r.err != nil {
-		ln.mu.Lock()
+		ln.fair.mu.Lock()
 		ln.removeLiner(r, w)
-		ln.mu.Unlock()
+		ln.fair.mu.Unlock()
 		return ln.waitPlain(ctx, tctx, c, want, opts)
 	}
 	for {
@@ -201,13 +177,13 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 		// It expired before we heard of it: queue again.
 		want.slot = 0
 		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
-		ln.mu.Lock()
+		ln.fair.mu.Lock()
 		r = ln.roomFor(b, want.key, base)
 		r.waiters = append(r.waiters, w)
 		if r.linger != nil {
 			r.linger.Stop()
 		}
-		ln.mu.Unlock()
+		ln.fair.mu.Unlock()
 		// A new room waits for its subscription, as at the first join; if
 		// Redis stalls now, ctx still ends the wait.
 		select {
@@ -216,9 +192,9 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 			return ln.leaveLine(ctx, tctx, r, w, false)
 		}
 		if r.err != nil {
-			ln.mu.Lock()
+			ln.fair.mu.Lock()
 			ln.removeLiner(r, w)
-			ln.mu.Unlock()
+			ln.fair.mu.Unlock()
 			return nil, fmt.Errorf("acquire %s: %w", want.key, r.err)
 		}
 	}
@@ -243,9 +219,9 @@ type lineResult struct {
 // key in the same round trip when it is due. Alone in line, w may face a
 // free key nobody will release: the check then hands it over.
 func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) error {
-	ln.mu.Lock()
+	ln.fair.mu.Lock()
 	if w.pushing || w.gone || !slices.Contains(r.waiters, w) {
-		ln.mu.Unlock()
+		ln.fair.mu.Unlock()
 		return nil // someone else is putting w in line, or it is done
 	}
 	w.pushing = true
@@ -255,8 +231,8 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 		r.lastAlive = now
 	}
 	w.proof = now
-	cid := ln.cid
-	ln.mu.Unlock()
+	cid := ln.fair.cid
+	ln.fair.mu.Unlock()
 	var push *redis.IntCmd
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if refresh {
@@ -265,9 +241,9 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 		push = p.RPush(ctx, r.queue(), w.entry)
 		return nil
 	})
-	ln.mu.Lock()
+	ln.fair.mu.Lock()
 	w.pushing = false
-	ln.mu.Unlock()
+	ln.fair.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("join the line for %s: %w", r.key, err)
 	}
@@ -282,10 +258,10 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 // if a hand-over beat that, releases the lock it was handed, which passes
 // it on. The error names the holder, as a plain wait's does.
 func (ln *waitLine) leaveLine(ctx, tctx context.Context, r *room, w *liner, joined bool) (*Lock, error) {
-	ln.mu.Lock()
+	ln.fair.mu.Lock()
 	select {
 	case res := <-w.got:
-		ln.mu.Unlock()
+		ln.fair.mu.Unlock()
 		if res.err == nil {
 			return res.l, nil
 		}
@@ -293,7 +269,7 @@ func (ln *waitLine) leaveLine(ctx, tctx context.Context, r *room, w *liner, join
 	}
 	w.gone = true
 	ln.removeLiner(r, w)
-	ln.mu.Unlock()
+	ln.fair.mu.Unlock()
 	held := &NotObtainedError{Key: r.key, Holder: "unknown"}
 	if joined {
 		var rem *redis.IntCmd

@@ -20,29 +20,29 @@ import (
 // subscription and the liveness key.
 
 // roomFor returns key's room, creating it and its subscription. Called
-// with ln.mu held, so it sends nothing: go-redis dials the subscription's
+// with ln.fair.mu held, so it sends nothing: go-redis dials the subscription's
 // connection at the first SSUBSCRIBE, which listen sends, and a slow dial
-// under ln.mu would hold up every Release and waiter of the Client.
+// under ln.fair.mu would hold up every Release and waiter of the Client.
 // Waiters still join only once listen saw the confirmation.
 func (ln *waitLine) roomFor(b fairLine, key, base string) *room {
-	if r := ln.rooms[key]; r != nil {
+	if r := ln.fair.rooms[key]; r != nil {
 		return r
 	}
-	if ln.cid == "" {
+	if ln.fair.cid == "" {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
-		ln.cid = hex.EncodeToString(b[:])
+		ln.fair.cid = hex.EncodeToString(b[:])
 	}
 	rdb := b.lineStore()
 	r := &room{key: key, base: base, b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if ln.rooms == nil {
-		ln.rooms = make(map[string]*room)
+	if ln.fair.rooms == nil {
+		ln.fair.rooms = make(map[string]*room)
 	}
-	ln.rooms[key] = r
+	ln.fair.rooms[key] = r
 	ln.busy.Add(1)
 	r.ps = rdb.SSubscribe(context.Background()) // no channel: nothing sent yet
-	go ln.listen(r, r.channel(ln.cid))
-	go ln.keep(r, ln.cid, ln.pollInterval())
+	go ln.listen(r, r.channel(ln.fair.cid))
+	go ln.keep(r, ln.fair.cid, ln.pollInterval())
 	return r
 }
 
@@ -52,15 +52,15 @@ func (ln *waitLine) roomFor(b fairLine, key, base string) *room {
 // back in line a waiter whose entry is gone (skipped as dead while its
 // Client stalled, or lost in a failover).
 func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) error {
-	ln.mu.Lock()
-	cid := ln.cid
+	ln.fair.mu.Lock()
+	cid := ln.fair.cid
 	entries := make([]string, len(ws))
 	for i, w := range ws {
 		entries[i] = w.entry
 	}
-	ln.mu.Unlock()
+	ln.fair.mu.Unlock()
 	sent := time.Now()
-	holder, pttl, seen, err := r.b.lineCheck(ctx, r.key, cid, entries)
+	pttl, seen, err := r.b.lineCheck(ctx, r.key, cid, entries)
 	if err == nil && len(seen) != len(ws) {
 		err = fmt.Errorf("unexpected reply %v", seen)
 	}
@@ -68,9 +68,9 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 		return fmt.Errorf("check the line for %s: %w", r.key, err)
 	}
 	var rejoin []*liner
-	ln.mu.Lock()
+	ln.fair.mu.Lock()
 	r.lastAlive = sent
-	r.holder, r.expires = holder, time.Time{}
+	r.expires = time.Time{}
 	if pttl > 0 {
 		r.expires = sent.Add(time.Duration(pttl)*time.Millisecond + expiryMargin)
 	}
@@ -92,7 +92,7 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 			rejoin = append(rejoin, w)
 		}
 	}
-	ln.mu.Unlock()
+	ln.fair.mu.Unlock()
 	for _, w := range rejoin {
 		if err := ln.join(ctx, r, w, depth+1); err != nil {
 			return err
@@ -102,7 +102,7 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 }
 
 // deliver gives w its lock, handed over no earlier than since. Called with
-// ln.mu held.
+// ln.fair.mu held.
 func (ln *waitLine) deliver(r *room, w *liner, since time.Time) {
 	ln.removeLiner(r, w)
 	w.want.acquired = since
@@ -112,7 +112,7 @@ func (ln *waitLine) deliver(r *room, w *liner, since time.Time) {
 // deliverToken delivers the lock to r's waiter it was handed to (v, as
 // backend.handed reads it), if it is still waiting: handed over no earlier
 // than since, or than the waiter's proof when since is zero. Called with
-// ln.mu held.
+// ln.fair.mu held.
 func (ln *waitLine) deliverToken(r *room, v string, since time.Time) {
 	tok, slot := r.b.handed(v)
 	for _, w := range r.waiters {
@@ -127,7 +127,7 @@ func (ln *waitLine) deliverToken(r *room, v string, since time.Time) {
 	}
 }
 
-// fail ends the waits of ws with err. Called with ln.mu held.
+// fail ends the waits of ws with err. Called with ln.fair.mu held.
 func (ln *waitLine) fail(r *room, ws []*liner, err error) {
 	for _, w := range ws {
 		if !w.gone && slices.Contains(r.waiters, w) {
@@ -138,7 +138,7 @@ func (ln *waitLine) fail(r *room, ws []*liner, err error) {
 }
 
 // removeLiner takes w out of r and lets r linger once empty. Called with
-// ln.mu held.
+// ln.fair.mu held.
 func (ln *waitLine) removeLiner(r *room, w *liner) {
 	if i := slices.Index(r.waiters, w); i >= 0 {
 		r.waiters = slices.Delete(r.waiters, i, i+1)
@@ -155,16 +155,16 @@ func (ln *waitLine) removeLiner(r *room, w *liner) {
 
 // dropRoom closes r once it has stayed empty for the linger time.
 func (ln *waitLine) dropRoom(r *room) {
-	ln.mu.Lock()
-	if ln.rooms[r.key] != r || len(r.waiters) > 0 {
-		ln.mu.Unlock()
+	ln.fair.mu.Lock()
+	if ln.fair.rooms[r.key] != r || len(r.waiters) > 0 {
+		ln.fair.mu.Unlock()
 		return
 	}
-	delete(ln.rooms, r.key)
+	delete(ln.fair.rooms, r.key)
 	ln.busy.Add(-1)
 	close(r.done)
-	ln.mu.Unlock()
-	// Outside ln.mu: Close waits for an SSUBSCRIBE of listen still dialling.
+	ln.fair.mu.Unlock()
+	// Outside ln.fair.mu: Close waits for an SSUBSCRIBE of listen still dialling.
 	_ = r.ps.Close()
 }
 
@@ -207,14 +207,14 @@ func (ln *waitLine) listen(r *room, channel string) {
 			}
 			// Restored after a lost connection: messages may be lost and
 			// releases may have skipped us as dead.
-			ln.mu.Lock()
+			ln.fair.mu.Lock()
 			r.recover = true
-			ln.mu.Unlock()
+			ln.fair.mu.Unlock()
 			r.tend()
 		case *redis.Message:
-			ln.mu.Lock()
+			ln.fair.mu.Lock()
 			ln.deliverToken(r, m.Payload, time.Time{})
-			ln.mu.Unlock()
+			ln.fair.mu.Unlock()
 		}
 	}
 }
@@ -235,7 +235,7 @@ func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
 		now := time.Now()
 		next := now.Add(aliveEvery)
 		var due []*liner
-		ln.mu.Lock()
+		ln.fair.mu.Lock()
 		headDue := !r.headAt.IsZero() && !now.Before(r.headAt)
 		for _, w := range r.waiters {
 			every := poll
@@ -258,13 +258,13 @@ func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
 		if refresh {
 			r.lastAlive = now
 		}
-		ln.mu.Unlock()
+		ln.fair.mu.Unlock()
 		switch {
 		case len(due) > 0:
 			if err := ln.check(ctx, r, due, 0); err != nil {
-				ln.mu.Lock()
+				ln.fair.mu.Lock()
 				ln.fail(r, due, err)
-				ln.mu.Unlock()
+				ln.fair.mu.Unlock()
 			}
 		case refresh:
 			_ = r.rdb.Set(ctx, r.alive(cid), 1, aliveFor).Err()

@@ -53,21 +53,37 @@ const (
 // What Client uses: wait (Acquire) and handOff (Release). What the
 // subscription uses: released, subscribed, unsubscribed, disconnected.
 type waitLine struct {
+	busy   atomic.Int32 // len(local.queues)+len(fair.rooms), read without a mutex so the uncontended path stays lock-free
+	poll   atomic.Int64 // the fallback poll in ns; 0: defaultPoll
+	linger atomic.Int64 // the linger in ns; 0: defaultLinger
+
+	// Each of the two ways of waiting owns its state under its own mutex,
+	// and neither is held while the other is taken: a Release, a waiter or
+	// a message of one never waits for the other's.
+	local localQueues
+	fair  fairRooms
+}
+
+// localQueues is the waiting without the fair line: one queue per lock key
+// that has waiters, and the one subscription to release messages they
+// share. Its mu guards them and every queue's and waiter's fields.
+type localQueues struct {
 	mu     sync.Mutex
-	busy   atomic.Int32 // len(queues)+len(rooms), read without mu so the uncontended path stays lock-free
 	queues map[string]*queue
 	sub    *subscription // nil when there are no queues
-	poll   time.Duration // 0: defaultPoll
-	linger time.Duration // 0: defaultLinger
+}
 
-	// The fair line (wait_fair.go): this Client's rooms by lock key, and its
-	// id in the line, drawn with the first room.
+// fairRooms is this Client's part of the fair line (wait_fair.go): its
+// rooms by lock key, and its id in the line, drawn with the first room. Its
+// mu guards them and every room's and liner's fields.
+type fairRooms struct {
+	mu    sync.Mutex
 	rooms map[string]*room
 	cid   string
 }
 
-// queue is the line for one lock key. Its fields are guarded by the
-// waitLine's mu.
+// queue is the line for one lock key. Its fields are guarded by
+// localQueues.mu.
 type queue struct {
 	key     string
 	waiters []*waiter // waiters[0] is the first in line, the only one that tries
@@ -94,8 +110,8 @@ type queue struct {
 	lingerTimer *time.Timer // drops the queue once empty for the linger time
 }
 
-// waiter is one waiting Acquire. Its fields are guarded by the waitLine's
-// mu, except the channel.
+// waiter is one waiting Acquire. Its fields are guarded by
+// localQueues.mu, except the channel.
 type waiter struct {
 	woken   chan struct{} // capacity 1: a pending wake-up is never lost nor doubled
 	tryNext bool          // send the SET when next awake
@@ -154,40 +170,40 @@ func (q *queue) sleepFor(poll time.Duration) time.Duration {
 }
 
 func (ln *waitLine) pollInterval() time.Duration {
-	if ln.poll > 0 {
-		return ln.poll
+	if d := time.Duration(ln.poll.Load()); d > 0 {
+		return d
 	}
 	return defaultPoll
 }
 
 func (ln *waitLine) lingerTime() time.Duration {
-	if ln.linger > 0 {
-		return ln.linger
+	if d := time.Duration(ln.linger.Load()); d > 0 {
+		return d
 	}
 	return defaultLinger
 }
 
 // queueFor returns key's queue, creating it and subscribing to key's
-// release messages if needed. Called with ln.mu held.
+// release messages if needed. Called with ln.local.mu held.
 func (ln *waitLine) queueFor(c *Client, key string) *queue {
-	if q := ln.queues[key]; q != nil {
+	if q := ln.local.queues[key]; q != nil {
 		return q
 	}
 	q := &queue{key: key}
-	if ln.queues == nil {
-		ln.queues = make(map[string]*queue)
+	if ln.local.queues == nil {
+		ln.local.queues = make(map[string]*queue)
 	}
-	ln.queues[key] = q
+	ln.local.queues[key] = q
 	ln.busy.Add(1)
-	if ln.sub == nil {
-		ln.sub = newSubscription(c, ln)
+	if ln.local.sub == nil {
+		ln.local.sub = newSubscription(c, ln)
 	}
-	ln.sub.subscribe(key)
+	ln.local.sub.subscribe(key)
 	return q
 }
 
 // join puts a waiter for want at the end of q; the first in line is told to
-// try at once when tryNow is set. Called with ln.mu held.
+// try at once when tryNow is set. Called with ln.local.mu held.
 func (q *queue) join(tryNow bool, want *Lock, opts *LockOptions) *waiter {
 	if q.lingerTimer != nil {
 		q.lingerTimer.Stop()
@@ -202,8 +218,8 @@ func (q *queue) join(tryNow bool, want *Lock, opts *LockOptions) *waiter {
 
 // leave takes w out of q, after it got the lock l or gave up (nil).
 func (ln *waitLine) leave(q *queue, w *waiter, l *Lock) {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
+	ln.local.mu.Lock()
+	defer ln.local.mu.Unlock()
 	i := slices.Index(q.waiters, w)
 	if i < 0 {
 		return // cannot happen: every path leaves once
@@ -234,28 +250,28 @@ func (ln *waitLine) leave(q *queue, w *waiter, l *Lock) {
 // dropIfIdle deletes q once it has stayed empty for the linger time, and
 // closes the shared subscription with the last queue.
 func (ln *waitLine) dropIfIdle(q *queue) {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if ln.queues[q.key] != q || len(q.waiters) > 0 {
+	ln.local.mu.Lock()
+	defer ln.local.mu.Unlock()
+	if ln.local.queues[q.key] != q || len(q.waiters) > 0 {
 		return
 	}
-	delete(ln.queues, q.key)
+	delete(ln.local.queues, q.key)
 	ln.busy.Add(-1)
-	if len(ln.queues) == 0 {
-		ln.sub.close()
-		ln.sub = nil
+	if len(ln.local.queues) == 0 {
+		ln.local.sub.close()
+		ln.local.sub = nil
 		return
 	}
-	ln.sub.unsubscribe(q.key)
+	ln.local.sub.unsubscribe(q.key)
 }
 
-// ifCurrent runs report with ln.mu held if s is still the line's
+// ifCurrent runs report with ln.local.mu held if s is still the line's
 // subscription, and tells whether it is: once the line has closed s, its
 // receive loop ends and what it still got is stale.
 func (ln *waitLine) ifCurrent(s *subscription, report func()) bool {
-	ln.mu.Lock()
-	defer ln.mu.Unlock()
-	if ln.sub != s {
+	ln.local.mu.Lock()
+	defer ln.local.mu.Unlock()
+	if ln.local.sub != s {
 		return false
 	}
 	report()
@@ -266,7 +282,7 @@ func (ln *waitLine) ifCurrent(s *subscription, report func()) bool {
 // which is the lock's key.
 func (ln *waitLine) released(s *subscription, channel string) bool {
 	return ln.ifCurrent(s, func() {
-		switch q := ln.queues[channel]; {
+		switch q := ln.local.queues[channel]; {
 		case q == nil:
 		case q.ownReleasesToIgnore > 0:
 			q.ownReleasesToIgnore-- // a Release of ours handed the lock on already
@@ -281,7 +297,7 @@ func (ln *waitLine) released(s *subscription, channel string) bool {
 // tries once more in case one came before.
 func (ln *waitLine) subscribed(s *subscription, channel string) bool {
 	return ln.ifCurrent(s, func() {
-		if q := ln.queues[channel]; q != nil && !s.unsubscribing(channel) {
+		if q := ln.local.queues[channel]; q != nil && !s.unsubscribing(channel) {
 			q.listening = true
 			q.wakeFirst()
 		}
@@ -301,7 +317,7 @@ func (ln *waitLine) unsubscribed(s *subscription, channel string) bool {
 func (ln *waitLine) disconnected(s *subscription) bool {
 	return ln.ifCurrent(s, func() {
 		s.forgetUnsubscribes()
-		for _, q := range ln.queues {
+		for _, q := range ln.local.queues {
 			q.listening, q.ownReleasesToIgnore = false, 0
 		}
 	})

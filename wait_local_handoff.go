@@ -39,30 +39,32 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 	if ln.busy.Load() == 0 {
 		return false, nil
 	}
-	ln.mu.Lock()
-	if r := ln.rooms[l.key]; r != nil {
+	ln.fair.mu.Lock()
+	if r := ln.fair.rooms[l.key]; r != nil {
 		// The fair line: the release script hands the lock to the head of
 		// the line, and names the token when it is one of ours.
-		cid := ln.cid
-		ln.mu.Unlock()
+		cid := ln.fair.cid
+		ln.fair.mu.Unlock()
 		sent := time.Now() // the hand-over's SET runs after this
 		to, err := r.b.releaseTo(ctx, l, 0, cid)
 		if to != "" {
-			ln.mu.Lock()
+			ln.fair.mu.Lock()
 			ln.deliverToken(r, to, sent)
-			ln.mu.Unlock()
+			ln.fair.mu.Unlock()
 		}
 		return true, err
 	}
+	ln.fair.mu.Unlock()
+	ln.local.mu.Lock()
 	ho, ok := l.c.b.(handOverer)
-	q := ln.queues[l.key]
+	q := ln.local.queues[l.key]
 	if !ok || q == nil || len(q.waiters) == 0 {
-		ln.mu.Unlock()
+		ln.local.mu.Unlock()
 		return false, nil
 	}
 	w := q.waiters[0]
 	if w.handOffInFlight || w.handOff != nil || !w.handOffable() {
-		ln.mu.Unlock()
+		ln.local.mu.Unlock()
 		return false, nil
 	}
 	w.handOffInFlight = true
@@ -72,7 +74,7 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 	if ignore {
 		q.ownReleasesToIgnore++
 	}
-	ln.mu.Unlock()
+	ln.local.mu.Unlock()
 
 	to := &Lock{c: l.c, name: w.want.name, key: w.want.key, token: w.want.token, ttl: w.want.ttl, minHold: w.want.minHold}
 	// The backend cleans up a SET that failed on the wire and may land
@@ -80,14 +82,14 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 	// again, and then nobody would release that key.
 	got, err := ho.handOver(ctx, l, to)
 
-	ln.mu.Lock()
+	ln.local.mu.Lock()
 	if ignore && err != nil && q.ownReleasesToIgnore > 0 {
 		q.ownReleasesToIgnore-- // we cannot tell whether it was published: ignore nothing
 	}
 	w.handOffInFlight = false
 	w.handOff = &handOffResult{to: to, got: got}
 	w.wake()
-	ln.mu.Unlock()
+	ln.local.mu.Unlock()
 	return true, err
 }
 
@@ -96,13 +98,13 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 // own, as a hand-off that failed may have seen another holder take over).
 func (ln *waitLine) takeHandOff(q *queue, w *waiter) *Lock {
 	for {
-		ln.mu.Lock()
+		ln.local.mu.Lock()
 		h, inFlight := w.handOff, w.handOffInFlight
 		w.handOff = nil
 		if h != nil && !h.got {
 			w.tryNext = true
 		}
-		ln.mu.Unlock()
+		ln.local.mu.Unlock()
 		switch {
 		case h != nil && h.got:
 			ln.leave(q, w, h.to)

@@ -15,7 +15,7 @@ import (
 // a client each. The release script publishes on a channel named exactly
 // like the lock's key, so a queue's channel is its key.
 //
-// It belongs to a waitLine: its fields are guarded by the line's mu. The
+// It belongs to a waitLine: its fields are guarded by localQueues.mu. The
 // line asks for SUBSCRIBE, UNSUBSCRIBE and the close under that mutex, and
 // one goroutine (send) writes them, in that order, without it: so they
 // reach Redis in the order the queues were created and dropped, and a
@@ -44,7 +44,7 @@ const (
 
 // newSubscription opens the Pub/Sub handle of c's backend and starts
 // reporting its messages to ln. The connection itself is dialled by the
-// first subscribe. Called with ln.mu held.
+// first subscribe. Called with ln.local.mu held.
 func newSubscription(c *Client, ln *waitLine) *subscription {
 	s := &subscription{ps: c.b.subscribe(context.Background()), kick: make(chan struct{}, 1)}
 	go s.receive(ln)
@@ -52,7 +52,7 @@ func newSubscription(c *Client, ln *waitLine) *subscription {
 	return s
 }
 
-// ask has send write op. Called with ln.mu held.
+// ask has send write op. Called with ln.local.mu held.
 func (s *subscription) ask(op subOp) {
 	s.ops = append(s.ops, op)
 	select {
@@ -69,14 +69,14 @@ func (s *subscription) send(ln *waitLine) {
 	ctx := context.Background()
 	for range s.kick {
 		for {
-			ln.mu.Lock()
+			ln.local.mu.Lock()
 			if len(s.ops) == 0 {
-				ln.mu.Unlock()
+				ln.local.mu.Unlock()
 				break
 			}
 			op := s.ops[0]
 			s.ops = s.ops[1:]
-			ln.mu.Unlock()
+			ln.local.mu.Unlock()
 			switch op.kind {
 			case opSubscribe:
 				_ = s.ps.Subscribe(ctx, op.key)
@@ -91,12 +91,12 @@ func (s *subscription) send(ln *waitLine) {
 }
 
 // subscribe asks for key's channel; the line hears of the confirmation.
-// Called with ln.mu held.
+// Called with ln.local.mu held.
 func (s *subscription) subscribe(key string) { s.ask(subOp{opSubscribe, key}) }
 
 // unsubscribe drops key's channel. Until Redis confirms, a "subscribe"
 // confirmation for key is stale (it answers an earlier SUBSCRIBE), and must
-// not mark a new queue of the same key listening. Called with ln.mu held.
+// not mark a new queue of the same key listening. Called with ln.local.mu held.
 func (s *subscription) unsubscribe(key string) {
 	if s.unsubs == nil {
 		s.unsubs = make(map[string]int)
@@ -134,7 +134,7 @@ func (s *subscription) forgetUnsubscribes() {
 
 // close ends the connection and, with it, receive and send, once send has
 // written what was asked before. The line has already let go of s, so
-// receive reports nothing more. Called with ln.mu held.
+// receive reports nothing more. Called with ln.local.mu held.
 func (s *subscription) close() { s.ask(subOp{kind: opClose}) }
 
 // receive reports release messages, subscription confirmations and lost

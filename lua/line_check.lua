@@ -1,13 +1,8 @@
--- The fair line's check (see lineCheckScript). KEYS[1]: key. ARGV: our
--- Client id, ms its liveness key lives, then entries to look for.
-local k = KEYS[1]
-local o = string.find(k, '{', 1, true)
-local c = o and string.find(k, '}', o + 1, true)
-local b = k
-if not (c and c > o + 1) then
-  b = '{' .. k .. '}'
-end
-redis.call('set', b .. ':c:' .. ARGV[1], 1, 'PX', ARGV[2])
+-- The fair line's check (see lineCheckScript). KEYS[1]: key. ARGV: the
+-- line's base, our Client id, ms its liveness key lives, then entries to
+-- look for.
+local k, b = KEYS[1], ARGV[1]
+redis.call('set', b .. ':c:' .. ARGV[2], 1, 'PX', ARGV[3])
 if redis.call('exists', k) == 0 then
   while true do
     local e = redis.call('lpop', b .. ':q')
@@ -21,8 +16,10 @@ if redis.call('exists', k) == 0 then
     end
   end
 end
-local out = {redis.call('get', k) or '', redis.call('pttl', k)}
-for i = 3, #ARGV do
+-- A key in its last millisecond reads PTTL 0: say 1, so the head checks again.
+local p = redis.call('pttl', k)
+local out = {redis.call('get', k) or '', p == 0 and 1 or p}
+for i = 4, #ARGV do
   out[#out + 1] = redis.call('lpos', b .. ':q', ARGV[i]) or -1
 end
 return out

@@ -1,5 +1,6 @@
 -- Release if still ours, handing the lock to the first live waiter in line
--- (see releaseScript). KEYS[1]: key. ARGV: token, ms to keep[, our Client id].
+-- (see releaseScript). KEYS[1]: key. ARGV: token, ms to keep, the line's
+-- base or ''[, our Client id].
 local k = KEYS[1]
 if redis.call('get', k) ~= ARGV[1] then
   return 0
@@ -9,26 +10,19 @@ if keep > 0 then
   redis.call('pexpire', k, keep)
   return 1
 end
-local o = string.find(k, '{', 1, true)
-local c = o and string.find(k, '}', o + 1, true)
-local b
-if c and c > o + 1 then
-  b = k
-elseif not string.find(k, '}', 1, true) then
-  b = '{' .. k .. '}'
-end
-while b do
+local b = ARGV[3] or ''
+while b ~= '' do
   local e = redis.pcall('lpop', b .. ':q')
   if type(e) ~= 'string' then
     break
   end
   local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
-  if id and (id == ARGV[3] or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0) then
+  if id and (id == ARGV[4] or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0) then
     redis.call('set', k, tok, 'PX', ttl)
     return tok
   end
 end
-if not b then
+if b == '' then
   redis.call('del', k)
 elseif redis.call('del', k, b .. ':w') == 1 then
   return 1

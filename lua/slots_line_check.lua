@@ -34,7 +34,10 @@ for i = 1, n do
 end
 local holder, pttl = '', 0
 for i = 1, n do
-  local t = v[i] and redis.call('pttl', ks[i]) or 0
+  local t = v[i] and redis.call('pttl', ks[i]) or -2
+  if t == 0 then
+    t = 1 -- in its last millisecond: the head checks again
+  end
   if t > 0 and (pttl == 0 or t < pttl) then
     holder, pttl = v[i], t
   end

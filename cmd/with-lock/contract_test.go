@@ -186,9 +186,9 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 			t.Errorf("SET = %q, want %q", set, wantSet)
 		}
 		if !tc.record {
-			wantEval := []string{"eval", string(script), "1", "lock:x", set[2], "0"}
+			wantEval := []string{"eval", string(script), "1", "lock:x", set[2], "0", "{lock:x}"}
 			if !slices.Equal(eval, wantEval) {
-				t.Errorf("EVAL = %q, want release.lua with key lock:x and the SET's token", eval)
+				t.Errorf("EVAL = %q, want release.lua with key lock:x, the SET's token and the line's base", eval)
 			}
 			continue
 		}

@@ -92,8 +92,8 @@ func (js *jobStop) leftOver() {
 		return
 	}
 	n, pids := processes(left)
-	js.r.log.warn("leftovers", fields{Code: &js.code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop them)",
-		js.code, js.key, n, plural(len(left), "ends", "end"), pids)
+	js.r.log.warn("leftovers", fields{Code: &js.code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop %s)",
+		js.code, js.key, n, plural(len(left), "ends", "end"), pids, plural(len(left), "it", "them"))
 }
 
 // timeUp handles --max-run's end: the whole job is stopped, unless it is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,10 +115,23 @@ func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) 
 			if err := e.rdb.Set(ctx, "lock:x", foreign, held).Err(); err != nil {
 				t.Fatal(err)
 			}
+			mon := e.srv.Monitor()
 			p := clitest.Start(t, nil, "--redis", e.srv.URL(), "--redis-timeout", stallTimeout.String(),
 				"--fence", "-w", "60s", "x", "touch", e.path("ran"))
+			// Stalled between tries, so that the next command is a SET: the
+			// first try, and the one once its subscription is confirmed,
+			// have each read the holder (GET, PTTL) after their SET.
+			tries, read := 0, false
 			clitest.Eventually(t, 10*time.Second, "with-lock never began to wait", func() bool {
-				return e.rdb.PubSubNumSub(ctx, "lock:x").Val()["lock:x"] > 0
+				for _, c := range mon.Commands() {
+					switch strings.ToLower(c.Args[0]) {
+					case "eval":
+						tries, read = tries+1, false
+					case "pttl":
+						read = true
+					}
+				}
+				return tries >= 2 && read
 			})
 			if time.Since(setAt) > held-time.Second {
 				t.Fatalf("with-lock took %s to begin waiting; the test needs it before the holder's key runs out", time.Since(setAt))
@@ -150,7 +164,7 @@ func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) 
 			}
 			e.notRun("ran")
 			if e.get(fenceKey("x")) == "" {
-				t.Fatal("the fence counter is unset: the SET never landed, so this tested nothing")
+				t.Fatalf("the fence counter is unset: the SET never landed, so this tested nothing (with-lock gave up %s after the holder's SET: %q)", took, r.Stderr)
 			}
 			goneSoon(t, e, "lock:x")
 		})

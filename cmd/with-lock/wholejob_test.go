@@ -53,7 +53,7 @@ func TestBackgroundChildKeepsLockHeldUntilItExits(t *testing.T) {
 	if res.Code != 3 {
 		t.Errorf("exit %d, want the command's 3", res.Code)
 	}
-	if !hasLine(res.Stderr, "command exited 3; holding lock:bg until its ", "remaining process", strconv.Itoa(pid), "--leftovers kill would stop them") {
+	if !hasLine(res.Stderr, "command exited 3; holding lock:bg until its ", "remaining process", strconv.Itoa(pid), "--leftovers kill would stop") {
 		t.Errorf("stderr %q: want the line saying what holds the lock", res.Stderr)
 	}
 	if n := rdb.Exists(context.Background(), "lock:bg").Val(); n != 0 {
