@@ -34,6 +34,8 @@ func (s *single) runRelease(ctx context.Context, key string, args []any) (any, e
 	if s.releaseBy.Load() == releaseByDigest {
 		v, err := s.rdb.EvalSha(ctx, releaseDigest, keys, args...).Result()
 		switch {
+		case err == nil: // HasErrorPrefix allocates even for nil
+			return v, nil
 		case redis.HasErrorPrefix(err, "NOPERM"):
 			s.releaseBy.Store(releaseNoDigest)
 		case !redis.HasErrorPrefix(err, "NOSCRIPT"):
