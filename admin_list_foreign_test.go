@@ -58,21 +58,21 @@ func TestListShowsForeignToken(t *testing.T) {
 			for _, st := range list {
 				byKey[st.Key] = st
 				keys = append(keys, st.Key)
-				if strings.Contains(st.Holder, secret) {
+				if strings.Contains(st.Holder.ID, secret) {
 					t.Errorf("List shows the secret of %s's token: %+v", st.Key, st)
 				}
 			}
 			if len(list) != 3 {
 				t.Errorf("List = %q, want 3 locks (ours, other, odd)", keys)
 			}
-			if st := byKey[c.Key("ours")]; st == nil || !st.Held || st.Holder != withlock.HolderOf(ours.Token()) {
+			if st := byKey[c.Key("ours")]; st == nil || !st.Held || st.Holder.ID != withlock.HolderOf(ours.Token()) {
 				t.Errorf("our lock in List: %+v", st)
 			}
-			if st := byKey[c.Key("other")]; st == nil || !st.Held || st.Holder != "otherhost:4242" ||
-				st.TTL <= 0 || st.TTL > 30*time.Second || !st.Since.IsZero() {
+			if st := byKey[c.Key("other")]; st == nil || !st.Held || st.Holder.ID != "otherhost:4242" ||
+				st.Holder.TTL <= 0 || st.Holder.TTL > 30*time.Second || !st.Holder.Since.IsZero() {
 				t.Errorf("another host's lock in List: %+v, want held by otherhost:4242, TTL in (0,30s], no since", st)
 			}
-			if st := byKey[c.Key("odd")]; st == nil || !st.Held || st.Holder != "unknown" || st.TTL != -1 || !st.Since.IsZero() {
+			if st := byKey[c.Key("odd")]; st == nil || !st.Held || st.Holder.ID != "unknown" || st.Holder.TTL != -1 || !st.Holder.Since.IsZero() {
 				t.Errorf("a value in no format in List: %+v, want held by unknown, TTL -1, no since", st)
 			}
 		})

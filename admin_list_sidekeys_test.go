@@ -2,6 +2,7 @@ package withlock_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestListSkipsFenceAndRecordKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.ReleaseAndRecord(ctx, withlock.Run{}, time.Hour); err != nil {
+			if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{}, time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -38,7 +39,7 @@ func TestListSkipsFenceAndRecordKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.ReleaseAndRecord(ctx, withlock.Run{}, time.Hour); err != nil {
+			if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{}, time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			l, err = c.TryAcquire(ctx, name, time.Minute, fenced)

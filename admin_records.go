@@ -187,11 +187,14 @@ func (w *recordWrite) args() []any {
 // Release it never hands the lock to a waiter of the same Client in that
 // round trip: the release message wakes it.
 //
-// The error is the release's, as Release returns it, joined with one that
-// matches ErrNotRecorded when the record was not stored.
-func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Duration) error {
+// The two errors are reported apart because callers act on them apart:
+// released is the release's, as Release returns it (ErrLockNotHeld when the
+// lock was no longer ours); recorded is nil when the record was stored,
+// else why not. A record refused before anything was sent (a retention
+// below 1ms) still releases the lock.
+func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Duration) (released, recorded error) {
 	if retention < time.Millisecond {
-		return fmt.Errorf("record retention %s is below 1ms", retention)
+		return l.c.b.release(ctx, l, l.keep()), fmt.Errorf("%w for %s: retention %s is below 1ms", errNotRecorded, l.key, retention)
 	}
 	run.Holder, run.Fence = holderOf(l.token), l.fence
 	if run.Started.IsZero() {
@@ -207,7 +210,7 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	run.Started, run.Finished = run.Started.Round(0), run.Finished.Round(0)
 	b, err := json.Marshal(record{Name: l.name, Run: run, Tag: tokenTag(l.token)})
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		return l.c.b.release(ctx, l, l.keep()), fmt.Errorf("%w for %s: %w", errNotRecorded, l.key, err)
 	}
 	w := recordWrite{rec: string(b), retention: retention, history: l.c.history, ok: run.Outcome == OutcomeOK,
 		index: indexKey(l.c.prefix)}
@@ -221,9 +224,9 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 		relErr, recErr = l.c.b.release(ctx, l, l.keep()), errors.ErrUnsupported
 	}
 	if recErr != nil {
-		recErr = fmt.Errorf("%w for %s: %w", ErrNotRecorded, l.key, recErr)
+		recErr = fmt.Errorf("%w for %s: %w", errNotRecorded, l.key, recErr)
 	}
-	return errors.Join(relErr, recErr)
+	return relErr, recErr
 }
 
 // keep is what is left of l's min-hold: how long the key must still live

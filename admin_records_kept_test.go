@@ -27,7 +27,7 @@ func TestRecordTellsOwnFinishedRunFromAnothers(t *testing.T) {
 	ctx := context.Background()
 	for name, c := range map[string]*withlock.Client{"own-plain": withlock.New(rdb, nil), "own-sem": semaphore(t, rdb, 2)} {
 		first := mustAcquire(t, c, name, time.Minute)
-		if err := first.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 1}, recordTTL); err != nil {
+		if err := errors.Join(first.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 1}, recordTTL)); err != nil {
 			t.Fatal(err)
 		}
 		opts := &withlock.LockOptions{MinHold: time.Minute}
@@ -39,17 +39,17 @@ func TestRecordTellsOwnFinishedRunFromAnothers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.Held || st.LastRun == nil || st.LastRun.ExitCode != 1 || st.Finished {
+		if !st.Held || st.LastRun == nil || st.LastRun.ExitCode != 1 || st.KeptByMinHold {
 			t.Errorf("%s held by a second run after the first recorded: %+v, last run %+v; want held, the first run (exit 1) last, not finished", name, st, st.LastRun)
 		}
-		if err := second.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 2}, recordTTL); err != nil {
+		if err := errors.Join(second.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 2}, recordTTL)); err != nil {
 			t.Fatal(err)
 		}
 		st, err = c.Status(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.Held || st.LastRun == nil || st.LastRun.ExitCode != 2 || !st.Finished {
+		if !st.Held || st.LastRun == nil || st.LastRun.ExitCode != 2 || !st.KeptByMinHold {
 			t.Errorf("%s kept by the second run's min-hold after it recorded: %+v, last run %+v; want held, its own run (exit 2) last, finished", name, st, st.LastRun)
 		}
 		if _, err := c.Break(ctx, name); err != nil {
@@ -60,7 +60,7 @@ func TestRecordTellsOwnFinishedRunFromAnothers(t *testing.T) {
 
 // A lost run is recorded too: ReleaseAndRecord of a lock another holder
 // took over stores the run (its holder, fence, exit code and Lost), kept for
-// the retention asked, says ErrLockNotHeld but not ErrNotRecorded, and
+// the retention asked, says ErrLockNotHeld for the release and nil for the record, and
 // leaves the new holder's key alone. For a plain lock and a semaphore's
 // slot.
 func TestRecordOfALostRunIsStored(t *testing.T) {
@@ -84,9 +84,9 @@ func TestRecordOfALostRunIsStored(t *testing.T) {
 		if err := rdb.Set(ctx, tc.key(l), taker, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
-		err = l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 125, Lost: true}, recordTTL)
-		if !errors.Is(err, withlock.ErrLockNotHeld) || errors.Is(err, withlock.ErrNotRecorded) {
-			t.Errorf("%s: ReleaseAndRecord of a lost lock = %v, want ErrLockNotHeld and the record stored", tc.what, err)
+		relErr, recErr := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 125, Lost: true}, recordTTL)
+		if !errors.Is(relErr, withlock.ErrLockNotHeld) || recErr != nil {
+			t.Errorf("%s: ReleaseAndRecord of a lost lock = %v, %v; want ErrLockNotHeld and the record stored", tc.what, relErr, recErr)
 		}
 		if v := rdb.Get(ctx, tc.key(l)).Val(); v != taker {
 			t.Errorf("%s: the new holder's key holds %q after the lost run's release", tc.what, v)
@@ -99,8 +99,8 @@ func TestRecordOfALostRunIsStored(t *testing.T) {
 		if run == nil || !run.Lost || run.ExitCode != 125 || run.Holder != withlock.HolderOf(l.Token()) || run.Fence != l.Fence() {
 			t.Errorf("%s: last run %+v, want the lost run of %s with exit 125 and fence %d", tc.what, run, withlock.HolderOf(l.Token()), l.Fence())
 		}
-		if st.Finished {
-			t.Errorf("%s: the new holder %s reads as the lost run, finished", tc.what, st.Holder)
+		if st.KeptByMinHold {
+			t.Errorf("%s: the new holder %s reads as the lost run, finished", tc.what, st.Holder.ID)
 		}
 		recordKeptFor(t, rdb, name, recordTTL)
 	}
@@ -128,12 +128,12 @@ func TestRecordStartsAtAcquisitionAndFinishesAtRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acquired := withlock.AcquiredAt(l)
+	acquired := l.Acquired()
 	clitest.Eventually(t, promptly, "the clock never moved past the acquisition", func() bool {
 		return time.Since(acquired) > 20*time.Millisecond
 	})
 	before := time.Now()
-	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 7}, recordTTL); err != nil {
+	if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 7}, recordTTL)); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Now()

@@ -2,6 +2,7 @@ package withlock_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func runOnce(t *testing.T, c *withlock.Client, name string, code int) {
 	if err != nil {
 		t.Fatalf("acquire %s: %v", name, err)
 	}
-	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, time.Minute); err != nil {
+	if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, time.Minute)); err != nil {
 		t.Fatalf("release and record %s: %v", name, err)
 	}
 }
@@ -171,12 +172,32 @@ func TestOutcomeFollowsHowTheRunEnded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.ReleaseAndRecord(ctx, tc.run, time.Minute); err != nil {
+		if err := errors.Join(l.ReleaseAndRecord(ctx, tc.run, time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		st, err := c.Status(ctx, "outcome")
 		if err != nil || st.LastRun == nil || st.LastRun.Outcome != tc.want {
 			t.Errorf("%+v: last run %+v, %v; want outcome %q", tc.run, st.LastRun, err, tc.want)
 		}
+	}
+}
+
+// ReleaseAndRecord reports the release and the record apart: a record it
+// refuses (a retention below 1ms) is the second error alone, and the lock
+// is released all the same.
+func TestReleaseAndRecordReleasesWhenTheRecordIsRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	l, err := withlock.New(rdb, nil).TryAcquire(ctx, "refused-record", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relErr, recErr := l.ReleaseAndRecord(ctx, withlock.Run{}, 0)
+	if relErr != nil || recErr == nil {
+		t.Errorf("ReleaseAndRecord with retention 0 = %v, %v; want the release done and the record refused", relErr, recErr)
+	}
+	if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
+		t.Errorf("the lock's key still exists after ReleaseAndRecord refused only the record")
 	}
 }

@@ -14,21 +14,32 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Holder is one owner of a lock, or of one of a semaphore's slots, as
+// Status and NotObtainedError report it: one type, so that whoever shows a
+// holder (the CLI's --status, --list and busy message) writes it once.
+type Holder struct {
+	// ID is the "<host>:<pid>" of the owner ("unknown" for a token in
+	// another format). The owner's full token is never returned: it would
+	// let the reader release the lock.
+	ID string
+	// Slot is the semaphore's slot it holds, 1..N; 0 for a plain lock.
+	Slot int
+	// TTL is the owner's remaining time: -1 when the key exists without an
+	// expiry (not set by this package), 0 when unknown.
+	TTL time.Duration
+	// Since is when the holder began to acquire the lock, by its own clock
+	// (a holder that waited for it shows the start of its wait); zero when
+	// unknown (a token from an older version or another program).
+	Since time.Time
+}
+
 // Status is what Redis says about a lock at one moment.
 type Status struct {
 	Key  string // the lock's Redis key
 	Held bool   // whether the key exists
-	// Holder is the "<host>:<pid>" of the owner ("unknown" for a token in
-	// another format); "" when the lock is free. The owner's full token is
-	// never returned: it would let the reader release the lock.
-	Holder string
-	// TTL is the owner's remaining time: 0 when free, -1 when the key
-	// exists without an expiry (not set by this package).
-	TTL time.Duration
-	// Since is when the holder began to acquire the lock, by its own clock
-	// (a holder that waited for it shows the start of its wait); zero when
-	// free or unknown (a token from an older version or another program).
-	Since time.Time
+	// Holder is the owner while Held (for a semaphore the first of
+	// Holders); the zero Holder when the lock is free.
+	Holder Holder
 	// Fence is the last fencing number drawn for this name — the holder's
 	// own if it acquired with LockOptions.Fence — or 0 if none ever was.
 	Fence int64
@@ -43,16 +54,18 @@ type Status struct {
 	// has succeeded, while that window lasts; nil otherwise. A quorum
 	// keeps none.
 	Done *Span
-	// Finished is true when the lock is held by a run that has ended
-	// (LastRun is that run): the key lives on only for its
-	// LockOptions.MinHold.
-	Finished bool
+	// KeptByMinHold is true when the lock is held but its holder's run has
+	// ended (LastRun is that run): nothing runs, the key lives on only for
+	// its LockOptions.MinHold. Named for what a reader acts on — the lock
+	// is held though no job runs, and will free itself at TTL — rather than
+	// for the record it is read from.
+	KeptByMinHold bool
 	// Slots is the number of slots when the name is a semaphore
 	// (NewSemaphore), read from its marker; 0 for a plain lock.
 	Slots int
-	// Holders lists every holder of a semaphore's name by slot; Holder,
-	// TTL and Since above are the first of them. nil for a plain lock.
-	Holders []SlotHolder
+	// Holders lists every holder of a semaphore's name by slot; Holder
+	// above is the first of them. nil for a plain lock.
+	Holders []Holder
 }
 
 // Status reads the lock called name, its remaining time, its fencing
@@ -98,7 +111,7 @@ func (v lockView) status() (*Status, error) {
 		}
 		if st.LastRun == nil || rec.Finished.After(st.LastRun.Finished) {
 			st.LastRun = &rec.Run
-			st.Finished = st.Held && rec.Tag == tokenTag(v.token)
+			st.KeptByMinHold = st.Held && rec.Tag == tokenTag(v.token)
 		}
 	}
 	for _, raw := range v.successes {
@@ -118,7 +131,7 @@ func (v lockView) status() (*Status, error) {
 // there is no last-success record; the token never leaves the package.
 type nodeStatus struct {
 	token  string
-	ttl    time.Duration // as Status.TTL
+	ttl    time.Duration // as Holder.TTL
 	fence  int64
 	record string
 	err    error
@@ -216,7 +229,7 @@ func majority(key string, views []nodeStatus, need int) (lockView, error) {
 		if len(t) >= need {
 			slices.Sort(t)
 			v.token = token
-			v.st.Held, v.st.Holder, v.st.TTL, v.st.Since = true, holderOf(token), t[len(t)-need], sinceOf(token)
+			v.st.Held, v.st.Holder = true, Holder{ID: holderOf(token), TTL: t[len(t)-need], Since: sinceOf(token)}
 		}
 	}
 	return v, nil

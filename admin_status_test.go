@@ -21,7 +21,7 @@ func TestStatusOfALock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Held || st.Holder != "" || st.TTL != 0 || st.Fence != 0 || st.Key != "lock:st" {
+	if st.Held || st.Holder.ID != "" || st.Holder.TTL != 0 || st.Fence != 0 || st.Key != "lock:st" {
 		t.Errorf("free lock: %+v", st)
 	}
 
@@ -33,17 +33,17 @@ func TestStatusOfALock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Held || st.Holder != withlock.HolderOf(l.Token()) || st.TTL <= 0 || st.TTL > 5*time.Second || st.Fence != l.Fence() {
+	if !st.Held || st.Holder.ID != withlock.HolderOf(l.Token()) || st.Holder.TTL <= 0 || st.Holder.TTL > 5*time.Second || st.Fence != l.Fence() {
 		t.Errorf("held lock: %+v, want holder %s, TTL in (0,5s], fence %d", st, withlock.HolderOf(l.Token()), l.Fence())
 	}
-	if strings.Contains(st.Holder, l.Token()[len(st.Holder):]) {
-		t.Errorf("holder %q shows the token's secret part", st.Holder)
+	if strings.Contains(st.Holder.ID, l.Token()[len(st.Holder.ID):]) {
+		t.Errorf("holder %q shows the token's secret part", st.Holder.ID)
 	}
-	host, pid, ok := strings.Cut(st.Holder, ":")
+	host, pid, ok := strings.Cut(st.Holder.ID, ":")
 	if !ok || host == "" || pid == "" {
-		t.Errorf("holder %q is not host:pid", st.Holder)
+		t.Errorf("holder %q is not host:pid", st.Holder.ID)
 	} else if _, err := strconv.Atoi(pid); err != nil {
-		t.Errorf("holder %q: pid not a number", st.Holder)
+		t.Errorf("holder %q: pid not a number", st.Holder.ID)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestStatusOfALock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Held || st.Holder != "unknown" || st.TTL != -1 || st.Fence != l.Fence() {
+	if !st.Held || st.Holder.ID != "unknown" || st.Holder.TTL != -1 || st.Fence != l.Fence() {
 		t.Errorf("foreign key without expiry: %+v", st)
 	}
 }

@@ -88,7 +88,7 @@ func TestQuorum(t *testing.T) {
 		if !errors.As(err, &held) || !errors.Is(err, withlock.ErrNotObtained) {
 			t.Fatalf("err = %v, want *NotObtainedError", err)
 		}
-		if held.Holder != withlock.HolderOf(owner.Token()) || held.TTL <= 0 {
+		if held.Holder.ID != withlock.HolderOf(owner.Token()) || held.Holder.TTL <= 0 {
 			t.Fatalf("held = %+v, want holder %s with a TTL", held, withlock.HolderOf(owner.Token()))
 		}
 		if v := onNodes(admins, owner.Key())[0]; v != "" {
@@ -186,7 +186,7 @@ func TestQuorum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.Held || st.Holder != withlock.HolderOf(l.Token()) || st.TTL <= 3*time.Second || st.TTL > 10*time.Second {
+		if !st.Held || st.Holder.ID != withlock.HolderOf(l.Token()) || st.Holder.TTL <= 3*time.Second || st.Holder.TTL > 10*time.Second {
 			t.Fatalf("Status = %+v, want held by %s with 3s < TTL <= 10s", st, withlock.HolderOf(l.Token()))
 		}
 		admins[1].Set(ctx, l.Key(), "thief:1:x", time.Minute) // ours on 2 nodes, one of them expiring soon
@@ -285,7 +285,7 @@ func TestQuorumKeepAliveRepairsABusyNodeOnceItIsFree(t *testing.T) {
 	ka := l.KeepAlive(ctx, nil)
 	defer ka.Stop()
 
-	regular := withlock.AcquiredAt(l).Add(interval) // the first regular renewal
+	regular := l.Acquired().Add(interval) // the first regular renewal
 	for onNodes(admins[2:], key)[0] != l.Token() {
 		if time.Now().After(regular) {
 			t.Fatalf("node 3 lacks our key at the first regular renewal, %s after the other owner's key expired",
@@ -343,8 +343,8 @@ func TestQuorumKeepAliveNeverRepairsWithoutMajority(t *testing.T) {
 	if !errors.Is(ka.Err(), withlock.ErrNoQuorum) {
 		t.Errorf("Err() = %v, want a presumed loss carrying ErrNoQuorum", ka.Err())
 	}
-	if lostAt.Sub(withlock.AcquiredAt(l)) >= ttl {
-		t.Errorf("loss reported %s after acquisition, not before the TTL (%s)", lostAt.Sub(withlock.AcquiredAt(l)), ttl)
+	if lostAt.Sub(l.Acquired()) >= ttl {
+		t.Errorf("loss reported %s after acquisition, not before the TTL (%s)", lostAt.Sub(l.Acquired()), ttl)
 	}
 	if v := onNodes(admins[2:], key)[0]; v == l.Token() {
 		t.Fatal("node 3 was given our key while we held only a minority")

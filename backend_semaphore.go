@@ -27,14 +27,6 @@ import (
 // The fencing counter, the last-run record and the fair line are the
 // plain lock's (fenceKey, recordKey, wait_fair.go).
 
-// SlotHolder is one holder of a semaphore's slot, as Status reports it.
-type SlotHolder struct {
-	Slot   int           // 1..N
-	Holder string        // "<host>:<pid>", or "unknown"
-	TTL    time.Duration // remaining time; -1 without expiry
-	Since  time.Time     // when it began acquiring; zero if unknown
-}
-
 // NewSemaphore returns a Client whose locks each admit up to slots holders
 // at once: "at most two backups across the fleet". Everything a Client does
 // works per holder: TryAcquire takes a free slot or fails with a

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -35,14 +34,14 @@ func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, er
 		return lockView{}, fmt.Errorf("status of %s: %w", key, err)
 	}
 	st := v.st
-	st.Slots, st.Held, st.Holder, st.TTL, st.Since = n, false, "", 0, time.Time{}
+	st.Slots, st.Held, st.Holder = n, false, Holder{}
 	v.token = ""
 	for i := range n {
 		token, err := gets[i].Result()
 		if err != nil {
 			continue
 		}
-		h := SlotHolder{Slot: i + 1, Holder: holderOf(token), Since: sinceOf(token)}
+		h := Holder{Slot: i + 1, ID: holderOf(token), Since: sinceOf(token)}
 		switch d := pttls[i].Val(); {
 		case d > 0:
 			h.TTL = d
@@ -51,7 +50,7 @@ func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, er
 		}
 		st.Holders = append(st.Holders, h)
 		if !st.Held {
-			st.Held, st.Holder, st.TTL, st.Since = true, h.Holder, h.TTL, h.Since
+			st.Held, st.Holder = true, h
 			v.token = token
 		}
 	}
@@ -68,10 +67,10 @@ func brokenSlots(v lockView, n int, tokens []string) lockView {
 		if token == "" {
 			continue
 		}
-		h := SlotHolder{Slot: i + 1, Holder: holderOf(token), Since: sinceOf(token)}
+		h := Holder{Slot: i + 1, ID: holderOf(token), Since: sinceOf(token)}
 		st.Holders = append(st.Holders, h)
 		if !st.Held {
-			st.Held, st.Holder, st.Since = true, h.Holder, h.Since
+			st.Held, st.Holder = true, h
 			v.token = token
 		}
 	}

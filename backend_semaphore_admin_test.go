@@ -26,13 +26,13 @@ func TestSlotsStatusListsEveryHolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !st.Held || st.Slots != 3 || len(st.Holders) != 2 || st.Holder != withlock.HolderOf(a.Token()) {
+			if !st.Held || st.Slots != 3 || len(st.Holders) != 2 || st.Holder.ID != withlock.HolderOf(a.Token()) {
 				t.Fatalf("%s: %+v, want held, 3 slots, 2 holders", name, st)
 			}
 			ttls := []time.Duration{time.Minute, 30 * time.Second}
 			for i, l := range []*withlock.Lock{a, b} {
 				h := st.Holders[i]
-				if h.Slot != l.Slot() || h.Holder != withlock.HolderOf(l.Token()) || h.TTL <= 0 || h.TTL > ttls[i] || h.Since.IsZero() {
+				if h.Slot != l.Slot() || h.ID != withlock.HolderOf(l.Token()) || h.TTL <= 0 || h.TTL > ttls[i] || h.Since.IsZero() {
 					t.Errorf("%s holder %d: %+v, want slot %d", name, i, h, l.Slot())
 				}
 			}

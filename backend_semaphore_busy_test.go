@@ -31,9 +31,9 @@ func TestSlotsBusyNamesTheHolderWhoseSlotFreesFirst(t *testing.T) {
 	if !errors.As(err, &busy) {
 		t.Fatalf("TryAcquire with all 3 slots held = %v, want a *NotObtainedError", err)
 	}
-	if busy.Holder != "otherhost:4242" || busy.TTL <= 0 || busy.TTL > 20*time.Second || busy.Slots != 3 || busy.Key != first.Key() {
+	if busy.Holder.ID != "otherhost:4242" || busy.Holder.TTL <= 0 || busy.Holder.TTL > 20*time.Second || busy.Slots != 3 || busy.Key != first.Key() {
 		t.Errorf("busy names %s with %s left, of %d slots, key %s; want otherhost:4242, whose slot frees first, with at most 20s left, of 3 slots",
-			busy.Holder, busy.TTL, busy.Slots, busy.Key)
+			busy.Holder.ID, busy.Holder.TTL, busy.Slots, busy.Key)
 	}
 	for _, l := range []*withlock.Lock{first, last} {
 		if err := l.Release(ctx); err != nil {

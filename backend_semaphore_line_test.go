@@ -201,7 +201,7 @@ func TestPlainWaiterRefusedWhenNameBecomesSemaphore(t *testing.T) {
 	if !errors.As(o.err, &se) || se.Have != 3 || se.Want != 1 {
 		t.Errorf("plain waiter: %v, %v; want a *SlotsError with Have 3, Want 1", o.lock, o.err)
 	}
-	if st, err := withlock.New(rdb, nil).Status(ctx, "mix"); err != nil || len(st.Holders) != 1 || st.Holders[0].Holder != "otherhost:4242" {
+	if st, err := withlock.New(rdb, nil).Status(ctx, "mix"); err != nil || len(st.Holders) != 1 || st.Holders[0].ID != "otherhost:4242" {
 		t.Errorf("Status after: %+v, %v; want the one semaphore holder", st, err)
 	}
 }

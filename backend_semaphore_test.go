@@ -258,7 +258,7 @@ func TestSlotHolderCrashFreesSlotByTTL(t *testing.T) {
 	c := semaphore(t, srv.Client(), 2)
 	stays := mustAcquire(t, c, "crash", time.Minute)
 	crashed := mustAcquire(t, c, "crash", 300*time.Millisecond)
-	expires := withlock.AcquiredAt(crashed).Add(300 * time.Millisecond)
+	expires := crashed.Acquired().Add(300 * time.Millisecond)
 	waiter := semaphore(t, srv.Client(), 2)
 	withlock.SetWaitTimings(waiter, longPoll, time.Minute)
 	o := wait(t, acquireAsync(context.Background(), waiter, "crash", time.Minute), promptly, "waiter")
@@ -353,7 +353,7 @@ func TestSlotsMinHoldKeepsSlotThenFreesName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); err != nil {
+	if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	mark := rdb.PTTL(ctx, l.Key()).Val()
@@ -365,7 +365,7 @@ func TestSlotsMinHoldKeepsSlotThenFreesName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Held || !st.Finished || st.LastRun == nil || st.LastRun.ExitCode != 3 || st.LastRun.Fence != l.Fence() {
+	if !st.Held || !st.KeptByMinHold || st.LastRun == nil || st.LastRun.ExitCode != 3 || st.LastRun.Fence != l.Fence() {
 		t.Errorf("Status during the min-hold: %+v, want held by the finished run it recorded", st)
 	}
 	waitGone(t, rdb, l.Key())

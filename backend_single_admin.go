@@ -28,7 +28,7 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView, error) {
 	v := lockView{st: &Status{Key: key, Fence: n.fence, Done: doneWindow(n.done, time.Now())}, token: n.token}
 	if n.token != "" {
-		v.st.Held, v.st.Holder, v.st.TTL, v.st.Since = true, holderOf(n.token), n.ttl, sinceOf(n.token)
+		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(n.token), TTL: n.ttl, Since: sinceOf(n.token)}
 	}
 	if n.record != "" {
 		v.records = []string{n.record}
@@ -83,7 +83,7 @@ func (s *single) breakLock(ctx context.Context, key, by string) (lockView, error
 		return brokenSlots(v, n, slots), nil
 	}
 	if token != "" {
-		v.st.Held, v.st.Holder, v.st.Since = true, holderOf(token), sinceOf(token)
+		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(token), Since: sinceOf(token)}
 	}
 	return v, nil
 }

@@ -63,7 +63,7 @@ func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
 	if got := rdb.Get(ctx, "lock:job").Val(); got != l.Token() {
 		t.Errorf("key holds %q, want the lock's token %q", got, l.Token())
 	}
-	if at := withlock.AcquiredAt(l); at.Before(before) || at.After(after) {
+	if at := l.Acquired(); at.Before(before) || at.After(after) {
 		t.Errorf("AcquiredAt %v not within the call [%v, %v]", at, before, after)
 	}
 	if l.Fence() != 0 {
@@ -113,14 +113,14 @@ func TestTryAcquireBusy(t *testing.T) {
 			if !errors.As(err, &held) {
 				t.Fatalf("error %T is not a *NotObtainedError", err)
 			}
-			if held.Key != "lock:job" || held.Holder != tc.wantHolder {
-				t.Errorf("NotObtainedError Key, Holder = %q, %q; want lock:job, %q", held.Key, held.Holder, tc.wantHolder)
+			if held.Key != "lock:job" || held.Holder.ID != tc.wantHolder {
+				t.Errorf("NotObtainedError Key, Holder = %q, %q; want lock:job, %q", held.Key, held.Holder.ID, tc.wantHolder)
 			}
-			if tc.wantTTL && (held.TTL <= 0 || held.TTL > tc.ttl) {
-				t.Errorf("NotObtainedError.TTL = %v, want in (0, %v]", held.TTL, tc.ttl)
+			if tc.wantTTL && (held.Holder.TTL <= 0 || held.Holder.TTL > tc.ttl) {
+				t.Errorf("NotObtainedError.Holder.TTL = %v, want in (0, %v]", held.Holder.TTL, tc.ttl)
 			}
-			if !tc.wantTTL && held.TTL != 0 {
-				t.Errorf("NotObtainedError.TTL = %v for a key without expiry, want 0", held.TTL)
+			if !tc.wantTTL && held.Holder.TTL != 0 {
+				t.Errorf("NotObtainedError.Holder.TTL = %v for a key without expiry, want 0", held.Holder.TTL)
 			}
 			if strings.Contains(err.Error(), randomPart(foreignToken)) {
 				t.Errorf("error %q shows the holder's secret", err)
@@ -139,10 +139,10 @@ func TestTryAcquireBusy(t *testing.T) {
 		}
 		_, err = locker.TryAcquire(ctx, "job", 10*time.Second, nil)
 		var held *withlock.NotObtainedError
-		if !errors.As(err, &held) || held.Holder != holder(t) {
+		if !errors.As(err, &held) || held.Holder.ID != holder(t) {
 			t.Fatalf("second TryAcquire = %v; want a *NotObtainedError naming %s", err, holder(t))
 		}
-		if strings.Contains(err.Error(), randomPart(first.Token())) || strings.Contains(held.Holder, randomPart(first.Token())) {
+		if strings.Contains(err.Error(), randomPart(first.Token())) || strings.Contains(held.Holder.ID, randomPart(first.Token())) {
 			t.Errorf("error %q shows the holder's secret", err)
 		}
 	})

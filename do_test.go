@@ -22,7 +22,7 @@ func TestDoRunsUnderLockAndReleases(t *testing.T) {
 		// Longer than the TTL: only renewal keeps the lock.
 		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 			if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
-				t.Errorf("after %s the key holds %q, not our token", time.Since(withlock.AcquiredAt(l)), v)
+				t.Errorf("after %s the key holds %q, not our token", time.Since(l.Acquired()), v)
 				return nil
 			}
 		}
@@ -116,7 +116,7 @@ func TestDoMinHoldAndFence(t *testing.T) {
 	for range 2 {
 		err := locker.Do(ctx, "do-minhold", 2*time.Second, opts, func(_ context.Context, l *withlock.Lock) error {
 			fences = append(fences, l.Fence())
-			acquired = append(acquired, withlock.AcquiredAt(l))
+			acquired = append(acquired, l.Acquired())
 			return nil
 		})
 		if err != nil {

@@ -39,13 +39,13 @@ var (
 // NotObtainedError tells who holds a lock that could not be obtained. It
 // matches ErrNotObtained with errors.Is.
 type NotObtainedError struct {
-	Key    string        // the lock's Redis key
-	Holder string        // "<host>:<pid>" of the owner, or "unknown"
-	TTL    time.Duration // the owner's remaining time; 0 if unknown or gone
-	Since  time.Time     // when the owner began acquiring it; zero if unknown
+	Key string // the lock's Redis key
+	// Holder is the owner, as far as is known: ID "unknown" and TTL 0 when
+	// it could not be read; for a semaphore, the holder whose slot frees
+	// first.
+	Holder Holder
 	// Slots is, for a semaphore (NewSemaphore), its number of slots, all
-	// held; Holder, TTL and Since are then those of the holder whose slot
-	// frees first. 0 for a plain lock.
+	// held; 0 for a plain lock.
 	Slots int
 }
 
@@ -53,23 +53,24 @@ type NotObtainedError struct {
 // known, and its remaining time when known, which renewal keeps near the
 // TTL. It never shows the holder's full token.
 func (e *NotObtainedError) Error() string {
+	h := e.Holder
 	held := ""
-	switch d := time.Since(e.Since); {
-	case e.Since.IsZero():
+	switch d := time.Since(h.Since); {
+	case h.Since.IsZero():
 	case d < time.Second:
 		held = ", taken just now"
 	default:
 		held = " for " + d.Round(time.Second).String()
 	}
 	expires := ""
-	if e.TTL > 0 {
-		expires = " (expires in " + e.TTL.Round(time.Millisecond).String() + ")"
+	if h.TTL > 0 {
+		expires = " (expires in " + h.TTL.Round(time.Millisecond).String() + ")"
 	}
 	if e.Slots > 0 {
 		return fmt.Sprintf("all %d slots of %s are held; the first to free is %s's%s%s",
-			e.Slots, e.Key, e.Holder, held, expires)
+			e.Slots, e.Key, h.ID, held, expires)
 	}
-	return fmt.Sprintf("%s is held by %s%s%s", e.Key, e.Holder, held, expires)
+	return fmt.Sprintf("%s is held by %s%s%s", e.Key, h.ID, held, expires)
 }
 
 // Is makes errors.Is(err, ErrNotObtained) true.
@@ -78,9 +79,9 @@ func (e *NotObtainedError) Is(target error) bool { return target == ErrNotObtain
 // notObtained describes the lock on key held by the owner of token ("" when
 // unknown) with ttl left.
 func notObtained(key, token string, ttl time.Duration) *NotObtainedError {
-	e := &NotObtainedError{Key: key, Holder: "unknown", TTL: ttl}
+	e := &NotObtainedError{Key: key, Holder: Holder{ID: "unknown", TTL: ttl}}
 	if token != "" {
-		e.Holder, e.Since = holderOf(token), sinceOf(token)
+		e.Holder.ID, e.Holder.Since = holderOf(token), sinceOf(token)
 	}
 	return e
 }
@@ -155,6 +156,7 @@ type DoneError struct {
 	Window Span
 }
 
+// Error names the key and the start of the window it succeeded in.
 func (e *DoneError) Error() string {
 	return fmt.Sprintf("%s already succeeded in the window starting %s", e.Key, e.Window.Start.Format(time.RFC3339))
 }
@@ -162,9 +164,10 @@ func (e *DoneError) Error() string {
 // Is makes errors.Is(err, ErrDone) true.
 func (e *DoneError) Is(target error) bool { return target == ErrDone }
 
-// ErrNotRecorded means Lock.ReleaseAndRecord could not store the run's
-// record; the release itself may have succeeded.
-var ErrNotRecorded = errors.New("last-run record not stored")
+// errNotRecorded begins the record error of Lock.ReleaseAndRecord, which
+// returns it apart from the release's: no caller needs a sentinel to tell
+// the two apart.
+var errNotRecorded = errors.New("last-run record not stored")
 
 // ErrNoQuorum means a quorum Client could not reach a majority of its
 // nodes, or not within the lock's validity time. Whatever it did obtain has

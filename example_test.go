@@ -84,7 +84,7 @@ func Example() {
 	_, err = locker.TryAcquire(ctx, "nightly-report", 30*time.Second, nil)
 	var held *withlock.NotObtainedError
 	if errors.As(err, &held) {
-		fmt.Println("second copy refused:", errors.Is(err, withlock.ErrNotObtained), held.TTL > 0)
+		fmt.Println("second copy refused:", errors.Is(err, withlock.ErrNotObtained), held.Holder.TTL > 0)
 	}
 
 	// ... run the job ...

@@ -39,9 +39,6 @@ var DefaultMargin = defaultMargin
 // FenceKey returns the key of the fencing counter of c's lock called name.
 func FenceKey(c *Client, name string) string { return fenceKey(c.Key(name)) }
 
-// AcquiredAt returns when l's acquiring command was sent.
-func AcquiredAt(l *Lock) time.Time { return l.acquired }
-
 // Unindex removes keys of c's prefix from the index of names where they
 // are still stale (admin_index.go), as List does after reading them.
 func Unindex(ctx context.Context, c *Client, keys ...string) error {

@@ -83,8 +83,9 @@ type KeepAlive struct {
 	lost   chan struct{}
 	done   chan struct{} // closed when the loop and any renewal have ended
 
-	mu  sync.Mutex
-	err error
+	mu       sync.Mutex
+	err      error
+	deadline time.Time // the local deadline, as Deadline returns it
 }
 
 // KeepAlive starts renewing the lock every interval with one token-checked
@@ -121,11 +122,30 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 		k.onRenew, k.reacquire = opts.OnRenew, opts.Reacquire
 	}
 	k.interval = max(min(k.interval, (l.ttl-k.margin)/2), time.Millisecond)
+	k.deadline = l.acquired.Add(l.ttl - k.margin)
 	k.ctx, k.cancel = context.WithCancelCause(ctx)
 	loopCtx, stop := context.WithCancel(k.ctx)
 	k.stop = stop
 	go k.run(loopCtx)
 	return k
+}
+
+// Deadline returns the local deadline: when the lock is presumed lost
+// unless a renewal sent before it succeeds — the time the last successful
+// acquiring or renewing command was sent, plus the TTL, minus the margin
+// (KeepAliveOptions.Margin). A caller that says how long a failing lock has
+// left reads it here instead of redoing the arithmetic.
+func (k *KeepAlive) Deadline() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.deadline
+}
+
+// setDeadline moves the local deadline to at, for Deadline.
+func (k *KeepAlive) setDeadline(at time.Time) {
+	k.mu.Lock()
+	k.deadline = at
+	k.mu.Unlock()
 }
 
 // Lost is closed when the lock is lost; it stays open when renewal stops
@@ -173,7 +193,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 		close(k.done)
 	}()
 
-	lossAt := l.acquired.Add(l.ttl - k.margin)
+	lossAt := k.Deadline()
 	deadline := time.NewTimer(time.Until(lossAt))
 	defer deadline.Stop()
 	next := time.NewTimer(time.Until(k.nextRenewal(l.acquired)))
@@ -217,6 +237,10 @@ func (k *KeepAlive) run(ctx context.Context) {
 			}(lossAt)
 		case r := <-results:
 			busy = false
+			if r.err == nil || errors.Is(r.err, ErrReacquired) {
+				// Before OnRenew, which may read Deadline.
+				k.setDeadline(r.sent.Add(l.ttl - k.margin))
+			}
 			if k.onRenew != nil && ctx.Err() == nil {
 				k.onRenew(r.took, r.err)
 			}
@@ -226,7 +250,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 				// token all along: nobody but this loop (Reacquire)
 				// recreates it with our token.
 				lastErr = nil
-				lossAt = r.sent.Add(l.ttl - k.margin)
+				lossAt = k.Deadline()
 				deadline.Reset(time.Until(lossAt))
 				next.Reset(time.Until(k.nextRenewal(r.sent)))
 			case errors.Is(r.err, ErrLockNotHeld):

@@ -217,6 +217,54 @@ func TestKeepAliveDeclaresLossAtTheLocalDeadline(t *testing.T) {
 	}
 }
 
+// TestKeepAliveDeadlineFollowsEachSuccess: Deadline is Lock.Acquired plus
+// TTL minus margin until a renewal succeeds, then that renewal's send time
+// plus TTL minus margin — already when OnRenew hears of it — and a failed
+// renewal leaves it where it was.
+func TestKeepAliveDeadlineFollowsEachSuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 3 * time.Second // default margin 400ms
+		f := &fakeRenewals{answer: func(_ context.Context, n int) error {
+			if n >= 2 {
+				return errDown
+			}
+			return nil
+		}}
+		var ka *KeepAlive
+		var mu sync.Mutex
+		var seen []time.Time
+		l, err := newClient(f, nil).TryAcquire(t.Context(), "job", ttl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		ka = l.KeepAlive(context.Background(), &KeepAliveOptions{OnRenew: func(time.Duration, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, ka.Deadline())
+		}})
+		mu.Unlock()
+		t.Cleanup(ka.Stop)
+		at := func() time.Duration { return ka.Deadline().Sub(l.Acquired()) }
+		if got := at(); got != 2600*time.Millisecond {
+			t.Errorf("Deadline before any renewal is Acquired+%s, want +2.6s", got)
+		}
+		time.Sleep(1500 * time.Millisecond) // renewed at 1s
+		if got := at(); got != 3600*time.Millisecond {
+			t.Errorf("Deadline after the renewal sent at 1s is Acquired+%s, want +3.6s", got)
+		}
+		time.Sleep(time.Second) // the renewal at 2s failed
+		if got := at(); got != 3600*time.Millisecond {
+			t.Errorf("Deadline after a failed renewal is Acquired+%s, want still +3.6s", got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) < 2 || seen[0].Sub(l.Acquired()) != 3600*time.Millisecond || seen[1].Sub(l.Acquired()) != 3600*time.Millisecond {
+			t.Errorf("OnRenew saw deadlines %v after acquisition %v, want +3.6s for the success and the failure", seen, l.Acquired())
+		}
+	})
+}
+
 // TestKeepAliveRetriesAfterAFailedRenewal: a failed renewal is retried a
 // quarter interval after its answer, and once one succeeds the schedule
 // runs from when that one was sent. OnRenew reports each with its time.

@@ -60,7 +60,7 @@ func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 			get, pttl = p.Get(ctx, l.Key()), p.PTTL(ctx, l.Key())
 			return nil
 		}); err != nil {
-			t.Fatalf("sample %d: key gone or unreadable after %s: %v", samples, time.Since(withlock.AcquiredAt(l)), err)
+			t.Fatalf("sample %d: key gone or unreadable after %s: %v", samples, time.Since(l.Acquired()), err)
 		}
 		if get.Val() != l.Token() {
 			t.Fatalf("sample %d: key holds another value", samples)
@@ -167,7 +167,7 @@ func TestKeepAliveDeadlineWhileRedisPaused(t *testing.T) {
 	srv.Signal(syscall.SIGSTOP)
 	defer srv.Signal(syscall.SIGCONT)
 	lostAt := waitLost(t, ka, 5*time.Second)
-	after := lostAt.Sub(withlock.AcquiredAt(l))
+	after := lostAt.Sub(l.Acquired())
 	margin := withlock.DefaultMargin(ttl)
 	t.Logf("loss reported %s after the acquiring SET was sent (TTL %s, margin %s)", after.Round(time.Millisecond), ttl, margin)
 	if after >= ttl {
@@ -199,7 +199,7 @@ func TestKeepAliveRedisDown(t *testing.T) {
 	defer ka.Stop()
 	srv.Kill()
 	lostAt := waitLost(t, ka, 5*time.Second)
-	after := lostAt.Sub(withlock.AcquiredAt(l))
+	after := lostAt.Sub(l.Acquired())
 	margin := withlock.DefaultMargin(ttl)
 	t.Logf("Redis down: loss reported %s after acquisition (TTL %s, margin %s): %v", after.Round(time.Millisecond), ttl, margin, ka.Err())
 	if after < ttl-margin-10*time.Millisecond || after >= ttl {

@@ -101,7 +101,7 @@ func TestMinHold(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
-		left := minHold - time.Since(withlock.AcquiredAt(l))
+		left := minHold - time.Since(l.Acquired())
 		pttl := rdb.PTTL(ctx, "lock:job").Val()
 		if pttl <= 0 || pttl > minHold || pttl < left-time.Second {
 			t.Errorf("PTTL after an early Release = %v, want about the %v left of the min-hold", pttl, left)
@@ -126,7 +126,7 @@ func TestMinHold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Until(withlock.AcquiredAt(l).Add(minHold))) // the job's run time
+		time.Sleep(time.Until(l.Acquired().Add(minHold))) // the job's run time
 		if err := l.Release(ctx); err != nil {
 			t.Fatalf("Release: %v", err)
 		}

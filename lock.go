@@ -42,6 +42,13 @@ func (l *Lock) Key() string { return l.key }
 // who knows it can release the lock.
 func (l *Lock) Token() string { return l.token }
 
+// Acquired returns when the command that obtained the lock was sent, with
+// a monotonic clock reading: the key lives at least until Acquired plus
+// the TTL. A caller that reports how long it held the lock, or works out
+// how much of the TTL is left, starts from it rather than keeping a clock
+// of its own.
+func (l *Lock) Acquired() time.Time { return l.acquired }
+
 // Fence returns the lock's fencing number, strictly greater than that of
 // every earlier fenced acquisition of the same name, or 0 when the lock was
 // taken without LockOptions.Fence. The numbers are Redis's clock in

@@ -66,7 +66,7 @@ func TestOncePerRunsOnceAWindowAndRetriesAFailure(t *testing.T) {
 		}
 		// Free the key at once for the next attempt: the min-hold is not
 		// what this test is about.
-		if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, time.Hour); err != nil {
+		if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, time.Hour)); err != nil {
 			t.Fatalf("release and record: %v", err)
 		}
 		rdb.Del(ctx, "lock:nightly")

@@ -29,7 +29,7 @@ func ownerPrefix() string {
 
 // newToken returns prefix, the time now as base-36 Unix milliseconds, a dot
 // and 128 random bits in hex: "<host>:<pid>:<ms36>.<hex>". The time says
-// since when the lock is held (Status.Since); it is the start of the
+// since when the lock is held (Holder.Since); it is the start of the
 // acquisition, which for a waiting Acquire is the start of the wait, since
 // every try of one acquisition sends the same token. The token is built in
 // one allocation: it is on the path of every acquisition.

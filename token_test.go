@@ -25,15 +25,15 @@ func TestStatusSinceIsWhenTheHolderAcquired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Since.Before(before) || st.Since.After(after) {
-		t.Errorf("Since %v, want within the TryAcquire call [%v, %v]", st.Since, before, after)
+	if st.Holder.Since.Before(before) || st.Holder.Since.After(after) {
+		t.Errorf("Since %v, want within the TryAcquire call [%v, %v]", st.Holder.Since, before, after)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, old := range []string{foreignToken, "otherhost:4242:zz.0123", "no-format"} {
 		srv.Client().Set(ctx, "lock:since", old, time.Minute)
-		if st, err := locker.Status(ctx, "since"); err != nil || !st.Held || !st.Since.IsZero() {
+		if st, err := locker.Status(ctx, "since"); err != nil || !st.Held || !st.Holder.Since.IsZero() {
 			t.Errorf("key holding %q: Status %+v, %v; want held with a zero Since", old, st, err)
 		}
 	}

@@ -165,13 +165,13 @@ func (ln *waitLine) giveUp(ctx context.Context, q *queue, w *waiter) (*Lock, err
 	}
 	ln.leave(q, w, nil)
 	ln.local.mu.Lock()
-	held := &NotObtainedError{Key: q.key, Holder: q.holder}
+	held := &NotObtainedError{Key: q.key, Holder: Holder{ID: q.holder}}
 	if !q.holderExpires.IsZero() {
-		held.TTL = max(0, time.Until(q.holderExpires)).Round(time.Millisecond)
+		held.Holder.TTL = max(0, time.Until(q.holderExpires)).Round(time.Millisecond)
 	}
 	ln.local.mu.Unlock()
-	if held.Holder == "" {
-		held.Holder = "unknown"
+	if held.Holder.ID == "" {
+		held.Holder.ID = "unknown"
 	}
 	return nil, fmt.Errorf("%w; gave up waiting: %w", held, context.Cause(ctx))
 }

@@ -270,7 +270,7 @@ func (ln *waitLine) leaveLine(ctx, tctx context.Context, r *room, w *liner, join
 	w.gone = true
 	ln.removeLiner(r, w)
 	ln.fair.mu.Unlock()
-	held := &NotObtainedError{Key: r.key, Holder: "unknown"}
+	held := &NotObtainedError{Key: r.key, Holder: Holder{ID: "unknown"}}
 	if joined {
 		var rem *redis.IntCmd
 		var get *redis.StringCmd

@@ -146,9 +146,9 @@ func (q *queue) wakeFirst() {
 
 // noteHolder records what a failed try saw about the holder.
 func (q *queue) noteHolder(h *NotObtainedError, now time.Time) {
-	q.holder = h.Holder
-	if h.TTL > 0 {
-		q.holderExpires, q.backoff = now.Add(h.TTL+expiryMargin), 0
+	q.holder = h.Holder.ID
+	if h.Holder.TTL > 0 {
+		q.holderExpires, q.backoff = now.Add(h.Holder.TTL+expiryMargin), 0
 		return
 	}
 	// The key has no TTL, is about to expire or is already gone: look again

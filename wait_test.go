@@ -59,7 +59,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	// the waiter's token: in the fair line, the last proof that the waiter
 	// was queued, which may precede the release. It is never before the
 	// wait began, nor after Acquire returned.
-	if at := withlock.AcquiredAt(r.l); at.Before(asked) || at.After(r.at) {
+	if at := r.l.Acquired(); at.Before(asked) || at.After(r.at) {
 		t.Errorf("acquired at %v, outside the wait [%v, %v]", at, asked, r.at)
 	}
 	if got := rdb.Get(ctx, "lock:job").Val(); got != r.l.Token() || got == first.Token() {
@@ -104,7 +104,7 @@ func TestAcquireGivesUpAtDeadlineNamingTheHolder(t *testing.T) {
 	if !errors.As(err, &held) {
 		t.Fatalf("error %q is not a *HeldError", err)
 	}
-	if want := withlock.HolderOf(foreignToken); held.Holder != want || held.TTL <= 0 || held.TTL > time.Minute {
+	if want := withlock.HolderOf(foreignToken); held.Holder.ID != want || held.Holder.TTL <= 0 || held.Holder.TTL > time.Minute {
 		t.Errorf("HeldError = %+v, want holder %s and a TTL within a minute", held, want)
 	}
 	if strings.Contains(err.Error(), foreignToken) {

@@ -105,11 +105,11 @@ func (r *runner) logWaiting(ctx context.Context) {
 	if err != nil || !st.Held {
 		return // Acquire will say what is wrong, or take the lock
 	}
-	who := st.Holder
-	if s := since(st.Since, time.Now()); s != "" {
+	who := st.Holder.ID
+	if s := since(st.Holder.Since, time.Now()); s != "" {
 		who += " " + s
 	}
-	r.log.info("waiting", fields{Holder: st.Holder, Since: rfc3339(st.Since), TTLMs: st.TTL.Milliseconds()},
+	r.log.info("waiting", holderFields(st.Holder),
 		"waiting up to %s for %s, held by %s", r.cfg.Wait, st.Key, who)
 }
 
@@ -128,16 +128,17 @@ func (r *runner) gaveUp(err error, waited time.Duration) {
 	st, serr := r.locker.Status(ctx, r.cfg.Name)
 	switch {
 	case serr == nil && st.Held:
-		f.Holder, f.Since, f.TTLMs = st.Holder, rfc3339(st.Since), st.TTL.Milliseconds()
+		f = holderFields(st.Holder)
+		f.DurationMs = ms(waited)
 		who = waitedFor(st, time.Now()) // busy.go
 	case serr == nil:
 		who = "it was held until just now"
 		if held != nil {
-			who = "it was held by " + held.Holder + " until just now"
+			who = "it was held by " + held.Holder.ID + " until just now"
 		}
 	case held != nil:
-		f.Holder = held.Holder
-		who = "held by " + held.Holder
+		f.Holder = held.Holder.ID
+		who = "held by " + held.Holder.ID
 	default:
 		who = "held by another owner"
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/config"
 )
 
 // busy says, unless -q, that the lock is held and the command not run.
@@ -24,36 +25,42 @@ func (r *runner) busy(err error) {
 		r.log.warn("busy", fields{}, "%v; command not run", err)
 		return
 	}
-	f := fields{Holder: held.Holder, TTLMs: held.TTL.Milliseconds()}
+	f := holderFields(held.Holder)
 	msg := err.Error()
-	if held.Slots == 0 && (r.cfg.Cluster || len(r.cfg.RedisURLs) == 1) {
+	if held.Slots == 0 && r.cfg.Topology() != config.Quorum {
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 		st, serr := r.locker.Status(ctx, r.cfg.Name)
 		cancel()
 		if serr == nil && st.Held {
-			f = fields{Holder: st.Holder, Since: rfc3339(st.Since), TTLMs: st.TTL.Milliseconds()}
+			f = holderFields(st.Holder)
 			msg = busyLine(st, time.Now())
 		}
 	}
 	r.log.warn("busy", f, "%s; command not run", msg)
 }
 
+// holderFields are the log fields that name a holder, wherever one is
+// reported (busy, waiting, gave up).
+func holderFields(h withlock.Holder) fields {
+	return fields{Holder: h.ID, Since: rfc3339(h.Since), TTLMs: h.TTL.Milliseconds()}
+}
+
 // busyLine says who holds the lock st describes, since when, and when it
 // frees.
 func busyLine(st *withlock.Status, now time.Time) string {
 	switch {
-	case st.Finished:
+	case st.KeptByMinHold:
 		return fmt.Sprintf("%s is kept by --min-hold until %s (%s from now): the last run, by %s, has finished",
-			st.Key, clock(now.Add(st.TTL), now), round(st.TTL), st.Holder)
-	case st.TTL < 0:
+			st.Key, clock(now.Add(st.Holder.TTL), now), round(st.Holder.TTL), st.Holder.ID)
+	case st.Holder.TTL < 0:
 		return fmt.Sprintf("%s is held by %s with no expiry: it will never free by itself (see --status; --break removes it)",
-			st.Key, owner(st.Holder))
+			st.Key, owner(st.Holder.ID))
 	}
-	who := owner(st.Holder)
-	if s := since(st.Since, now); s != "" {
+	who := owner(st.Holder.ID)
+	if s := since(st.Holder.Since, now); s != "" {
 		who += " " + s
 	}
-	return fmt.Sprintf("%s is held by %s, expires in %s", st.Key, who, round(st.TTL))
+	return fmt.Sprintf("%s is held by %s, expires in %s", st.Key, who, round(st.Holder.TTL))
 }
 
 // owner names a holder in a sentence: a token in another format has no
@@ -70,15 +77,15 @@ func owner(holder string) string {
 // remaining time, which renewal keeps near the TTL.
 func waitedFor(st *withlock.Status, now time.Time) string {
 	switch {
-	case st.Finished:
+	case st.KeptByMinHold:
 		return fmt.Sprintf("the last run, by %s, has finished and --min-hold keeps the lock until %s (%s from now)",
-			st.Holder, clock(now.Add(st.TTL), now), round(st.TTL))
-	case st.TTL < 0:
+			st.Holder.ID, clock(now.Add(st.Holder.TTL), now), round(st.Holder.TTL))
+	case st.Holder.TTL < 0:
 		return fmt.Sprintf("held by %s with no expiry: it will never free by itself (see --status; --break removes it)",
-			owner(st.Holder))
+			owner(st.Holder.ID))
 	}
-	who := "held by " + owner(st.Holder)
-	if s := since(st.Since, now); s != "" {
+	who := "held by " + owner(st.Holder.ID)
+	if s := since(st.Holder.Since, now); s != "" {
 		who += " " + s
 	}
 	return who

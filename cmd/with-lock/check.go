@@ -96,9 +96,9 @@ func (r *runner) check() int {
 //   - else OK.
 func (r *runner) judge(st *withlock.Status, now time.Time) verdict {
 	name := r.cfg.Name
-	if ok := r.cfg.RunningOK; ok > 0 && st.Held && !st.Finished && !st.Since.IsZero() && now.Sub(st.Since) < ok {
-		host, _ := splitHolder(st.Holder)
-		return verdict{checkOK, fmt.Sprintf("%s running on %s for %s (--running-ok %s)", name, host, age(now.Sub(st.Since)), age(ok))}
+	if ok := r.cfg.RunningOK; ok > 0 && st.Held && !st.KeptByMinHold && !st.Holder.Since.IsZero() && now.Sub(st.Holder.Since) < ok {
+		host, _ := splitHolder(st.Holder.ID)
+		return verdict{checkOK, fmt.Sprintf("%s running on %s for %s (--running-ok %s)", name, host, age(now.Sub(st.Holder.Since)), age(ok))}
 	}
 	success := lastSuccess(st)
 	if run := st.LastRun; run != nil && !succeeded(run) {
@@ -155,10 +155,10 @@ func (r *runner) checkJSON(v verdict, st *withlock.Status, now time.Time) checkJ
 		return out
 	}
 	out.Key = st.Key
-	if st.Held && !st.Finished {
-		out.Running = &checkRunning{Holder: st.Holder}
-		if !st.Since.IsZero() {
-			out.Running.Since = &st.Since
+	if st.Held && !st.KeptByMinHold {
+		out.Running = &checkRunning{Holder: st.Holder.ID}
+		if !st.Holder.Since.IsZero() {
+			out.Running.Since = &st.Holder.Since
 		}
 	}
 	out.LastRun = newRunJSON(st.LastRun)

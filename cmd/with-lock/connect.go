@@ -29,18 +29,15 @@ func newLocker(cfg *config.Config) (*withlock.Client, func(), error) {
 	if cfg.HistorySize == 0 {
 		opts.History = -1 // --history-size 0 keeps none; the library's 0 is its default
 	}
-	if len(clients) == 1 && cfg.Slots > 1 {
-		locker, err := withlock.NewSemaphore(clients[0], cfg.Slots, opts)
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		return locker, closeAll, nil
+	var locker *withlock.Client
+	switch {
+	case cfg.Topology() == config.Quorum:
+		locker, err = withlock.NewQuorum(clients, opts)
+	case cfg.Slots > 1:
+		locker, err = withlock.NewSemaphore(clients[0], cfg.Slots, opts)
+	default:
+		locker = withlock.New(clients[0], opts)
 	}
-	if len(clients) == 1 {
-		return withlock.New(clients[0], opts), closeAll, nil
-	}
-	locker, err := withlock.NewQuorum(clients, opts)
 	if err != nil {
 		closeAll()
 		return nil, nil, err

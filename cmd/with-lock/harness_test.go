@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -100,9 +101,24 @@ func holderOf(token string) string { return token[:strings.LastIndexByte(token, 
 func fenceKey(name string) string { return "{lock:" + name + "}:fence" }
 
 // deadlineMargin is how long before the TTL runs out with-lock presumes a
-// lock it cannot renew lost (the README's local deadline): TTL/10 + 100ms,
-// at most TTL/4.
-func deadlineMargin(ttl time.Duration) time.Duration { return min(ttl/10+100*time.Millisecond, ttl/4) }
+// lock it cannot renew lost (the README's local deadline), asked of the
+// library's KeepAlive on rdb rather than copied from it: the TTL minus the
+// time from Lock.Acquired to KeepAlive.Deadline.
+func deadlineMargin(t *testing.T, rdb redis.UniversalClient, ttl time.Duration) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	l, err := withlock.New(rdb, &withlock.Options{Prefix: "margin-probe:"}).TryAcquire(ctx, t.Name(), ttl, nil)
+	if err != nil {
+		t.Fatalf("probe lock for the margin: %v", err)
+	}
+	ka := l.KeepAlive(ctx, nil)
+	margin := ttl - ka.Deadline().Sub(l.Acquired())
+	ka.Stop()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("releasing the probe lock: %v", err)
+	}
+	return margin
+}
 
 // oneLine checks that with-lock said exactly one line on stderr, in its
 // own name, and nothing on stdout.

@@ -26,11 +26,14 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	}
 	var ka *withlock.KeepAlive
 	var lost <-chan struct{}
-	rn := &renewals{r: r, key: lock.Key(), lock: lock, lastOK: r.acquiredAt}
+	rn := &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}
 	if !r.cfg.NoRenew {
 		ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
 			OnRenew: rn.report, Reacquire: r.cfg.OnLost == config.OnLostReacquire}) // reacquire.go
 		lost = ka.Lost()
+		rn.mu.Lock()
+		rn.ka = ka
+		rn.mu.Unlock()
 	}
 	var killAt time.Time // set once the command is being stopped
 	var kill <-chan time.Time
@@ -133,8 +136,8 @@ func (r *runner) released(lock *withlock.Lock, err, lost error) {
 	switch {
 	case err == nil:
 		held := time.Since(r.acquiredAt)
-		f, cost := r.jobCost(fields{DurationMs: ms(held)}) // jobstop.go
-		if left := r.cfg.MinHold - held; left > 0 {
+		f, cost := r.jobCost(fields{DurationMs: ms(held)})                 // jobstop.go
+		if left := r.cfg.MinHold - time.Since(lock.Acquired()); left > 0 { // as the library counts it
 			r.log.info("released", f, "released %s after %s%s; its key stays %s more (--min-hold %s)",
 				lock.Key(), round(held), cost, round(left), r.cfg.MinHold)
 			return
@@ -159,9 +162,10 @@ type renewals struct {
 	lock *withlock.Lock // for its fencing number after a reacquisition
 
 	mu       sync.Mutex
-	lastOK   time.Time // when the last successful renewal, or the acquisition, was sent
-	lastSent time.Time // when the last renewal that got an outcome was sent
-	failed   int       // attempts failed since lastOK
+	ka       *withlock.KeepAlive // its Deadline; set once it runs, before any report
+	lastOK   time.Time           // when the last successful renewal, or the acquisition, was sent
+	lastSent time.Time           // when the last renewal that got an outcome was sent
+	failed   int                 // attempts failed since lastOK
 }
 
 // slowRenewal is a renewal that took more than half of the renewal
@@ -195,23 +199,23 @@ func (rn *renewals) report(took time.Duration, err error) {
 		// The loss: hold says why.
 	default:
 		rn.failed++
-		left := rn.lastOK.Add(rn.r.cfg.TTL - keepAliveMargin(rn.r.cfg.TTL)).Sub(now)
+		left := rn.ka.Deadline().Sub(now)
 		words := rn.r.inUserWords(err)
 		log.event(levelWarn, "renew_failed", fields{DurationMs: ms(took), Error: words},
 			"renewing %s failed (attempt %d): %s; retrying, %s left before it is presumed lost", rn.key, rn.failed, words, round(max(left, 0)))
 	}
 }
 
-// snapshot returns lastOK and lastSent.
-func (rn *renewals) snapshot() (lastOK, lastSent time.Time) {
+// snapshot returns lastOK and lastSent, and KeepAlive's margin: how long
+// before the key could expire after lastOK it presumes the lock lost.
+func (rn *renewals) snapshot() (lastOK, lastSent time.Time, margin time.Duration) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	return rn.lastOK, rn.lastSent
+	if rn.ka != nil {
+		margin = rn.lastOK.Add(rn.r.cfg.TTL).Sub(rn.ka.Deadline())
+	}
+	return rn.lastOK, rn.lastSent, margin
 }
-
-// keepAliveMargin is KeepAlive's default margin (keepalive.go): how long
-// before the key could expire a lock that was not renewed is presumed lost.
-func keepAliveMargin(ttl time.Duration) time.Duration { return min(ttl/10+100*time.Millisecond, ttl/4) }
 
 // lostReason says exactly why the lock was lost, and the fields of the
 // "lost" event, judged by this host's clock:
@@ -229,7 +233,7 @@ func keepAliveMargin(ttl time.Duration) time.Duration { return min(ttl/10+100*ti
 //     FLUSHALL, a DEL or --break, a failover to a replica that lacked it.
 func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (string, fields) {
 	ttl := r.cfg.TTL
-	lastOK, lastSent := rn.snapshot()
+	lastOK, lastSent, margin := rn.snapshot()
 	var lerr *withlock.LostError
 	if errors.As(err, &lerr) && lerr.Err != nil && !errors.Is(err, withlock.ErrLockNotHeld) {
 		// Stop first, explain after has already happened; asking Redis
@@ -244,11 +248,11 @@ func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (strin
 	defer cancel()
 	st, serr := r.locker.Status(ctx, lock.Name())
 	if serr == nil && st.Held {
-		who := st.Holder
-		if s := since(st.Since, time.Now()); s != "" {
+		who := st.Holder.ID
+		if s := since(st.Holder.Since, time.Now()); s != "" {
 			who += " " + s
 		}
-		return fmt.Sprintf("lock %s lost: taken over by %s", lock.Key(), who), fields{Holder: st.Holder, Since: rfc3339(st.Since)}
+		return fmt.Sprintf("lock %s lost: taken over by %s", lock.Key(), who), fields{Holder: st.Holder.ID, Since: rfc3339(st.Holder.Since)}
 	}
 	if !errors.Is(err, withlock.ErrLockNotHeld) {
 		return fmt.Sprintf("lock %s lost: it expired: not renewed for %s of its %s TTL (was with-lock paused or starved of CPU?)",
@@ -257,7 +261,7 @@ func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (strin
 	if serr != nil {
 		return fmt.Sprintf("lock %s lost: it expired or was taken over (asking Redis which failed: %s)", lock.Key(), r.inUserWords(serr)), fields{}
 	}
-	if lastSent.Sub(lastOK) >= ttl-2*keepAliveMargin(ttl) {
+	if lastSent.Sub(lastOK) >= ttl-2*margin {
 		return fmt.Sprintf("lock %s lost: it expired: the renewal that found it gone came %s after the last success (TTL %s)",
 			lock.Key(), round(lastSent.Sub(lastOK)), ttl), fields{}
 	}

@@ -134,6 +134,7 @@ func TestRedisRestartedEmptyStopsCommandWithinOneInterval(t *testing.T) {
 func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = 2 * time.Second
+	margin := deadlineMargin(t, srv.Client(), ttl)
 	p, pids := startTree(t, srv, "stalled-redis", "--ttl", ttl.String(), "--redis-timeout", "5s")
 	srv.Signal(syscall.SIGSTOP)
 	pausedAt := time.Now()
@@ -149,7 +150,6 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	// The SET was sent after with-lock started, so measuring from its start
 	// over-states the time the key had: a safe bound.
 	sinceStart := deadAt.Sub(p.Started)
-	margin := deadlineMargin(ttl)
 	t.Logf("command tree dead %s after with-lock started (%s after Redis was paused); TTL %s, local deadline TTL-%s",
 		sinceStart.Round(time.Millisecond), deadAt.Sub(pausedAt).Round(time.Millisecond), ttl, margin)
 	if sinceStart >= ttl {

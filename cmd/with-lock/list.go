@@ -57,27 +57,27 @@ func (r *runner) list() int {
 	for _, st := range locks {
 		name := strings.TrimPrefix(st.Key, r.cfg.Prefix)
 		for _, h := range st.Holders { // a semaphore: a row per holder
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", fmt.Sprintf("%s (slot %d/%d)", name, h.Slot, st.Slots), h.Holder,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", fmt.Sprintf("%s (slot %d/%d)", name, h.Slot, st.Slots), h.ID,
 				now.Sub(h.Since).Round(time.Second), h.TTL.Round(time.Millisecond), "-", "-")
 		}
 		if len(st.Holders) > 0 {
 			continue
 		}
 		holder, heldFor, ttl, fence, last := "-", "-", "-", "-", "-"
-		if st.Held && !st.Since.IsZero() {
-			heldFor = now.Sub(st.Since).Round(time.Second).String()
+		if st.Held && !st.Holder.Since.IsZero() {
+			heldFor = now.Sub(st.Holder.Since).Round(time.Second).String()
 		}
 		switch {
-		case st.Finished:
-			holder = st.Holder + " (finished, --min-hold)"
+		case st.KeptByMinHold:
+			holder = st.Holder.ID + " (finished, --min-hold)"
 		case st.Held:
-			holder = st.Holder
+			holder = st.Holder.ID
 		}
 		switch {
-		case st.TTL < 0:
+		case st.Holder.TTL < 0:
 			ttl = "never"
 		case st.Held:
-			ttl = st.TTL.Round(time.Millisecond).String()
+			ttl = st.Holder.TTL.Round(time.Millisecond).String()
 		}
 		if st.Fence > 0 {
 			fence = fmt.Sprint(st.Fence)
@@ -111,11 +111,11 @@ func (r *runner) breakLock() int {
 	if len(st.Holders) > 0 {
 		who := make([]string, len(st.Holders))
 		for i, h := range st.Holders {
-			who[i] = fmt.Sprintf("slot %d by %s", h.Slot, h.Holder)
+			who[i] = fmt.Sprintf("slot %d by %s", h.Slot, h.ID)
 		}
 		fmt.Printf("removed %s, held in %s\n", st.Key, strings.Join(who, ", "))
 		return exitBroken
 	}
-	fmt.Printf("removed %s, held by %s\n", st.Key, st.Holder)
+	fmt.Printf("removed %s, held by %s\n", st.Key, st.Holder.ID)
 	return exitBroken
 }

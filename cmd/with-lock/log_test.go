@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -184,12 +185,15 @@ func TestVerboseReportsSlowRenewal(t *testing.T) {
 	p := clitest.Start(t, nil, "-v", "--redis", e.srv.URL(), "--ttl", ttl.String(), "slow", "sleep", "30")
 	p.WaitStderr("acquired lock:slow")
 	ctx := context.Background()
-	clitest.Eventually(t, 15*time.Second, "no slow renewal reported", func() bool {
+	// A renewal sent in the first 150ms of a 350ms pause is slow. The gap
+	// between pauses is random so that they cannot keep in step with the
+	// renewals and always miss them.
+	clitest.Eventually(t, 30*time.Second, "no slow renewal reported", func() bool {
 		if strings.Contains(p.Stderr(), "renewed lock:slow slowly") {
 			return true
 		}
 		_ = e.rdb.Do(ctx, "CLIENT", "PAUSE", 350, "ALL").Err()
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(350*time.Millisecond + rand.N(300*time.Millisecond))
 		return false
 	})
 	if !hasLine(p.Stderr(), "renewed lock:slow slowly: took ", "(slow: more than 200ms, half the renewal interval)") {

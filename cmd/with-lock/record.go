@@ -23,7 +23,7 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	}
 	run := withlock.Run{ExitCode: code, Lost: lost != nil, TimedOut: r.timedOut,
 		CPUMs: (r.usage.User + r.usage.System).Milliseconds(), MaxRSSKB: r.usage.MaxRSSKB}
-	relErr, recErr := split(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
+	relErr, recErr := lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL)
 	switch {
 	case recErr == nil:
 		r.released(lock, relErr, lost)
@@ -37,23 +37,4 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 		// Redis did not answer: one warning says both.
 		r.log.warn("warning", fields{}, "%s; the lock will expire by itself; the run was not recorded", r.inUserWords(relErr))
 	}
-}
-
-// split separates the errors ReleaseAndRecord joins: the release's, and
-// the one that matches ErrNotRecorded.
-func split(err error) (relErr, recErr error) {
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
-		switch {
-		case e == nil:
-		case errors.Is(e, withlock.ErrNotRecorded):
-			recErr = e
-		default:
-			relErr = e
-		}
-	}
-	return relErr, recErr
 }

@@ -106,18 +106,18 @@ type runJSON struct {
 }
 
 func newStatusJSON(st *withlock.Status) statusJSON {
-	out := statusJSON{Key: st.Key, Held: st.Held, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence, Finished: st.Finished}
-	if st.TTL < 0 {
+	out := statusJSON{Key: st.Key, Held: st.Held, Holder: st.Holder.ID, TTLMs: st.Holder.TTL.Milliseconds(), Fence: st.Fence, Finished: st.KeptByMinHold}
+	if st.Holder.TTL < 0 {
 		out.TTLMs = -1
 	}
-	out.Host, out.PID = splitHolder(st.Holder)
-	if st.Held && !st.Since.IsZero() {
-		out.Since = &st.Since
+	out.Host, out.PID = splitHolder(st.Holder.ID)
+	if st.Held && !st.Holder.Since.IsZero() {
+		out.Since = &st.Holder.Since
 	}
 	out.Slots = st.Slots
 	for _, h := range st.Holders {
-		s := slotJSON{Slot: h.Slot, Holder: h.Holder, TTLMs: h.TTL.Milliseconds()}
-		s.Host, s.PID = splitHolder(h.Holder)
+		s := slotJSON{Slot: h.Slot, Holder: h.ID, TTLMs: h.TTL.Milliseconds()}
+		s.Host, s.PID = splitHolder(h.ID)
 		if !h.Since.IsZero() {
 			s.Since = &h.Since
 		}
@@ -201,13 +201,13 @@ func statusLine(st *withlock.Status) string {
 		fmt.Fprintf(&b, "%s is a semaphore: %d of %d slots held", st.Key, len(st.Holders), st.Slots)
 	case !st.Held:
 		fmt.Fprintf(&b, "%s is free", st.Key)
-	case st.Finished:
+	case st.KeptByMinHold:
 		fmt.Fprintf(&b, "%s: the run of %s has finished; --min-hold keeps the key, expires in %s",
-			st.Key, st.Holder, st.TTL.Round(time.Millisecond))
-	case st.TTL < 0:
-		fmt.Fprintf(&b, "%s is held by %s, with no expiry", st.Key, st.Holder)
+			st.Key, st.Holder.ID, st.Holder.TTL.Round(time.Millisecond))
+	case st.Holder.TTL < 0:
+		fmt.Fprintf(&b, "%s is held by %s, with no expiry", st.Key, st.Holder.ID)
 	default:
-		fmt.Fprintf(&b, "%s is held by %s, expires in %s", st.Key, st.Holder, st.TTL.Round(time.Millisecond))
+		fmt.Fprintf(&b, "%s is held by %s, expires in %s", st.Key, st.Holder.ID, st.Holder.TTL.Round(time.Millisecond))
 	}
 	if st.Fence > 0 {
 		fmt.Fprintf(&b, ", fence %d", st.Fence)
@@ -216,8 +216,8 @@ func statusLine(st *withlock.Status) string {
 }
 
 // holderLine describes one holder of a semaphore, as statusLine a lock's.
-func holderLine(h withlock.SlotHolder, now time.Time) string {
-	line := fmt.Sprintf("slot %d: held by %s", h.Slot, h.Holder)
+func holderLine(h withlock.Holder, now time.Time) string {
+	line := fmt.Sprintf("slot %d: held by %s", h.Slot, h.ID)
 	if s := since(h.Since, now); s != "" {
 		line += " " + s
 	}

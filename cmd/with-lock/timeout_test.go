@@ -197,7 +197,7 @@ func TestStalledTLSRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
 	srv.Signal(syscall.SIGSTOP)
 	defer srv.Signal(syscall.SIGCONT)
 	ran := filepath.Join(t.TempDir(), "ran")
-	r := clitest.Run(t, nil, "--redis", srv.URL(), "--cacert", ca.CertFile, "--redis-timeout", stallTimeout.String(), "x", "touch", ran)
+	r := clitest.Run(t, nil, "--redis", srv.URL(), "--tls-cacert", ca.CertFile, "--redis-timeout", stallTimeout.String(), "x", "touch", ran)
 	if r.Code != 69 {
 		t.Errorf("exit %d, want 69 (stderr %q)", r.Code, r.Stderr)
 	}

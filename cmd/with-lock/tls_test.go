@@ -35,19 +35,20 @@ func TestTLS(t *testing.T) {
 		// its first write meets the closed connection first (69, a reset).
 		orReset bool
 	}{
-		{"trusted by --cacert", []string{"--redis", srv.URL(), "--cacert", ca.CertFile}, 0, "", false},
+		{"trusted by --tls-cacert", []string{"--redis", srv.URL(), "--tls-cacert", ca.CertFile}, 0, "", false},
 		{"untrusted: the system roots do not know the test CA", []string{"--redis", srv.URL()}, 78, "certificate", false},
-		{"untrusted: another CA", []string{"--redis", srv.URL(), "--cacert", otherCA.CertFile}, 78, "certificate", false},
-		{"--insecure skips verification, with a warning", []string{"--redis", srv.URL(), "--insecure"}, 0, "warning: --insecure", false},
-		{"skip_verify in the URL needs --insecure", []string{"--redis", srv.URL() + "?skip_verify=true"}, 78, "--insecure", false},
-		{"skip_verify with --insecure", []string{"--redis", srv.URL() + "?skip_verify=true", "--insecure"}, 0, "warning: --insecure", false},
-		{"client certificate demanded and given", []string{"--redis", mtls.URL(), "--cacert", ca.CertFile, "--cert", clientCert, "--key", clientKey}, 0, "", false},
-		{"client certificate demanded, not given", []string{"--redis", mtls.URL(), "--cacert", ca.CertFile}, 78, "certificate", true},
-		{"missing --cacert file", []string{"--redis", srv.URL(), "--cacert", missing}, 78, "--cacert", false},
-		{"--cacert without a certificate", []string{"--redis", srv.URL(), "--cacert", garbage}, 78, "no PEM certificate", false},
-		{"missing --key file", []string{"--redis", mtls.URL(), "--cacert", ca.CertFile, "--cert", clientCert, "--key", missing}, 78, "--key", false},
-		{"--cert without --key", []string{"--redis", mtls.URL(), "--cert", clientCert}, 64, "--cert and --key", false},
-		{"--cacert with a plain redis:// URL", []string{"--redis", strings.Replace(srv.URL(), "rediss:", "redis:", 1), "--cacert", ca.CertFile}, 78, "rediss://", false},
+		{"untrusted: another CA", []string{"--redis", srv.URL(), "--tls-cacert", otherCA.CertFile}, 78, "certificate", false},
+		{"--tls-insecure skips verification, with a warning", []string{"--redis", srv.URL(), "--tls-insecure"}, 0, "warning: --tls-insecure", false},
+		{"skip_verify in the URL needs --tls-insecure", []string{"--redis", srv.URL() + "?skip_verify=true"}, 78, "--tls-insecure", false},
+		{"skip_verify with --tls-insecure", []string{"--redis", srv.URL() + "?skip_verify=true", "--tls-insecure"}, 0, "warning: --tls-insecure", false},
+		{"client certificate demanded and given", []string{"--redis", mtls.URL(), "--tls-cacert", ca.CertFile, "--tls-cert", clientCert, "--tls-key", clientKey}, 0, "", false},
+		{"redis-cli's flag names still work", []string{"--redis", mtls.URL(), "--cacert", ca.CertFile, "--cert", clientCert, "--key", clientKey}, 0, "", false},
+		{"client certificate demanded, not given", []string{"--redis", mtls.URL(), "--tls-cacert", ca.CertFile}, 78, "certificate", true},
+		{"missing --tls-cacert file", []string{"--redis", srv.URL(), "--tls-cacert", missing}, 78, "--tls-cacert", false},
+		{"--tls-cacert without a certificate", []string{"--redis", srv.URL(), "--tls-cacert", garbage}, 78, "no PEM certificate", false},
+		{"missing --tls-key file", []string{"--redis", mtls.URL(), "--tls-cacert", ca.CertFile, "--tls-cert", clientCert, "--tls-key", missing}, 78, "--tls-key", false},
+		{"--tls-cert without --tls-key", []string{"--redis", mtls.URL(), "--tls-cert", clientCert}, 64, "--tls-cert and --tls-key", false},
+		{"--tls-cacert with a plain redis:// URL", []string{"--redis", strings.Replace(srv.URL(), "rediss:", "redis:", 1), "--tls-cacert", ca.CertFile}, 78, "rediss://", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, ran := marker(t)

@@ -21,8 +21,8 @@ var ErrConfig = errors.New("bad configuration")
 // conversion (Simple, Failover, Cluster). Errors wrap ErrConfig and never
 // show a URL, which may hold a password. The caller closes the clients.
 func (c *Config) RedisClients() ([]redis.UniversalClient, error) {
-	switch {
-	case len(c.Sentinels) > 0:
+	switch c.Topology() {
+	case Sentinel:
 		for _, addr := range c.Sentinels {
 			if err := checkPort("--sentinel", addr); err != nil {
 				return nil, err
@@ -38,7 +38,7 @@ func (c *Config) RedisClients() ([]redis.UniversalClient, error) {
 		}
 		c.verifyEachHost(u)
 		return []redis.UniversalClient{redis.NewFailoverClient(u.Failover())}, nil
-	case c.Cluster:
+	case Cluster:
 		u, _, err := c.universalOptions(c.RedisURLs[0]) // the seeds share the first one's credentials and TLS
 		if err != nil {
 			return nil, err

@@ -270,14 +270,14 @@ func (c *Config) validate() error {
 		return c.bad("min-hold", "%s is negative", c.MinHold)
 	case c.Slots < 1 || c.Slots > MaxSlots:
 		return c.bad("slots", "%d is outside 1-%d", c.Slots, MaxSlots)
-	case c.Slots > 1 && !c.Cluster && len(c.RedisURLs) > 1:
+	case c.Slots > 1 && c.Topology() == Quorum:
 		// A line and a set of slots need one authority; a quorum has none.
 		return errors.New("--slots needs one Redis deployment, not a quorum of masters")
 	case c.Slots > 1 && c.MinReplicas > 0:
 		return errors.New("--slots and --min-replicas do not go together: a semaphore does not wait for replicas")
 	case c.MinReplicas < 0:
 		return c.bad("min-replicas", "%d is negative", c.MinReplicas)
-	case c.Fence && !c.Cluster && len(c.RedisURLs) > 1:
+	case c.Fence && c.Topology() == Quorum:
 		// Counters on independent masters are not one sequence.
 		return errors.New("--fence needs one Redis deployment, not a quorum of masters")
 	case c.OnLost != OnLostTerm && c.OnLost != OnLostIgnore && c.OnLost != OnLostReacquire:
@@ -316,7 +316,7 @@ func (c *Config) validateOncePer() error {
 		return c.bad("once-per", "%s is below 1s", c.OncePer)
 	case c.Slots > 1:
 		return errors.New("--once-per and --slots do not go together: the holder of one slot does not keep the others from running")
-	case !c.Cluster && len(c.RedisURLs) > 1:
+	case c.Topology() == Quorum:
 		return errors.New("--once-per needs one Redis deployment, not a quorum of masters")
 	}
 	if c.DoneExit < 0 || c.DoneExit > 255 {
@@ -334,7 +334,7 @@ func (c *Config) validateReacquire() error {
 		// The freed slot's number may be another holder's by then, and
 		// WITH_LOCK_SLOT would lie.
 		return errors.New("--on-lost reacquire does not go with --slots: a semaphore's slot is not taken back")
-	case !c.Cluster && len(c.RedisURLs) > 1:
+	case c.Topology() == Quorum:
 		return errors.New("--on-lost reacquire needs one Redis deployment: a quorum already survives a member's restart, putting its key back there")
 	}
 	return nil

@@ -28,10 +28,10 @@ type Connection struct {
 	RedisURLs    []string
 	RedisTimeout time.Duration // connect and command timeout
 
-	CACert   string // PEM CA bundle that replaces the system roots
-	Cert     string // PEM client certificate
-	Key      string // its private key
-	Insecure bool   // do not verify the server's certificate
+	TLSCACert   string // PEM CA bundle that replaces the system roots
+	TLSCert     string // PEM client certificate
+	TLSKey      string // its private key
+	TLSInsecure bool   // do not verify the server's certificate
 
 	PasswordFile string // file holding the Redis password
 
@@ -61,8 +61,8 @@ func (c *Config) resolveConnection(getenv func(string) string) {
 		c.envPassword = getenv(EnvRedisCLIAuth)
 	}
 	c.envSentinelPassword = getenv(EnvSentinelPassword)
-	if c.Insecure {
-		c.Warnings = append(c.Warnings, c.origin("insecure")+": the Redis server's TLS certificate is not verified")
+	if c.TLSInsecure {
+		c.Warnings = append(c.Warnings, c.origin("tls-insecure")+": the Redis server's TLS certificate is not verified")
 	}
 }
 
@@ -103,10 +103,10 @@ func hasPassword(urls ...string) bool {
 func (c *Config) validateConnection() error {
 	p := &c.Connection
 	switch {
-	case (p.Cert == "") != (p.Key == ""):
-		return errors.New("--cert and --key go together")
-	case p.Insecure && p.CACert != "":
-		return errors.New("--insecure and --cacert contradict each other")
+	case (p.TLSCert == "") != (p.TLSKey == ""):
+		return errors.New("--tls-cert and --tls-key go together")
+	case p.TLSInsecure && p.TLSCACert != "":
+		return errors.New("--tls-insecure and --tls-cacert contradict each other")
 	case p.Cluster && len(p.Sentinels) > 0:
 		return errors.New("--cluster and --sentinel exclude each other")
 	case len(p.Sentinels) > 0 && p.SentinelMaster == "":
@@ -115,7 +115,7 @@ func (c *Config) validateConnection() error {
 		return errors.New("--sentinel-master needs at least one --sentinel HOST:PORT")
 	case len(p.Sentinels) > 0 && len(p.RedisURLs) > 1:
 		return errors.New("with --sentinel, give at most one --redis URL (for the master's credentials, TLS and database)")
-	case !p.Cluster && len(p.RedisURLs) > 1 && len(p.RedisURLs)%2 == 0:
+	case p.Topology() == Quorum && len(p.RedisURLs)%2 == 0:
 		return fmt.Errorf("a quorum needs an odd number of independent --redis masters, not %d", len(p.RedisURLs))
 	}
 	return nil

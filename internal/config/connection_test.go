@@ -30,9 +30,9 @@ func TestProductionFlags(t *testing.T) {
 		{"master name without sentinel", []string{"--sentinel-master", "m"}, nil, "--sentinel"},
 		{"sentinel and cluster", []string{"--cluster", "--sentinel", "h:1", "--sentinel-master", "m"}, nil, "exclude"},
 		{"sentinel and several URLs", []string{"--sentinel", "h:1", "--sentinel-master", "m", "--redis", "redis://a", "--redis", "redis://b", "--redis", "redis://c"}, nil, "at most one"},
-		{"cert without key", []string{"--cert", "c.pem"}, nil, "--key"},
-		{"key without cert", []string{"--key", "k.pem"}, nil, "--cert"},
-		{"insecure with cacert", []string{"--insecure", "--cacert", "ca.pem"}, nil, "contradict"},
+		{"cert without key", []string{"--tls-cert", "c.pem"}, nil, "--tls-key"},
+		{"key without cert", []string{"--tls-key", "k.pem"}, nil, "--tls-cert"},
+		{"insecure with cacert", []string{"--tls-insecure", "--tls-cacert", "ca.pem"}, nil, "contradict"},
 		{"fence on a quorum", []string{"--fence", "--redis", "redis://a", "--redis", "redis://b", "--redis", "redis://c"}, nil, "--fence"},
 		{"fence on a cluster", []string{"--fence", "--cluster", "--redis", "redis://a", "--redis", "redis://b"}, nil, ""},
 		{"negative min-replicas", []string{"--min-replicas", "-1"}, nil, "negative"},
@@ -106,7 +106,7 @@ func TestPasswordSources(t *testing.T) {
 		{"file writable by the group", []string{"--password-file", file("group", 0o620, "x")}, nil, "ERR"},
 		{"empty file", []string{"--password-file", file("empty", 0o600, "\n")}, nil, "ERR"},
 		{"a directory", []string{"--password-file", dir}, nil, "ERR"},
-		{"skip_verify without --insecure", []string{"--redis", "rediss://h/0?skip_verify=true"}, nil, "ERR"},
+		{"skip_verify without --tls-insecure", []string{"--redis", "rediss://h/0?skip_verify=true"}, nil, "ERR"},
 		{"bad URL with a password", []string{"--redis", "redis://:hunter2@h:notaport/0"}, nil, "ERR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,6 +80,8 @@ func (c *Config) applyFile(flags *pflag.FlagSet) error {
 		s, ok := known[key]
 		switch {
 		case ok:
+		case renamedKey(key) != nil: // tlsalias.go
+			return fmt.Errorf("%w: %s: %w", ErrConfig, at, renamedKey(key))
 		case key == "password" || key == "sentinel-password":
 			return fmt.Errorf("%w: %s: a password does not go in the config file; use %s-file (mode 0600) or $%s",
 				ErrConfig, at, key, map[string]string{"password": EnvPassword, "sentinel-password": EnvSentinelPassword}[key])

@@ -37,12 +37,14 @@ func settings(c *Config) []group {
 				help: "Redis `URL`; repeat for a quorum of independent masters, or the seeds of --cluster"},
 			{name: "redis-timeout", env: "WITH_LOCK_REDIS_TIMEOUT", field: &c.RedisTimeout, def: DefaultRedisTimeout,
 				help: "give up on connecting to or hearing from Redis after `DUR`"},
-			{name: "cacert", env: "WITH_LOCK_TLS_CACERT", field: &c.CACert,
+			// tls-*, as their variables: a bare "key" or "cert" reads as the
+			// lock's key (WITH_LOCK_KEY is the lock's key, set for the command).
+			// The old names still work as hidden flags (tlsalias.go).
+			{name: "tls-cacert", env: "WITH_LOCK_TLS_CACERT", field: &c.TLSCACert,
 				help: "verify the server's TLS certificate against the CAs in `FILE` (rediss://)"},
-			// Not WITH_LOCK_CERT/KEY: WITH_LOCK_KEY is the lock's key, set for the command.
-			{name: "cert", env: "WITH_LOCK_TLS_CERT", field: &c.Cert, help: "TLS client certificate `FILE` (PEM, with --key)"},
-			{name: "key", env: "WITH_LOCK_TLS_KEY", field: &c.Key, help: "TLS client private key `FILE` (PEM)"},
-			{name: "insecure", env: "WITH_LOCK_TLS_INSECURE", field: &c.Insecure,
+			{name: "tls-cert", env: "WITH_LOCK_TLS_CERT", field: &c.TLSCert, help: "TLS client certificate `FILE` (PEM, with --tls-key)"},
+			{name: "tls-key", env: "WITH_LOCK_TLS_KEY", field: &c.TLSKey, help: "TLS client private key `FILE` (PEM)"},
+			{name: "tls-insecure", env: "WITH_LOCK_TLS_INSECURE", field: &c.TLSInsecure,
 				help: "do not verify the server's TLS certificate (testing only)"},
 			{name: "password-file", env: "WITH_LOCK_PASSWORD_FILE", field: &c.PasswordFile,
 				help: "read the Redis password from `FILE` (mode 0600 or stricter)"},
@@ -195,6 +197,7 @@ func newFlagSet(c *Config) *pflag.FlagSet {
 	fs.SetInterspersed(false) // everything after the name belongs to the command
 	fs.SetOutput(io.Discard)  // errors are reported once, by the caller
 	fs.SortFlags = false
+	fs.SetNormalizeFunc(oldTLSFlag) // tlsalias.go
 	for _, g := range settings(c) {
 		for i := range g.settings {
 			g.settings[i].define(fs)

@@ -18,11 +18,11 @@ func (c *Config) secure(opt *redis.Options, rawURL string) error {
 	if err != nil { // redis.ParseURL accepted it, so this cannot happen
 		return fmt.Errorf("%w: %s URL: %w", ErrConfig, c.origin("redis"), errors.Unwrap(err))
 	}
-	if v := u.Query().Get("skip_verify"); (v == "true" || v == "1") && !c.Insecure {
-		return fmt.Errorf("%w: skip_verify in the %s URL turns off TLS certificate checks; add --insecure if that is really meant", ErrConfig, c.origin("redis"))
+	if v := u.Query().Get("skip_verify"); (v == "true" || v == "1") && !c.TLSInsecure {
+		return fmt.Errorf("%w: skip_verify in the %s URL turns off TLS certificate checks; add --tls-insecure if that is really meant", ErrConfig, c.origin("redis"))
 	}
-	if opt.TLSConfig == nil && (c.CACert != "" || c.Cert != "") {
-		return fmt.Errorf("%w: --cacert and --cert need a rediss:// URL", ErrConfig)
+	if opt.TLSConfig == nil && (c.TLSCACert != "" || c.TLSCert != "") {
+		return fmt.Errorf("%w: --tls-cacert and --tls-cert need a rediss:// URL", ErrConfig)
 	}
 	if opt.TLSConfig != nil {
 		if err := c.configureTLS(opt.TLSConfig); err != nil {
@@ -41,24 +41,24 @@ func (c *Config) secure(opt *redis.Options, rawURL string) error {
 // mode on cfg. Unset, the system roots verify the server.
 func (c *Config) configureTLS(cfg *tls.Config) error {
 	cfg.MinVersion = tls.VersionTLS12
-	if c.Insecure {
+	if c.TLSInsecure {
 		cfg.InsecureSkipVerify = true
 	}
-	if c.CACert != "" {
-		pem, err := os.ReadFile(c.CACert)
+	if c.TLSCACert != "" {
+		pem, err := os.ReadFile(c.TLSCACert)
 		if err != nil {
-			return fmt.Errorf("%w: --cacert: %w", ErrConfig, err)
+			return fmt.Errorf("%w: --tls-cacert: %w", ErrConfig, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("%w: --cacert %s holds no PEM certificate", ErrConfig, c.CACert)
+			return fmt.Errorf("%w: --tls-cacert %s holds no PEM certificate", ErrConfig, c.TLSCACert)
 		}
 		cfg.RootCAs = pool
 	}
-	if c.Cert != "" {
-		pair, err := tls.LoadX509KeyPair(c.Cert, c.Key)
+	if c.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
 		if err != nil {
-			return fmt.Errorf("%w: --cert %s / --key %s: %w", ErrConfig, c.Cert, c.Key, err)
+			return fmt.Errorf("%w: --tls-cert %s / --tls-key %s: %w", ErrConfig, c.TLSCert, c.TLSKey, err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}

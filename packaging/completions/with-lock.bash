@@ -16,8 +16,8 @@ _with_lock()
                 break
                 ;;
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
-                --min-hold | -w | --wait | -E | --conflict-exit-code | --cacert | --cert | \
-                --key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
+                --min-hold | -w | --wait | -E | --conflict-exit-code | --tls-cacert | --tls-cert | \
+                --tls-key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
                 --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
                 --once-per | --once-per-offset | --done-exit-code | --check | --max-age | --warn-age | --running-ok)
@@ -49,7 +49,7 @@ _with_lock()
             COMPREPLY=($(compgen -W 'wait kill' -- "$cur"))
             return
             ;;
-        --cacert | --cert | --key | --password-file | --sentinel-password-file | --config)
+        --tls-cacert | --tls-cert | --tls-key | --password-file | --sentinel-password-file | --config)
             _filedir
             return
             ;;
@@ -72,8 +72,8 @@ _with_lock()
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --once-per --once-per-offset --done-exit-code --fence --status --json --list --all --scan --break
             --record-ttl --no-record --history --history-size -w --wait --leftovers --max-run --no-cgroup
-            -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --cacert --cert --key
-            --insecure --password-file --sentinel --sentinel-master --sentinel-user
+            -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --tls-cacert --tls-cert --tls-key
+            --tls-insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help
             --metrics-dir --ping --ping-timeout --ping-skips --check --max-age --warn-age --running-ok' -- "$cur"))

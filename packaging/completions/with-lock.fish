@@ -7,7 +7,7 @@
 function __with_lock_command_start
     set -l words (commandline -opc)
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
-        --min-hold -w --wait -E --conflict-exit-code --cacert --cert --key --password-file \
+        --min-hold -w --wait -E --conflict-exit-code --tls-cacert --tls-cert --tls-key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
         --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code
     set -l i 2
@@ -80,10 +80,10 @@ complete -c with-lock -n $flags -s n -l nonblock -d 'fail at once when the lock 
 complete -c with-lock -n $flags -s q -l quiet -d 'print errors only'
 complete -c with-lock -n $flags -s v -l verbose -d 'print one line per event on stderr'
 complete -c with-lock -n $flags -l log-format -x -a 'text json' -d 'format of what with-lock prints on stderr'
-complete -c with-lock -n $flags -l cacert -r -F -d 'verify the server against these CAs'
-complete -c with-lock -n $flags -l cert -r -F -d 'TLS client certificate'
-complete -c with-lock -n $flags -l key -r -F -d 'TLS client private key'
-complete -c with-lock -n $flags -l insecure -d 'do not verify the server TLS certificate'
+complete -c with-lock -n $flags -l tls-cacert -r -F -d 'verify the server against these CAs'
+complete -c with-lock -n $flags -l tls-cert -r -F -d 'TLS client certificate'
+complete -c with-lock -n $flags -l tls-key -r -F -d 'TLS client private key'
+complete -c with-lock -n $flags -l tls-insecure -d 'do not verify the server TLS certificate'
 complete -c with-lock -n $flags -l password-file -r -F -d 'read the Redis password from FILE'
 complete -c with-lock -n $flags -l sentinel -x -d 'Sentinel HOST:PORT, repeatable'
 complete -c with-lock -n $flags -l sentinel-master -x -d 'master name in Sentinel'

@@ -1,0 +1,90 @@
+package withlock_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"strings"
+	"testing"
+)
+
+// maxExported is the budget of exported names for v1: top-level functions,
+// types, variables and constants, and the exported methods of exported
+// types (a struct's fields count with their type, as in go doc's summary).
+// bsm/redislock exports about 25, etcd's concurrency package about 23; this
+// package also carries Status, List, Break, records, semaphores and quorums.
+const maxExported = 85
+
+// The package exports no more than its budget, and every exported name
+// has a doc comment saying what it is for.
+func TestExportedNamesStayWithinBudgetAndAreDocumented(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	undocumented := func(name string, doc ...*ast.CommentGroup) {
+		for _, d := range doc {
+			if d != nil && strings.TrimSpace(d.Text()) != "" {
+				return
+			}
+		}
+		t.Errorf("exported %s has no doc comment", name)
+	}
+	for _, f := range pkgs["withlock"].Files {
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				name, ok := funcName(d)
+				if ok {
+					names = append(names, name)
+					undocumented(name, d.Doc)
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							names = append(names, s.Name.Name)
+							undocumented(s.Name.Name, s.Doc, d.Doc)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
+								undocumented(n.Name, s.Doc, s.Comment, d.Doc)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d exported names", len(names))
+	if len(names) > maxExported {
+		t.Errorf("%d exported names, more than the budget of %d: %v", len(names), maxExported, names)
+	}
+}
+
+// funcName names an exported function, or an exported method of an
+// exported type ("Lock.Release"); ok is false for anything else.
+func funcName(d *ast.FuncDecl) (name string, ok bool) {
+	if !d.Name.IsExported() {
+		return "", false
+	}
+	if d.Recv == nil {
+		return d.Name.Name, true
+	}
+	t := d.Recv.List[0].Type
+	if s, isPtr := t.(*ast.StarExpr); isPtr {
+		t = s.X
+	}
+	if id, isIdent := t.(*ast.Ident); isIdent && id.IsExported() {
+		return id.Name + "." + d.Name.Name, true
+	}
+	return "", false
+}
