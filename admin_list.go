@@ -141,12 +141,12 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 }
 
 // isSideKey reports whether key is the fencing counter, last-run record,
-// history, last success, once-per marker or break marker of another key
-// (see sideKey), or one of the keys beside it that have its line base
-// (lineBase): its fair line, a waiting Client's liveness key, a semaphore's
+// history, last success, once-per marker, break marker or leftovers note
+// of another key (see sideKey), or one of the keys beside it that have its
+// line base (lineBase): its fair line, a waiting Client's liveness key, a semaphore's
 // slot. None of them is a lock.
 func isSideKey(key string) bool {
-	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken"} {
+	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "left"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
 			return true
 		}

@@ -126,7 +126,8 @@ func windowKey(key string) string { return sideKey(key, "done") }
 // reply is in r: it stores the run's record at recordKey, pushes it onto
 // the history at historyKey trimmed to its size (none when 0), and when the
 // run succeeded also stores it at successKey and, with a marker's ms above
-// 0, the once-per window's marker (onceper.go). Every key is in the lock's
+// 0, the once-per window's marker (onceper.go); when the release gave the
+// lock up, it deletes the holder's leftovers note (leftovers.go). Every key is in the lock's
 // Cluster slot and lives for the retention, the marker for its own ms. The
 // writes are pcalls after the release, so that none can stop the release
 // or hide its reply: the script returns {the release's reply, "OK" or the
@@ -156,7 +157,7 @@ type recordWrite struct {
 
 // keys are the record's keys for the lock key key, after the release's.
 func (w *recordWrite) keys(key string) []string {
-	keys := []string{recordKey(key), historyKey(key), successKey(key), windowKey(key)}
+	keys := []string{recordKey(key), historyKey(key), successKey(key), windowKey(key), leftKey(key)}
 	if w.index != "" {
 		keys = append(keys, w.index)
 	}

@@ -66,6 +66,10 @@ type Status struct {
 	// Holders lists every holder of a semaphore's name by slot; Holder
 	// above is the first of them. nil for a plain lock.
 	Holders []Holder
+	// Leftovers is set while the holder's command has exited and
+	// processes it started still run under the lock (Lock.NoteLeftovers);
+	// nil otherwise.
+	Leftovers *Leftovers
 }
 
 // Status reads the lock called name, its remaining time, its fencing
@@ -98,12 +102,16 @@ type lockView struct {
 	token     string
 	records   []string
 	successes []string
+	left      []string // leftovers notes (leftovers.go), one per node that has one
 }
 
 // status completes v.st with the newest of v.records, and tells whether
 // it is the holder's own, finished run.
 func (v lockView) status() (*Status, error) {
 	st := v.st
+	if st.Held {
+		st.Leftovers = leftovers(v.left, v.token)
+	}
 	for _, raw := range v.records {
 		rec, err := decodeRecord(raw)
 		if err != nil {
@@ -138,6 +146,7 @@ type nodeStatus struct {
 
 	success string
 	done    string // the once-per marker, "" when none
+	left    string // the leftovers note, "" when none
 }
 
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
@@ -156,8 +165,8 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 // in a MULTI/EXEC for Status, in one plain pipeline for many keys in List
 // (admin_index.go).
 type statusReads struct {
-	get, fence, record, success, done *redis.StringCmd
-	pttl                              *redis.DurationCmd
+	get, fence, record, success, done, left *redis.StringCmd
+	pttl                                    *redis.DurationCmd
 }
 
 func queueStatus(ctx context.Context, p redis.Pipeliner, key string) *statusReads {
@@ -168,13 +177,14 @@ func queueStatus(ctx context.Context, p redis.Pipeliner, key string) *statusRead
 		record:  p.Get(ctx, recordKey(key)),
 		success: p.Get(ctx, successKey(key)),
 		done:    p.Get(ctx, windowKey(key)),
+		left:    p.Get(ctx, leftKey(key)),
 	}
 }
 
 // result reads the replies; the first error other than a missing key is
 // the node's.
 func (q *statusReads) result() nodeStatus {
-	for _, c := range []redis.Cmder{q.get, q.pttl, q.fence, q.record, q.success, q.done} {
+	for _, c := range []redis.Cmder{q.get, q.pttl, q.fence, q.record, q.success, q.done, q.left} {
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return nodeStatus{err: err}
 		}
@@ -194,7 +204,7 @@ func (q *statusReads) result() nodeStatus {
 			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", f)}
 		}
 	}
-	v.record, v.success, v.done = q.record.Val(), q.success.Val(), q.done.Val()
+	v.record, v.success, v.done, v.left = q.record.Val(), q.success.Val(), q.done.Val(), q.left.Val()
 	return v
 }
 
@@ -219,6 +229,9 @@ func majority(key string, views []nodeStatus, need int) (lockView, error) {
 		}
 		if n.success != "" {
 			v.successes = append(v.successes, n.success)
+		}
+		if n.left != "" {
+			v.left = append(v.left, n.left)
 		}
 	}
 	if len(views)-len(errs) < need {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +20,8 @@ import (
 // replicas to acknowledge it (backend_replicas.go).
 type single struct {
 	rdb redis.UniversalClient
+
+	releaseBy atomic.Int32 // how the release script is sent (script_cache.go)
 }
 
 func (s *single) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
@@ -145,7 +148,7 @@ func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid
 	if cid != "" {
 		args = append(args, cid)
 	}
-	v, err := s.rdb.Eval(ctx, releaseScript, []string{l.key}, args...).Result()
+	v, err := s.runRelease(ctx, l.key, args)
 	return released(l.key, v, err)
 }
 
@@ -240,8 +243,16 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	var release *redis.Cmd
 	var set *redis.BoolCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		w, announce := waitingKey(from.key)
+		if announce {
+			// Our queue counts on the release message (wait_announce.go).
+			p.Set(ctx, w, 1, announceFor)
+		}
 		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0, lineArg(from.key))
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
+		if announce {
+			p.Set(ctx, w, 1, announceFor) // for the waiters still behind to
+		}
 		return nil
 	})
 	got, serr := set.Result()

@@ -36,6 +36,9 @@ func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView
 	if n.success != "" {
 		v.successes = []string{n.success}
 	}
+	if n.left != "" {
+		v.left = []string{n.left}
+	}
 	if slots, ok := slotsOf(n.token); ok {
 		return s.viewSlots(ctx, v, slots)
 	}

@@ -18,9 +18,10 @@ func luaScript(name string) string {
 	return string(b)
 }
 
-// The scripts are always sent with EVAL, never EVALSHA first: a one-shot
-// process such as the CLI would otherwise pay an extra NOSCRIPT round trip,
-// and Redis caches the compiled script by its digest either way.
+// The scripts are sent with EVAL, never EVALSHA first: a one-shot process
+// such as the CLI would otherwise pay an extra NOSCRIPT round trip, and Redis
+// caches the compiled script by its digest either way. The one exception is
+// a Client's releases after its first (script_cache.go).
 var (
 	// releaseScript releases a lock only if it is still ours, in one atomic
 	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
@@ -40,12 +41,15 @@ var (
 	// subscriber to take the token
 	// published on it. It sets the key to that waiter's token with its TTL
 	// and returns the token: the lock never comes free while a live waiter
-	// is queued. With nobody live in line it deletes the key, publishes on
-	// a channel named exactly like the key (which wakes waiters that do not
-	// queue: quorum Clients, fenced acquisitions, older versions) and
-	// returns 1. The line's keys are built from the base, not declared in
-	// KEYS, as they depend on the entries popped; the base puts them in the
-	// key's Cluster slot. Its
+	// is queued. With nobody live in line it deletes the key together with
+	// "<base>:w" and returns 1; only when that removed a waiter's
+	// announcement (wait_announce.go), or for a key without a base, does it
+	// publish on a channel named exactly like the key, which wakes waiters
+	// that do not queue: quorum Clients, fenced acquisitions. A release
+	// nobody waits for is thus a GET, an LPOP of the empty line and a DEL.
+	// The line's keys are built from the base, not declared in KEYS, as
+	// they depend on the entries popped; the base puts them in the key's
+	// Cluster slot. Its
 	// explanations live here rather than in release.lua: the script's text
 	// travels with every release and Redis hashes it each time, so the Lua
 	// is kept short.

@@ -1,5 +1,5 @@
--- After the release's reply r: store the run (see recordScript). KEYS[2..6]:
--- record, history, last success, window marker[, index]. ARGV from the end:
+-- After the release's reply r: store the run (see recordScript). KEYS[2..7]:
+-- record, history, last success, window marker, leftovers note[, index]. ARGV from the end:
 -- record, retention ms, history size, "1" if it succeeded, marker, its ms.
 local a = #ARGV
 local rec, ms = ARGV[a - 5], ARGV[a - 4]
@@ -20,7 +20,10 @@ if not e and ARGV[a - 2] == '1' then
     e = w('set', KEYS[5], ARGV[a - 1], 'PX', ARGV[a])
   end
 end
-if not e and KEYS[6] then
-  e = w('sadd', KEYS[6], KEYS[1])
+if not e and r ~= 0 then
+  e = w('del', KEYS[6])
+end
+if not e and KEYS[7] then
+  e = w('sadd', KEYS[7], KEYS[1])
 end
 return {r, e or 'OK'}

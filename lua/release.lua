@@ -22,6 +22,10 @@ while b ~= '' do
     return tok
   end
 end
-redis.call('del', k)
+if b == '' then
+  redis.call('del', k)
+elseif redis.call('del', k, b .. ':w') == 1 then
+  return 1
+end
 redis.call('publish', k, '')
 return 1

@@ -194,11 +194,11 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 		}
 		// The release script runs whole inside the EVAL, on the same key and
 		// token; the other keys are the record's, history's, last success's
-		// and once-per marker's, all in the lock's slot, and the index of
-		// the prefix's names that --list reads.
-		want := []string{"6", "lock:x", "{lock:x}:last", "{lock:x}:runs", "{lock:x}:ok", "{lock:x}:done", "{lock:}:index", set[2], "0"}
-		if len(eval) < 11 || !strings.Contains(eval[1], string(script)) || !slices.Equal(eval[2:11], want) {
-			t.Errorf("EVAL = %q, want release.lua and the record's keys %q with the SET's token", eval, want[2:7])
+		// once-per marker's and leftovers note's, all in the lock's slot, and
+		// the index of the prefix's names that --list reads.
+		want := []string{"7", "lock:x", "{lock:x}:last", "{lock:x}:runs", "{lock:x}:ok", "{lock:x}:done", "{lock:x}:left", "{lock:}:index", set[2], "0"}
+		if len(eval) < 2+len(want) || !strings.Contains(eval[1], string(script)) || !slices.Equal(eval[2:2+len(want)], want) {
+			t.Errorf("EVAL = %q, want release.lua and the record's keys %q with the SET's token", eval, want[2:8])
 		}
 	}
 }

@@ -37,7 +37,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	}
 	var killAt time.Time // set once the command is being stopped
 	var kill <-chan time.Time
-	js := r.newJobStop(child, lock.Key()) // jobstop.go: --max-run, --leftovers, the end of the job
+	js := r.newJobStop(child, lock) // jobstop.go: --max-run, --leftovers, the end of the job
 	code := 0
 	for {
 		select {

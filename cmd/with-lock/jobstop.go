@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/config"
 	"github.com/with-lock/with-lock/internal/supervise"
 )
@@ -27,7 +29,8 @@ const killGrace = time.Second
 type jobStop struct {
 	r     *runner
 	child *supervise.Child
-	key   string // the lock's, for messages
+	key   string         // the lock's, for messages
+	lock  *withlock.Lock // for the leftovers note (leftnote.go)
 
 	mainDone <-chan struct{}  // the command exited; nil once handled
 	jobDone  <-chan struct{}  // no process of the job is left; nil until the command exited
@@ -39,10 +42,13 @@ type jobStop struct {
 	ticker  *time.Ticker // rekill's
 	code    int          // the command's exit code, once it exited
 	stopped bool         // --max-run or --leftovers kill began stopping the job
+	exited  time.Time    // when the command exited
+	warned  bool         // the leftovers warning was given
+	noting  atomic.Bool  // a leftovers note is on its way (leftnote.go)
 }
 
-func (r *runner) newJobStop(child *supervise.Child, key string) *jobStop {
-	js := &jobStop{r: r, child: child, key: key, mainDone: child.Done()}
+func (r *runner) newJobStop(child *supervise.Child, lock *withlock.Lock) *jobStop {
+	js := &jobStop{r: r, child: child, key: lock.Key(), lock: lock, mainDone: child.Done()}
 	if d := r.cfg.MaxRun; d > 0 {
 		js.maxRun = time.After(d - time.Since(child.Started()))
 	}
@@ -56,6 +62,7 @@ func (js *jobStop) commandExited(stopping bool) (code int, stop bool) {
 	r, child := js.r, js.child
 	js.mainDone, js.jobDone = nil, child.JobDone()
 	code = child.Wait()
+	js.exited = time.Now()
 	r.logExit(child, code)
 	if stopping || js.stopped || child.JobEnded() {
 		return code, false
@@ -84,13 +91,20 @@ func (js *jobStop) commandExited(stopping bool) (code int, stop bool) {
 const settleTime = 100 * time.Millisecond
 
 // leftOver says, if the job is still running settleTime after the command
-// exited, that the lock is held until its last process ends.
+// exited, that the lock is held until its last process ends, and notes it
+// beside the lock for --status, again every noteEvery while it lasts.
 func (js *jobStop) leftOver() {
 	js.settled = nil
 	left := js.child.Remaining()
 	if len(left) == 0 {
 		return
 	}
+	js.noteLeftovers(len(left))
+	js.settled = time.After(js.noteEvery())
+	if js.warned {
+		return
+	}
+	js.warned = true
 	n, pids := processes(left)
 	js.r.log.warn("leftovers", fields{Code: &js.code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop %s)",
 		js.code, js.key, n, plural(len(left), "ends", "end"), pids, plural(len(left), "it", "them"))

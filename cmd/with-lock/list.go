@@ -70,6 +70,9 @@ func (r *runner) list() int {
 		switch {
 		case st.KeptByMinHold:
 			holder = st.Holder.ID + " (finished, --min-hold)"
+		case st.Leftovers != nil:
+			holder = fmt.Sprintf("%s (command exited %d; %d %s left)", st.Holder.ID, st.Leftovers.ExitCode,
+				st.Leftovers.Processes, plural(st.Leftovers.Processes, "process", "processes"))
 		case st.Held:
 			holder = st.Holder.ID
 		}

@@ -73,6 +73,10 @@ type statusJSON struct {
 
 	LastSuccess *runJSON  `json:"last_success,omitempty"` // kept when later runs fail
 	Done        *spanJSON `json:"done_window,omitempty"`  // the --once-per window already done
+
+	// Leftovers: the holder's command has exited, and the lock is held
+	// until the processes it left end (--leftovers wait).
+	Leftovers *withlock.Leftovers `json:"leftovers,omitempty"`
 }
 
 // spanJSON is a --once-per window.
@@ -124,6 +128,7 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 		out.Holders = append(out.Holders, s)
 	}
 	out.LastRun, out.LastSuccess = newRunJSON(st.LastRun), newRunJSON(st.LastSuccess)
+	out.Leftovers = st.Leftovers
 	if st.Done != nil {
 		out.Done = &spanJSON{st.Done.Start, st.Done.End}
 	}
@@ -204,6 +209,9 @@ func statusLine(st *withlock.Status) string {
 	case st.KeptByMinHold:
 		fmt.Fprintf(&b, "%s: the run of %s has finished; --min-hold keeps the key, expires in %s",
 			st.Key, st.Holder.ID, st.Holder.TTL.Round(time.Millisecond))
+	case st.Leftovers != nil:
+		fmt.Fprintf(&b, "%s is held by %s: %s, expires in %s",
+			st.Key, st.Holder.ID, leftoversText(st.Leftovers), st.Holder.TTL.Round(time.Millisecond))
 	case st.Holder.TTL < 0:
 		fmt.Fprintf(&b, "%s is held by %s, with no expiry", st.Key, st.Holder.ID)
 	default:
@@ -213,6 +221,13 @@ func statusLine(st *withlock.Status) string {
 		fmt.Fprintf(&b, ", fence %d", st.Fence)
 	}
 	return b.String()
+}
+
+// leftoversText says what a finished command left holding the lock:
+// "the command exited 0 at 14:02:07; 2 processes of its job still run".
+func leftoversText(l *withlock.Leftovers) string {
+	return fmt.Sprintf("the command exited %d at %s; %d %s of its job still %s", l.ExitCode,
+		l.Exited.Local().Format("15:04:05"), l.Processes, plural(l.Processes, "process", "processes"), plural(l.Processes, "runs", "run"))
 }
 
 // holderLine describes one holder of a semaphore, as statusLine a lock's.

@@ -191,7 +191,9 @@ within \-\-max\-age, or none recorded), 3 UNKNOWN (Redis unreachable). With
 records say.`,
 		"json": `With \-\-status, print one line of JSON: key, held, holder, host, pid, ttl_ms
 (\-1: no expiry), fence, since, finished, last_run, last_success, done_window
-(start and end of the \-\-once\-per window already done), and for \-\-slots slots
+(start and end of the \-\-once\-per window already done), leftovers (while
+the command has exited and processes of its job hold the lock: exit_code,
+exited, processes), and for \-\-slots slots
 and holders. With \-\-list, one such object per line for each lock, with its
 name. With \-\-print\-config, one object: config_file, config_file_source,
 config_file_read, redis_is_default, settings (name, value, source) and secrets.`,

@@ -46,6 +46,7 @@ func libs() []lib {
 		{name: "with-lock", config: "Client.Acquire / Lock.Release", open: openOurs, uncontended: true, contended: true},
 		{name: "with-lock, a process per lock", config: "as above, but every acquisition opens a new go-redis client and Client and closes them after the release, as `with-lock -w` processes do", open: openFresh, contended: true},
 		{name: "raw go-redis floor", config: "SET NX PX + EVAL of a compare-and-delete script, nothing else", open: openRaw, uncontended: true},
+		{name: "raw go-redis floor, EVALSHA", config: "SET NX PX + the same script through redis.Script.Run: EVALSHA, EVAL only on NOSCRIPT", open: openRawSHA, uncontended: true},
 		{name: "bsm/redislock", config: "Obtain with LinearBackoff(10ms) / Release", open: openRedislock(10 * time.Millisecond), uncontended: true, contended: true},
 		{name: "bsm/redislock, spin", config: "Obtain without retry, called again at once until it succeeds", open: openRedislock(0), contended: true},
 		{name: "redsync", config: "Mutex.LockContext with default retry delays (50–250 ms) and unlimited tries / UnlockContext", open: openRedsync, uncontended: true, contended: true},
@@ -125,6 +126,29 @@ func (r *raw) lock(ctx context.Context, name string) (unlockFunc, error) {
 }
 
 func (r *raw) close() { _ = r.rdb.Close() }
+
+// rawSHA is the floor releasing by the script's digest, as redsync does.
+type rawSHA struct{ raw }
+
+var rawReleaseScript = redis.NewScript(rawRelease)
+
+func openRawSHA(addr string) (locker, error) { return &rawSHA{raw{rdb: newGoRedis(addr)}}, nil }
+
+func (r *rawSHA) lock(ctx context.Context, name string) (unlockFunc, error) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	ok, err := r.rdb.SetNX(ctx, name, token, lockTTL).Result()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("raw floor: lock busy (it does not wait)")
+	}
+	return func(ctx context.Context) error {
+		return rawReleaseScript.Run(ctx, r.rdb, []string{name}, token).Err()
+	}, nil
+}
 
 // --- bsm/redislock ---
 

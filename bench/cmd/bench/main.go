@@ -115,7 +115,7 @@ func run(c config) error {
 				continue
 			}
 			for _, g := range []int{1, 16} {
-				u, err := runUncontended(lockers[lr.lib.name], g, c.pairs)
+				u, err := runUncontended(lockers[lr.lib.name], adm, g, c.pairs)
 				if err != nil {
 					return fmt.Errorf("%s uncontended: %w", lr.lib.name, err)
 				}
@@ -124,6 +124,7 @@ func run(c config) error {
 				}
 				if g == 1 {
 					lr.us1, lr.allocs1 = append(lr.us1, u.usPerPair), append(lr.allocs1, u.allocsPerPair)
+					lr.cmds = append(lr.cmds, u.cmdsPerPair)
 				} else {
 					lr.us16, lr.allocs16 = append(lr.us16, u.usPerPair), append(lr.allocs16, u.allocsPerPair)
 				}

@@ -45,7 +45,7 @@ func (r *results) partial(part string) string {
 	switch part {
 	case "uncontended":
 		r.targets()
-		return r.uncontendedTable() + fmt.Sprintf("\nwith-lock / raw floor, median of per-round ratios: %.3f\n", r.pairedRatio)
+		return r.uncontendedTable() + fmt.Sprintf("\nwith-lock / raw floor, median of per-round ratios: %.3f\n", r.pairedRatio) + r.throughputRatios()
 	case "contended":
 		return r.contendedTable()
 	case "fair":
@@ -79,12 +79,29 @@ func (r *results) uncontendedTable() string {
 		if !l.lib.uncontended {
 			continue
 		}
-		us16 := medianF(l.us16)
+		us1, us16 := medianF(l.us1), medianF(l.us16)
 		rows = append(rows, []string{l.lib.name,
-			fmt.Sprintf("%.0f", medianF(l.us1)), fmt.Sprintf("%.1f", medianF(l.allocs1)),
-			fmt.Sprintf("%.0f", us16), fmt.Sprintf("%.0f", 16e6/us16), fmt.Sprintf("%.1f", medianF(l.allocs16))})
+			fmt.Sprintf("%.0f", us1), fmt.Sprintf("%.0f", 1e6/us1), fmt.Sprintf("%.1f", medianF(l.allocs1)),
+			fmt.Sprintf("%.0f", us16), fmt.Sprintf("%.0f", 16e6/us16), fmt.Sprintf("%.1f", medianF(l.allocs16)),
+			fmt.Sprintf("%.1f", medianF(l.cmds))})
 	}
-	b.WriteString(mdTable([]string{"library", "1 goroutine: µs/pair", "allocs/pair", "16 goroutines: µs/pair", "pairs/s", "allocs/pair"}, rows))
+	b.WriteString(mdTable([]string{"library", "1 goroutine: µs/pair", "pairs/s", "allocs/pair", "16 goroutines: µs/pair", "pairs/s", "allocs/pair", "Redis commands/pair"}, rows))
+	return b.String()
+}
+
+// throughputRatios compares with-lock's uncontended pairs/s (medians) with
+// each other contestant's, at 1 and 16 goroutines: ≥ 1 means with-lock is
+// faster.
+func (r *results) throughputRatios() string {
+	var b strings.Builder
+	o := r.byName(oursName)
+	for _, l := range r.libs {
+		if !l.lib.uncontended || l == o {
+			continue
+		}
+		fmt.Fprintf(&b, "with-lock pairs/s over %s: %.3f (1 goroutine), %.3f (16)\n", l.lib.name,
+			medianF(l.us1)/medianF(o.us1), medianF(l.us16)/medianF(o.us16))
+	}
 	return b.String()
 }
 
@@ -193,7 +210,7 @@ func (r *results) targets() []target {
 	below := true
 	var peers []string
 	for _, l := range r.libs {
-		if l.lib.uncontended && l != o && l != floor {
+		if l.lib.uncontended && l != o && !strings.HasPrefix(l.lib.name, "raw go-redis floor") {
 			below = below && us < medianF(l.us1)
 			peers = append(peers, fmt.Sprintf("%s %.0f", l.lib.name, medianF(l.us1)))
 		}

@@ -78,6 +78,7 @@ type results struct {
 type libResult struct {
 	lib                          lib
 	us1, allocs1, us16, allocs16 []float64
+	cmds                         []float64 // Redis commands per pair, 1 goroutine
 	modes                        map[string]*modeResult
 }
 

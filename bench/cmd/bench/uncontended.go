@@ -6,20 +6,28 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // uncontended is one round of lock+unlock pairs on locks nobody else wants.
 type uncontended struct {
 	usPerPair     float64 // wall time per pair of one goroutine
 	allocsPerPair float64
+	cmdsPerPair   float64 // Redis commands per pair, Lua-internal included
 }
 
 // runUncontended does pairs lock+unlock pairs spread over goroutines, each
 // goroutine on its own lock, and returns the wall time per pair as seen by
-// one goroutine (its latency) and the process's allocations per pair.
-func runUncontended(l locker, goroutines, pairs int) (uncontended, error) {
+// one goroutine (its latency), the process's allocations per pair and the
+// server's commands per pair (adm reads them; nil: not counted).
+func runUncontended(l locker, adm *redis.Client, goroutines, pairs int) (uncontended, error) {
 	ctx := context.Background()
 	per := pairs / goroutines
+	var cmds int64
+	if adm != nil {
+		cmds = commandsProcessed(adm)
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
@@ -44,6 +52,9 @@ func runUncontended(l locker, goroutines, pairs int) (uncontended, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
+	if adm != nil {
+		cmds = commandsProcessed(adm) - cmds - 1 // the INFO itself counts one
+	}
 	close(errs)
 	if err := <-errs; err != nil {
 		return uncontended{}, err
@@ -52,5 +63,6 @@ func runUncontended(l locker, goroutines, pairs int) (uncontended, error) {
 	return uncontended{
 		usPerPair:     float64(elapsed.Microseconds()) * float64(goroutines) / n,
 		allocsPerPair: float64(after.Mallocs-before.Mallocs) / n,
+		cmdsPerPair:   float64(cmds) / n,
 	}, nil
 }

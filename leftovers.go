@@ -1,0 +1,112 @@
+package withlock
+
+// Leftovers: a note, beside a held lock, that the run's own command has
+// exited and processes it started still run under the lock. The CLI holds
+// the lock until its job's last process ends; Status shows why.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Leftovers says that the command of the lock's run has exited while
+// processes it started still run, and the lock stays held for them.
+// Lock.NoteLeftovers stores it; Status returns it as Status.Leftovers
+// while the same holder holds the lock.
+type Leftovers struct {
+	ExitCode  int       `json:"exit_code"` // the command's exit code
+	Exited    time.Time `json:"exited"`    // when it exited
+	Processes int       `json:"processes"` // how many processes of its job still run
+}
+
+// leftNote is Leftovers as stored at leftKey, with a digest of the
+// holder's token (tokenTag): a note outlived by its holder's lock names
+// another holder than the present one and is not shown.
+type leftNote struct {
+	Leftovers
+	Tag string `json:"token_sha256"`
+}
+
+// leftKey is the key of the leftovers note of the lock key key, in its
+// Redis Cluster slot: "{key}:left". It lives as long as the lock had left
+// when the note was written, and the release by ReleaseAndRecord deletes
+// it.
+func leftKey(key string) string { return sideKey(key, "left") }
+
+// leftScript stores the note if the lock is still ours, for the lock's
+// remaining time: KEYS[1] the lock, KEYS[2] the note; ARGV the token and
+// the note. It returns 0 when the lock is not ours.
+var leftScript = luaScript("left.lua")
+
+// leftNoter is a backend that can store a leftovers note: one deployment
+// or a quorum.
+type leftNoter interface {
+	noteLeft(ctx context.Context, l *Lock, note string) (bool, error)
+}
+
+func (s *single) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
+	n, err := s.rdb.Eval(ctx, leftScript, []string{l.key, leftKey(l.key)}, l.token, note).Int64()
+	if err != nil {
+		return false, fmt.Errorf("leftovers note on %s: %w", l.key, err)
+	}
+	return n == 1, nil
+}
+
+// noteLeft on a quorum stores the note on every node that holds the lock,
+// and reports it held when a majority does.
+func (q *quorum) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
+	res := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeResult {
+		n, err := rdb.Eval(ctx, leftScript, []string{l.key, leftKey(l.key)}, l.token, note).Int64()
+		return nodeResult{n: n, err: err}
+	})
+	yes, no, errs := tally(res)
+	if yes >= q.need {
+		return true, nil
+	}
+	if err := q.quorumError("leftovers note on", l, yes, no, errs); !errors.Is(err, ErrLockNotHeld) {
+		return false, err
+	}
+	return false, nil
+}
+
+// NoteLeftovers stores left beside the lock while it is still held, for
+// the lock's remaining time: call it again after renewals to keep it, and
+// when the number of processes changes. ReleaseAndRecord deletes it. It
+// returns an error matching ErrLockNotHeld when the lock is no longer
+// ours, and one matching errors.ErrUnsupported on a semaphore. On a quorum
+// it is stored on the nodes that hold the lock, a majority.
+func (l *Lock) NoteLeftovers(ctx context.Context, left Leftovers) error {
+	b, ok := l.c.b.(leftNoter)
+	if !ok || l.slot > 0 {
+		return unsupported("leftovers note on " + l.key + ": a semaphore keeps none")
+	}
+	raw, err := json.Marshal(leftNote{Leftovers: left, Tag: tokenTag(l.token)})
+	if err != nil {
+		return fmt.Errorf("encode the leftovers note of %s: %w", l.key, err)
+	}
+	held, err := b.noteLeft(ctx, l, string(raw))
+	switch {
+	case err != nil:
+		return err
+	case !held:
+		return fmt.Errorf("leftovers note on %s: %w", l.key, ErrLockNotHeld)
+	}
+	return nil
+}
+
+// leftovers is the note among raws written by the holder of token, or
+// nil.
+func leftovers(raws []string, token string) *Leftovers {
+	for _, raw := range raws {
+		var n leftNote
+		if json.Unmarshal([]byte(raw), &n) == nil && token != "" && n.Tag == tokenTag(token) {
+			return &n.Leftovers
+		}
+	}
+	return nil
+}
