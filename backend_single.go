@@ -243,16 +243,8 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	var release *redis.Cmd
 	var set *redis.BoolCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		w, announce := waitingKey(from.key)
-		if announce {
-			// Our queue counts on the release message (wait_announce.go).
-			p.Set(ctx, w, 1, announceFor)
-		}
 		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0, lineArg(from.key))
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
-		if announce {
-			p.Set(ctx, w, 1, announceFor) // for the waiters still behind to
-		}
 		return nil
 	})
 	got, serr := set.Result()

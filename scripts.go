@@ -41,15 +41,12 @@ var (
 	// subscriber to take the token
 	// published on it. It sets the key to that waiter's token with its TTL
 	// and returns the token: the lock never comes free while a live waiter
-	// is queued. With nobody live in line it deletes the key together with
-	// "<base>:w" and returns 1; only when that removed a waiter's
-	// announcement (wait_announce.go), or for a key without a base, does it
-	// publish on a channel named exactly like the key, which wakes waiters
-	// that do not queue: quorum Clients, fenced acquisitions. A release
-	// nobody waits for is thus a GET, an LPOP of the empty line and a DEL.
-	// The line's keys are built from the base, not declared in KEYS, as
-	// they depend on the entries popped; the base puts them in the key's
-	// Cluster slot. Its
+	// is queued. With nobody live in line it deletes the key, publishes on
+	// a channel named exactly like the key (which wakes waiters that do not
+	// queue: quorum Clients, fenced acquisitions, older versions) and
+	// returns 1. The line's keys are built from the base, not declared in
+	// KEYS, as they depend on the entries popped; the base puts them in the
+	// key's Cluster slot. Its
 	// explanations live here rather than in release.lua: the script's text
 	// travels with every release and Redis hashes it each time, so the Lua
 	// is kept short.

@@ -71,10 +71,7 @@ func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, 
 	// (a release between our SET and the SUBSCRIBE would otherwise be
 	// missed) unless our SET was already sent while listening and no
 	// message has come since.
-	// With announcements (wait_announce.go) it always tries again: its
-	// first SET was sent before it announced itself.
-	_, announces := c.b.(announcer)
-	w := q.join(announces || q.listening && (q != seen || q.events != events), want, opts)
+	w := q.join(q.listening && (q != seen || q.events != events), want, opts)
 	ln.local.mu.Unlock()
 	return ln.waitInLine(ctx, tctx, q, w)
 }
@@ -107,13 +104,11 @@ func (ln *waitLine) waitInLine(ctx, tctx context.Context, q *queue, w *waiter) (
 		ln.local.mu.Unlock()
 
 		if try {
-			ln.announce(tctx, w) // wait_announce.go: so that the next release wakes us
 			l, err := w.want.c.tryAcquire(tctx, w.want.name, w.want.token, w.want.ttl, w.opts)
 			var held *NotObtainedError
 			switch {
 			case err == nil:
 				ln.leave(q, w, l)
-				ln.announceForNext(tctx, q, w)
 				return l, nil
 			case !errors.As(err, &held):
 				if l := ln.takeHandOff(q, w); l != nil {

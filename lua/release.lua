@@ -22,10 +22,6 @@ while b ~= '' do
     return tok
   end
 end
-if b == '' then
-  redis.call('del', k)
-elseif redis.call('del', k, b .. ':w') == 1 then
-  return 1
-end
+redis.call('del', k)
 redis.call('publish', k, '')
 return 1
