@@ -117,14 +117,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 	}
 	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
-	ln.fair.mu.Lock()
-	r = ln.roomFor(b, want.key, base)
-	w.entry = fmt.Sprintf("%s|%d|%s", ln.fair.cid, want.ttl.Milliseconds(), want.token)
-	r.waiters = append(r.waiters, w)
-	if r.linger != nil {
-		r.linger.Stop()
-	}
-	ln.fair.mu.Unlock()
+	r = ln.enter(b, want, base, w)
 
 	// Join only once Redis confirmed our subscription: a release counts
 	// our channel's subscribers and skips us when there are none.
@@ -177,13 +170,7 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 		// It expired before we heard of it: queue again.
 		want.slot = 0
 		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
-		ln.fair.mu.Lock()
-		r = ln.roomFor(b, want.key, base)
-		r.waiters = append(r.waiters, w)
-		if r.linger != nil {
-			r.linger.Stop()
-		}
-		ln.fair.mu.Unlock()
+		r = ln.enter(b, want, base, w)
 		// A new room waits for its subscription, as at the first join; if
 		// Redis stalls now, ctx still ends the wait.
 		select {
@@ -311,4 +298,21 @@ func releaseReply(v any) (string, bool) {
 		return "", v == 1
 	}
 	return "", false
+}
+
+// enter puts w in the room of want's key, creating the room and its
+// subscription if need be, and keeps the room from lingering out. A w
+// without an entry yet gets one, with the Client id the room needs.
+func (ln *waitLine) enter(b fairLine, want *Lock, base string, w *liner) *room {
+	ln.fair.mu.Lock()
+	defer ln.fair.mu.Unlock()
+	r := ln.roomFor(b, want.key, base)
+	if w.entry == "" {
+		w.entry = fmt.Sprintf("%s|%d|%s", ln.fair.cid, want.ttl.Milliseconds(), want.token)
+	}
+	r.waiters = append(r.waiters, w)
+	if r.linger != nil {
+		r.linger.Stop()
+	}
+	return r
 }
