@@ -214,12 +214,13 @@ func checkClean(adm *redis.Client) error {
 	// A waiting Client's liveness key in the fair line outlives the run
 	// by at most its 3s life; the CLI's last-run records are kept on
 	// purpose, with their retention: the last run, the short history and
-	// the last success.
+	// the last success; the index of the prefix's names stays for --list,
+	// which prunes it.
 	keys = slices.DeleteFunc(keys, func(k string) bool {
 		ttl := adm.PTTL(context.Background(), k).Val()
 		record := strings.HasSuffix(k, "}:last") || strings.HasSuffix(k, "}:runs") || strings.HasSuffix(k, "}:ok")
 		return strings.Contains(k, "}:c:") && ttl > 0 && ttl <= 3*time.Second ||
-			record && ttl > 0
+			record && ttl > 0 || strings.HasSuffix(k, "}:index")
 	})
 	if len(keys) > 0 {
 		return fmt.Errorf("keys left behind: %v", keys)
