@@ -121,15 +121,9 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 
 	// Join only once Redis confirmed our subscription: a release counts
 	// our channel's subscribers and skips us when there are none.
-	select {
-	case <-r.confirmed:
-	case <-ctx.Done():
+	if ended, err := ln.subscription(ctx, r, w); ended {
 		return ln.leaveLine(ctx, tctx, r, w, false)
-	}
-	if r.err != nil {
-		ln.fair.mu.Lock()
-		ln.removeLiner(r, w)
-		ln.fair.mu.Unlock()
+	} else if err != nil {
 		return ln.waitPlain(ctx, tctx, c, want, opts)
 	}
 	for {
@@ -173,16 +167,10 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 		r = ln.enter(b, want, base, w)
 		// A new room waits for its subscription, as at the first join; if
 		// Redis stalls now, ctx still ends the wait.
-		select {
-		case <-r.confirmed:
-		case <-ctx.Done():
+		if ended, err := ln.subscription(ctx, r, w); ended {
 			return ln.leaveLine(ctx, tctx, r, w, false)
-		}
-		if r.err != nil {
-			ln.fair.mu.Lock()
-			ln.removeLiner(r, w)
-			ln.fair.mu.Unlock()
-			return nil, fmt.Errorf("acquire %s: %w", want.key, r.err)
+		} else if err != nil {
+			return nil, fmt.Errorf("acquire %s: %w", want.key, err)
 		}
 	}
 }
@@ -315,4 +303,22 @@ func (ln *waitLine) enter(b fairLine, want *Lock, base string, w *liner) *room {
 		r.linger.Stop()
 	}
 	return r
+}
+
+// subscription waits until r's subscription is confirmed, or reports that
+// ctx ended first. When Redis refused the subscription it takes w out of
+// r and returns Redis's error.
+func (ln *waitLine) subscription(ctx context.Context, r *room, w *liner) (ended bool, err error) {
+	select {
+	case <-r.confirmed:
+	case <-ctx.Done():
+		return true, nil
+	}
+	if r.err != nil {
+		ln.fair.mu.Lock()
+		ln.removeLiner(r, w)
+		ln.fair.mu.Unlock()
+		return false, r.err
+	}
+	return false, nil
 }

@@ -105,9 +105,17 @@ func (f *fresh) close() {}
 
 const rawRelease = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
 
-type raw struct{ rdb *redis.Client }
+// raw is the floor: SET NX PX and the release script by EVAL, or with sha
+// by the script's digest, as redsync does.
+type raw struct {
+	rdb *redis.Client
+	sha bool
+}
 
-func openRaw(addr string) (locker, error) { return &raw{rdb: newGoRedis(addr)}, nil }
+var rawReleaseScript = redis.NewScript(rawRelease)
+
+func openRaw(addr string) (locker, error)    { return &raw{rdb: newGoRedis(addr)}, nil }
+func openRawSHA(addr string) (locker, error) { return &raw{rdb: newGoRedis(addr), sha: true}, nil }
 
 func (r *raw) lock(ctx context.Context, name string) (unlockFunc, error) {
 	var b [16]byte
@@ -121,34 +129,14 @@ func (r *raw) lock(ctx context.Context, name string) (unlockFunc, error) {
 		return nil, errors.New("raw floor: lock busy (it does not wait)")
 	}
 	return func(ctx context.Context) error {
+		if r.sha {
+			return rawReleaseScript.Run(ctx, r.rdb, []string{name}, token).Err()
+		}
 		return r.rdb.Eval(ctx, rawRelease, []string{name}, token).Err()
 	}, nil
 }
 
 func (r *raw) close() { _ = r.rdb.Close() }
-
-// rawSHA is the floor releasing by the script's digest, as redsync does.
-type rawSHA struct{ raw }
-
-var rawReleaseScript = redis.NewScript(rawRelease)
-
-func openRawSHA(addr string) (locker, error) { return &rawSHA{raw{rdb: newGoRedis(addr)}}, nil }
-
-func (r *rawSHA) lock(ctx context.Context, name string) (unlockFunc, error) {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
-	ok, err := r.rdb.SetNX(ctx, name, token, lockTTL).Result()
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, errors.New("raw floor: lock busy (it does not wait)")
-	}
-	return func(ctx context.Context) error {
-		return rawReleaseScript.Run(ctx, r.rdb, []string{name}, token).Err()
-	}, nil
-}
 
 // --- bsm/redislock ---
 
