@@ -87,10 +87,14 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 	return ways, nil
 }
 
-// goBuild builds pkg in dir to out with the flags of make build.
+// goBuild builds pkg in dir to out with the flags of make build: static,
+// without cgo, as the CLI ships. A cgo build would put the dynamic loader
+// in front of every way alike, and hide part of the difference between
+// them.
 func goBuild(dir, out, pkg string) error {
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
