@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"math"
-	"regexp"
 	"strconv"
 	"time"
 )
@@ -35,35 +34,37 @@ func (d *durationValue) String() string { return time.Duration(*d).String() }
 // Type names the value in pflag's messages.
 func (d *durationValue) Type() string { return "duration" }
 
-var (
-	seconds = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$`)
-	days    = regexp.MustCompile(`^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)d(.*)$`)
-)
-
 // errDuration is the one way every duration setting says its value is bad.
 var errDuration = errors.New(`expected a duration such as 30s, 1m30s, 2h or 1d, or a number of seconds such as 5 or 0.5`)
 
-// parseDuration reads a duration setting's value: see durationValue.
+// parseDuration reads a duration setting's value: see durationValue. It
+// scans by hand, not with a regexp: compiling one at start-up cost every
+// run of with-lock more than all its parsing.
 func parseDuration(s string) (time.Duration, error) {
-	if seconds.MatchString(s) {
-		return fromUnits(s, float64(time.Second))
+	body, negative := s, false
+	if body != "" && (body[0] == '+' || body[0] == '-') {
+		body, negative = body[1:], body[0] == '-'
 	}
-	if m := days.FindStringSubmatch(s); m != nil {
-		d, err := fromUnits(m[2], float64(24*time.Hour))
+	n := decimalPrefix(body)
+	switch {
+	case n > 0 && n == len(body): // seconds: "5", "-0.5"
+		return fromUnits(s, float64(time.Second))
+	case n > 0 && body[n] == 'd': // days, then perhaps the rest: "1d12h"
+		d, err := fromUnits(body[:n], float64(24*time.Hour))
 		if err != nil {
 			return 0, err
 		}
-		if m[3] != "" {
-			if m[3][0] == '+' || m[3][0] == '-' {
+		if rest := body[n+1:]; rest != "" {
+			if rest[0] == '+' || rest[0] == '-' {
 				return 0, errDuration
 			}
-			rest, err := time.ParseDuration(m[3])
-			if err != nil || d > math.MaxInt64-rest {
+			more, err := time.ParseDuration(rest)
+			if err != nil || d > math.MaxInt64-more {
 				return 0, errDuration
 			}
-			d += rest
+			d += more
 		}
-		if m[1] == "-" {
+		if negative {
 			d = -d
 		}
 		return d, nil
@@ -73,6 +74,27 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, errDuration
 	}
 	return d, nil
+}
+
+// decimalPrefix is the length of the unsigned decimal number s starts
+// with — "5", "1.5", "5.", ".5" — or 0 when it starts with none.
+func decimalPrefix(s string) int {
+	i := 0
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	whole := i
+	if i < len(s) && s[i] == '.' {
+		i++
+		frac := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		if whole == 0 && i == frac {
+			return 0 // "." alone
+		}
+	}
+	return i
 }
 
 // fromUnits converts a decimal number of units to a duration.

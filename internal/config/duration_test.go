@@ -27,6 +27,10 @@ func TestDurationForms(t *testing.T) {
 		{"1.5d", 36 * time.Hour},
 		{"1d12h", 36 * time.Hour},
 		{"1500ms", 1500 * time.Millisecond},
+		{"5.", 5 * time.Second},
+		{"+2", 2 * time.Second},
+		{"1.d", 24 * time.Hour},
+		{"1d30m", 24*time.Hour + 30*time.Minute},
 	} {
 		for _, src := range []struct {
 			name  string
@@ -52,7 +56,7 @@ func TestDurationForms(t *testing.T) {
 }
 
 func TestDurationFormsRejected(t *testing.T) {
-	for _, in := range []string{"soon", "5x", "1e3", "inf", "NaN", "d", "1d-2h", "1dd", "99999999999d", "5 s", ""} {
+	for _, in := range []string{"soon", "5x", "1e3", "inf", "NaN", "d", "1d-2h", "1d+2h", "1dd", "99999999999d", "5 s", "", ".", ".d", "+", "-", "1.5.5", "d1", "1d\n"} {
 		_, err := config.Parse([]string{"--ttl=" + in, "job", "true"}, env())
 		if !errors.Is(err, config.ErrUsage) || !strings.Contains(err.Error(), "expected a duration") {
 			t.Errorf("--ttl %q: err = %v, want a usage error saying what a duration is", in, err)
