@@ -209,7 +209,7 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	}
 	// Round drops the monotonic reading, which JSON would not keep anyway.
 	run.Started, run.Finished = run.Started.Round(0), run.Finished.Round(0)
-	b, err := json.Marshal(record{Name: l.name, Run: run, Tag: tokenTag(l.token)})
+	b, err := marshalRecord(&record{Name: l.name, Run: run, Tag: tokenTag(l.token)})
 	if err != nil {
 		return l.c.b.release(ctx, l, l.keep()), fmt.Errorf("%w for %s: %w", errNotRecorded, l.key, err)
 	}
