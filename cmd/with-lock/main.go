@@ -89,10 +89,23 @@ func (r *runner) run() int {
 	if code, ok := r.admin(); ok { // status.go: --status, --list, --break
 		return code
 	}
+	// From the acquire on, a signal must not leave the lock behind. Asking
+	// for signals costs the runtime a thread and a few hand-offs with it,
+	// so that is done beside the rest of the set-up, and waited for only
+	// before the acquire.
+	notified := make(chan struct{})
+	go func() {
+		signal.Notify(r.sigs, forwarded...)
+		close(notified)
+	}()
 	path, err := supervise.Resolve(r.cfg.Command[0])
 	if err != nil {
 		return r.startFailed(err)
 	}
+	// The job's guard, subreaper and cgroup are made while the lock is
+	// taken; a run that does not start the command undoes them.
+	job := supervise.Prepare(supervise.Options{NoCgroup: r.cfg.NoCgroup}, true)
+	defer job.Discard()
 	// The connections are left for the exit to close: every reply the run
 	// needs has arrived by then, and closing go-redis's pools costs a
 	// short job a tenth of with-lock's start-up-to-exit time.
@@ -101,10 +114,7 @@ func (r *runner) run() int {
 		return r.log.failed(exitConfig, "%v", err)
 	}
 	r.locker = locker
-
-	// From here on a signal must not leave the lock behind.
-	signal.Notify(r.sigs, forwarded...)
-
+	<-notified
 	lock, code := r.acquire() // acquire.go
 	if lock == nil {
 		return code
@@ -112,7 +122,7 @@ func (r *runner) run() int {
 	if code, skip := r.oncePer(lock); skip { // onceper.go: --once-per's window already done
 		return code
 	}
-	child, err := supervise.StartGuarded(path, r.cfg.Command, r.env(lock), supervise.Options{NoCgroup: r.cfg.NoCgroup})
+	child, err := job.Start(path, r.cfg.Command, r.env(lock))
 	if err != nil {
 		r.release(lock)
 		return r.startFailed(err)

@@ -183,7 +183,8 @@ func (g *cgroup) closeFd() {
 // still busy (a process stuck in the kernel) is left; it is harmless.
 func (g *cgroup) remove() {
 	g.closeFd()
-	_ = os.Remove(g.dir)
+	_ = unix.Rmdir(g.dir) // not os.Remove, which tries unlink first
+
 }
 
 // startIn has the command born into the group.

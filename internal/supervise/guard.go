@@ -60,16 +60,7 @@ const (
 // guard cannot be started the child runs anyway, in a group of its own:
 // see GuardErr.
 func StartGuarded(path string, argv, env []string, opts Options) (*Child, error) {
-	g, gerr := startGuard()
-	c, err := start(path, argv, env, g, opts)
-	if err != nil {
-		if g != nil {
-			g.standDown()
-		}
-		return nil, err
-	}
-	c.guardErr = gerr
-	return c, nil
+	return Prepare(opts, true).Start(path, argv, env)
 }
 
 // GuardErr says why the child has no guard; nil when it has one or was
@@ -102,9 +93,10 @@ func startGuard() (*guard, error) {
 		w.Close()
 		return nil, fmt.Errorf("guard the command: %w", err)
 	}
-	// Nobody waits for it: it exits on its own once told, and with-lock
-	// need not outlive it. Reap it if we are still here.
-	go func() { _ = g.cmd.Wait() }()
+	// Nobody waits for it, which would hold a thread for the run: it exits
+	// on its own once told, after the job, and with-lock need not outlive
+	// it. Where with-lock is a subreaper the reaper reaps it should it die
+	// sooner; elsewhere it stays a zombie until with-lock exits.
 	return g, nil
 }
 
@@ -120,7 +112,7 @@ func (g *guard) standDown() {
 	defer g.mu.Unlock()
 	if !g.down {
 		g.down = true
-		fmt.Fprintln(g.w, guardDone)
+		_, _ = g.w.WriteString(guardDone + "\n") // not fmt: its first use costs a short run
 		g.w.Close()
 	}
 }
@@ -131,6 +123,6 @@ func (g *guard) tell(line string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.down {
-		fmt.Fprintln(g.w, line)
+		_, _ = g.w.WriteString(line + "\n")
 	}
 }

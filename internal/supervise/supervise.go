@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -88,13 +87,18 @@ func badInterpreter(argv0, interp string) *StartError {
 // file at path when that interpreter does not exist. A file that cannot be
 // read, or has no #! line, has none.
 func missingInterpreter(path string) (string, bool) {
-	f, err := os.Open(path)
+	// Plain system calls: os.Open would first offer a regular file to the
+	// network poller, three more calls on every run.
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
+	defer syscall.Close(fd)
 	var head [256]byte // Linux reads at most this much of a #! line
-	n, _ := io.ReadFull(f, head[:])
+	n, err := syscall.Read(fd, head[:])
+	if err != nil || n < 2 {
+		return "", false
+	}
 	line, ok := bytes.CutPrefix(head[:n], []byte("#!"))
 	if !ok {
 		return "", false
@@ -134,7 +138,7 @@ type Child struct {
 // process group. When with-lock has the terminal, the group takes its
 // foreground so interactive commands can read it and get Ctrl-C directly.
 func Start(path string, argv, env []string, opts Options) (*Child, error) {
-	return start(path, argv, env, nil, opts)
+	return Prepare(opts, false).Start(path, argv, env)
 }
 
 // Options are how the job is followed.
@@ -144,14 +148,14 @@ type Options struct {
 	NoCgroup bool
 }
 
-// start is Start, with g (if not nil) as the job's guard, told to stand
-// down once the job has ended.
-func start(path string, argv, env []string, g *guard, opts Options) (*Child, error) {
+// start is Start in the job p prepared (prepare.go).
+func start(path string, argv, env []string, p *Prepared) (*Child, error) {
+	g := p.guard
 	c := &Child{done: make(chan struct{}), jobDone: make(chan struct{}), censusStop: make(chan struct{}),
-		foreground: -1, guard: g, tracking: "process group"}
-	if becomeSubreaper() {
+		foreground: -1, guard: g, guardErr: p.guardErr, tracking: "process group"}
+	if p.reaper {
 		c.tracking = tracking
-		if c.cg = newCgroup(opts); c.cg != nil {
+		if c.cg = p.cg; c.cg != nil {
 			c.tracking = "cgroup " + c.cg.dir
 			if g != nil {
 				// Before the command starts: the job could end before a

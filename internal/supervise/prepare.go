@@ -1,0 +1,88 @@
+package supervise
+
+import "sync"
+
+// A job's set-up that does not depend on the lock — its guard, the
+// subreaper, its cgroup — costs about as long as taking the lock from a
+// nearby Redis. Prepare begins it at once, alongside the acquire, and
+// Start waits for it only when the command is about to start: a short
+// run's start-up is then the longer of the two, not their sum. A run that
+// does not get the lock discards what was prepared; nothing of it is the
+// command, which never starts before the lock is held.
+
+// Prepared is a job's set-up, made in the background.
+type Prepared struct {
+	opts  Options
+	ready sync.WaitGroup // the two halves below
+
+	guard    *guard // nil without one
+	guardErr error  // why there is none, when one was asked for
+
+	reaper bool    // this process is the reaper of the job's orphans
+	cg     *cgroup // the job's own cgroup, or nil
+
+	mu   sync.Mutex
+	used bool // started or discarded: at most once
+}
+
+// Prepare begins the set-up of a job: with a guard when guarded (see
+// StartGuarded), the subreaper and the cgroup where the system offers
+// them (see Options).
+func Prepare(opts Options, guarded bool) *Prepared {
+	p := &Prepared{opts: opts}
+	if guarded {
+		p.ready.Add(1)
+		go func() {
+			defer p.ready.Done()
+			p.guard, p.guardErr = startGuard()
+		}()
+	}
+	p.ready.Add(1)
+	go func() {
+		defer p.ready.Done()
+		if p.reaper = becomeSubreaper(); p.reaper {
+			p.cg = newCgroup(opts)
+		}
+	}()
+	return p
+}
+
+// Start runs the command as Start does, in the prepared job.
+func (p *Prepared) Start(path string, argv, env []string) (*Child, error) {
+	p.ready.Wait()
+	if !p.use() {
+		panic("supervise: a Prepared job started twice")
+	}
+	c, err := start(path, argv, env, p)
+	if err != nil {
+		if p.guard != nil {
+			p.guard.standDown()
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// Discard undoes what Prepare set up, for a run whose command will not
+// start; after Start it does nothing. It waits for the set-up to finish,
+// so that nothing of it outlives the run.
+func (p *Prepared) Discard() {
+	p.ready.Wait()
+	if !p.use() {
+		return
+	}
+	if p.guard != nil {
+		p.guard.standDown()
+	}
+	if p.cg != nil {
+		p.cg.remove()
+	}
+}
+
+func (p *Prepared) use() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was := p.used
+	p.used = true
+	return !was
+}
