@@ -53,6 +53,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			code = js.exitCode(code, !killAt.IsZero())
 			r.usage = child.Usage()
 			r.finish(lock, ka, code) // record.go: release, and record the run
+			child.Close()            // its cgroup went meanwhile
 			return code
 		case sig := <-r.sigs:
 			if err := child.Signal(sig.(syscall.Signal)); err != nil {
@@ -134,6 +135,9 @@ func (r *runner) release(lock *withlock.Lock) {
 // answering, is no news except with -v.
 func (r *runner) released(lock *withlock.Lock, err, lost error) {
 	switch {
+	case err == nil && !r.log.verbose:
+		// Said with -v only: a quiet run need not format it, which costs
+		// fmt's first use.
 	case err == nil:
 		held := time.Since(r.acquiredAt)
 		f, cost := r.jobCost(fields{DurationMs: ms(held)})                 // jobstop.go

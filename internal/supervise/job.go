@@ -134,16 +134,31 @@ func (c *Child) mainDone() bool {
 }
 
 // jobEnded tells the guard to stand down — nothing is left for it to kill —
-// removes the job's cgroup, and lets JobDone's waiters go.
+// lets JobDone's waiters go, then removes the job's cgroup, empty now:
+// the kernel takes longer over that than with-lock over its release,
+// which goes meanwhile. Close waits for it.
 func (c *Child) jobEnded() {
 	close(c.censusStop)
 	if c.guard != nil {
 		c.guard.standDown()
 	}
-	if c.cg != nil {
-		c.cg.remove() // empty now; a few µs, cheaper than anyone's later
-	}
 	close(c.jobDone)
+	if c.cg != nil {
+		c.cg.remove()
+	}
+	close(c.cleaned)
+}
+
+// Close waits, once JobDone is closed, until nothing of the job is left on
+// the system: its cgroup is removed. Call it before exiting. A job that
+// has not ended (processes stuck past SIGKILL, left behind) has nothing to
+// wait for: its cgroup cannot go while they are in it.
+func (c *Child) Close() {
+	select {
+	case <-c.jobDone:
+		<-c.cleaned
+	default:
+	}
 }
 
 func (c *Child) guardPid() int {

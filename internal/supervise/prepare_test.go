@@ -41,11 +41,16 @@ func TestDiscardedJobLeavesNoGuardAndNoCgroup(t *testing.T) {
 }
 
 // A prepared job that was started is the Child's: Discard leaves it be.
+// Once the job has ended, Close returns when its cgroup is gone.
 func TestDiscardAfterStartLeavesTheJobAlone(t *testing.T) {
 	p := Prepare(Options{}, true)
 	c, err := p.Start("/bin/sh", []string{"sh", "-c", "exit 7"}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	dir := ""
+	if c.cg != nil {
+		dir = c.cg.dir
 	}
 	p.Discard()
 	select {
@@ -58,6 +63,12 @@ func TestDiscardAfterStartLeavesTheJobAlone(t *testing.T) {
 	}
 	if c.GuardErr() != nil {
 		t.Errorf("GuardErr = %v", c.GuardErr())
+	}
+	c.Close()
+	if dir != "" {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("cgroup %s still there after Close (%v)", dir, err)
+		}
 	}
 }
 

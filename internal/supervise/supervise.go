@@ -124,6 +124,7 @@ type Child struct {
 	done       chan struct{}
 	jobDone    chan struct{} // see JobDone
 	censusStop chan struct{} // closed when the job ends
+	cleaned    chan struct{} // see Close
 	status     syscall.WaitStatus
 	usage      jobUsage
 	started    time.Time // just before the command was started
@@ -152,7 +153,7 @@ type Options struct {
 func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 	g := p.guard
 	c := &Child{done: make(chan struct{}), jobDone: make(chan struct{}), censusStop: make(chan struct{}),
-		foreground: -1, guard: g, guardErr: p.guardErr, tracking: "process group"}
+		cleaned: make(chan struct{}), foreground: -1, guard: g, guardErr: p.guardErr, tracking: "process group"}
 	if p.reaper {
 		c.tracking = tracking
 		if c.cg = p.cg; c.cg != nil {
