@@ -24,8 +24,8 @@ func (c *Config) RedisClients() ([]redis.UniversalClient, error) {
 	switch c.Topology() {
 	case Sentinel:
 		for _, addr := range c.Sentinels {
-			if err := checkPort("--sentinel", addr); err != nil {
-				return nil, err
+			if err := checkPort(addr); err != nil {
+				return nil, fmt.Errorf("%w: --sentinel: %w", ErrConfig, err)
 			}
 		}
 		u, _, err := c.universalOptions(c.RedisURLs[0]) // the master's credentials, database, TLS
@@ -154,8 +154,10 @@ func (c *Config) parseURL(rawURL string) (*redis.Options, error) {
 		return nil, fmt.Errorf("%w: %s URL: %w (expected redis://[user:password@]host:port/db)", ErrConfig, c.origin("redis"), err)
 	}
 	if opt.Network != "unix" {
-		if err := checkPort(c.origin("redis")+" URL", opt.Addr); err != nil {
-			return nil, err
+		if err := checkPort(opt.Addr); err != nil {
+			// Named only now: finding where the URL came from walks the
+			// settings table, which a good URL need not cost.
+			return nil, fmt.Errorf("%w: %s URL: %w", ErrConfig, c.origin("redis"), err)
 		}
 	}
 	if err := c.secure(opt, rawURL); err != nil {
@@ -166,15 +168,15 @@ func (c *Config) parseURL(rawURL string) (*redis.Options, error) {
 
 // checkPort refuses an address whose port no server can listen on (0,
 // 99999), before anything is dialled: dialling would report it as Redis
-// being unreachable. what names where the address came from; addr holds
-// no password.
-func checkPort(what, addr string) error {
+// being unreachable. The caller names where the address came from; addr
+// holds no password.
+func checkPort(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrConfig, what, err)
+		return err
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("%w: %s: port %q is not a TCP port (1-65535)", ErrConfig, what, port)
+		return fmt.Errorf("port %q is not a TCP port (1-65535)", port)
 	}
 	return nil
 }
