@@ -4,8 +4,8 @@
 #   with-lock_<version>_<os>_<arch>.tar.gz binary, man page, README, example with-lock.conf, completions, systemd examples
 #   with-lock_<debversion>_<arch>.deb      one per Linux arch, built by nfpm (pinned in tools/go.mod)
 #   SHA256SUMS                             for all of the above: cd dist && sha256sum -c SHA256SUMS
-# darwin is built only where it compiles: internal/supervise uses Linux-only
-# process attributes today, so darwin is skipped with a note instead of failing.
+# darwin is built only where it compiles (skipped with a note instead of
+# failing); freebsd must compile: internal/supervise has a reaper for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -33,7 +33,7 @@ mkdir -p dist
 gzip -9n <with-lock.1 >"$stage/with-lock.1.gz"
 nfpm=$("$GO" -C tools tool -n nfpm) # builds the pinned nfpm once; the go build cache keeps it
 
-for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
+for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64; do
 	os=${platform%/*} arch=${platform#*/}
 	bin=dist/with-lock-$os-$arch
 	if ! CGO_ENABLED=0 GOOS=$os GOARCH=$arch "$GO" build -trimpath \

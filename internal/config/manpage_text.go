@@ -53,8 +53,9 @@ waiting, holding the lock, until something kills them.`,
 one warning line, then releases it and exits with the command's code;
 .B kill
 stops them at once (SIGTERM, SIGKILL after \-\-kill\-after).
-On Linux the job is every process the command started, wherever it went
-(with-lock is a child subreaper); elsewhere it is the command's process group,
+On Linux and 64-bit FreeBSD the job is every process the command started,
+wherever it went (with-lock is a child subreaper, on FreeBSD a reaper);
+elsewhere it is the command's process group,
 and with-lock waits for the command alone.`,
 		"max-run": `Stop the whole job after DUR (SIGTERM, SIGKILL after \-\-kill\-after),
 release the lock, record the run as timed out, and exit 124, as

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !(freebsd && (amd64 || arm64 || riscv64))
 
 package supervise
 
