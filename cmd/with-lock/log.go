@@ -73,7 +73,8 @@ type fields struct {
 	Code       *int   `json:"code,omitempty"`   // the command's exit code; with-lock's on an error
 	Signal     string `json:"signal,omitempty"` // the signal that ended the command
 	Error      string `json:"error,omitempty"`  // the cause of a failed renewal
-	// Tracking is what follows the job's processes: subreaper or process group.
+	// Tracking is what follows the job's processes: "cgroup DIR", "subreaper"
+	// (Linux), "reaper" (FreeBSD) or "process group".
 	Tracking string `json:"tracking,omitempty"`
 	// CPUMs and MaxRSSKB are what the job cost: CPU time (user+system) and
 	// the largest resident set of one of its processes.

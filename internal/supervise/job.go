@@ -71,8 +71,14 @@ func (c *Child) Remaining() []int {
 // the walk is repeated until it finds no new one. A job that is already
 // gone is not an error.
 func (c *Child) Signal(sig syscall.Signal) error {
-	if sig == syscall.SIGKILL && c.cg != nil {
-		_ = c.cg.kill() // all of it at once, forks in flight included
+	if sig == syscall.SIGKILL {
+		// All of it at once, forks in flight included: the cgroup's
+		// kill, or FreeBSD's reaper's. Only SIGKILL: the walk below
+		// would send any other signal a second time.
+		if c.cg != nil {
+			_ = c.cg.kill()
+		}
+		_ = c.reapKill(sig)
 	}
 	sent := map[int]bool{}
 	var err error

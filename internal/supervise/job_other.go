@@ -7,8 +7,8 @@ import (
 	"syscall"
 )
 
-// Without a subreaper here (FreeBSD's procctl(PROC_REAP_ACQUIRE) is not
-// used yet; macOS has none) the job is the command's process group: a
+// Without a reaper here (macOS has none; 32-bit FreeBSD does not use its
+// own, see job_freebsd.go) the job is the command's process group: a
 // process that leaves it (setsid) is neither waited for nor stopped, and
 // background processes the command leaves in its group are stopped with
 // it but not waited for.
@@ -48,3 +48,6 @@ func (*cgroup) procs() []int                 { return nil }
 func (*cgroup) closeFd()                     {}
 func (*cgroup) remove()                      {}
 func (*cgroup) startIn(*syscall.SysProcAttr) {}
+
+// reapKill does nothing: there is no reaper here.
+func (c *Child) reapKill(syscall.Signal) error { return nil }
