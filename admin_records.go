@@ -207,8 +207,11 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	if run.Outcome == "" {
 		run.Outcome = outcomeOf(&run)
 	}
-	// Round drops the monotonic reading, which JSON would not keep anyway.
-	run.Started, run.Finished = run.Started.Round(0), run.Finished.Round(0)
+	// Round drops the monotonic reading, which JSON would not keep anyway;
+	// records are in UTC, for a fleet across time zones and because
+	// writing local time would load the zone database (readers show
+	// Local()).
+	run.Started, run.Finished = run.Started.Round(0).UTC(), run.Finished.Round(0).UTC()
 	b, err := marshalRecord(&record{Name: l.name, Run: run, Tag: tokenTag(l.token)})
 	if err != nil {
 		return l.c.b.release(ctx, l, l.keep()), fmt.Errorf("%w for %s: %w", errNotRecorded, l.key, err)
