@@ -19,6 +19,7 @@ const (
 	cliOurs         = "with-lock x true"
 	cliFloor        = "Go floor"
 	cliGuardedFloor = "Go floor, guarded"
+	cliGoRedisFloor = "Go floor, guarded, go-redis"
 )
 
 // cliBaseline names a git revision whose with-lock also runs, interleaved
@@ -41,10 +42,12 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 	wl := filepath.Join(dir, "with-lock")
 	floor := filepath.Join(dir, "floor")
 	guarded := filepath.Join(dir, "floor-guarded")
+	goredis := filepath.Join(dir, "floor-goredis")
 	builds := []struct{ dir, out, pkg string }{
 		{root, wl, "./cmd/with-lock"},
 		{".", floor, "./cmd/floor"},
 		{".", guarded, "./cmd/floor-guarded"},
+		{".", goredis, "./cmd/floor-goredis"},
 	}
 	base := filepath.Join(dir, "with-lock-base")
 	if *cliBaseline != "" {
@@ -72,6 +75,10 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 		// (kill -9 included) can cost: with-lock keeps such a guard.
 		{cliGuardedFloor, "bench/cmd/floor-guarded: the Go floor plus a guard (itself re-exec'd, waiting on a pipe) that kills the command's group if the wrapper dies",
 			[]string{guarded, "x", "true"}, []string{"FLOOR_REDIS=" + srv.Addr()}, 0},
+		// The same on go-redis, which with-lock is built on: what its
+		// package graph and handshake add, that no wrapper on it avoids.
+		{cliGoRedisFloor, "bench/cmd/floor-goredis: the guarded floor with go-redis (set up as with-lock does) in place of the raw socket",
+			[]string{goredis, "x", "true"}, []string{"FLOOR_REDIS=" + srv.Addr()}, 0},
 		{"bash + redis-cli", "bench/seed-with-lock.sh, the seed's way", []string{"bash", seed, "x", "true"},
 			[]string{"REDIS_PORT=" + strconv.Itoa(srv.Port)}, 0},
 		{"flock -n", "flock -n FILE true (util-linux), a local lock for scale", []string{"flock", "-n", filepath.Join(dir, "flock.lock"), "true"}, nil, 0},

@@ -159,16 +159,16 @@ func (r *results) cliTable() string {
 	b.WriteString("\n### CLI: `with-lock x true` and the alternatives, wall time per run\n\n")
 	b.WriteString("Ratios are of medians; in brackets the median of the ratios of two ways timed one right after the other in each round, which a slow spell of the shared machine slows both of.\n\n")
 	var rows [][]string
-	floor, guarded := r.cli[cliFloor], r.cli[cliGuardedFloor]
+	floor, guarded, goredis := r.cli[cliFloor], r.cli[cliGuardedFloor], r.cli[cliGoRedisFloor]
 	ratio := func(t, base []time.Duration) string {
 		return fmt.Sprintf("%.2f× (%.2f×)", float64(median(t))/float64(median(base)), pairedRatio(t, base))
 	}
 	for _, w := range r.cliWays {
 		t := r.cli[w.name]
 		rows = append(rows, []string{w.name, fmtMS(median(t)), fmtMS(percentile(t, 90)),
-			ratio(t, floor), ratio(t, guarded), w.desc})
+			ratio(t, floor), ratio(t, guarded), ratio(t, goredis), w.desc})
 	}
-	b.WriteString(mdTable([]string{"way", "median", "p90", "vs Go floor", "vs guarded floor", "what"}, rows))
+	b.WriteString(mdTable([]string{"way", "median", "p90", "vs Go floor", "vs guarded floor", "vs go-redis guarded floor", "what"}, rows))
 	return b.String()
 }
 
@@ -233,6 +233,9 @@ func (r *results) cliTargets(add func(what string, met bool, format string, args
 	guarded := median(r.cli[cliGuardedFloor])
 	add("CLI wall time ≤ 1.25× the guarded Go floor", float64(cli) <= 1.25*float64(guarded), "%.2f× (%s vs %s; median of paired ratios %.2f×)",
 		float64(cli)/float64(guarded), fmtMS(cli), fmtMS(guarded), pairedRatio(r.cli[cliOurs], r.cli[cliGuardedFloor]))
+	goredis := median(r.cli[cliGoRedisFloor])
+	add("CLI wall time ≤ 1.25× the guarded go-redis floor", float64(cli) <= 1.25*float64(goredis), "%.2f× (%s vs %s; median of paired ratios %.2f×)",
+		float64(cli)/float64(goredis), fmtMS(cli), fmtMS(goredis), pairedRatio(r.cli[cliOurs], r.cli[cliGoRedisFloor]))
 	add("CLI wall time ≤ 0.35× the bash way", float64(cli) <= 0.35*float64(bash), "%.2f× (%s vs %s)", float64(cli)/float64(bash), fmtMS(cli), fmtMS(bash))
 }
 
