@@ -1,3 +1,11 @@
+// with-lock's own goroutines are few and light, and the command is a
+// process of its own with its own runtime: so the runtime need not poll
+// the cgroup's CPU limit to update GOMAXPROCS (a goroutine and a timer at
+// every start-up), nor name its memory mappings (a system call each).
+//
+//go:debug updatemaxprocs=0
+//go:debug decoratemappings=0
+
 // Command with-lock runs a command only while it holds a Redis lock, so the
 // same cron job started on several servers runs once at a time.
 //

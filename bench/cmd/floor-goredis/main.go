@@ -7,6 +7,12 @@
 // (HELLO), which with-lock pays too and the raw floors do not.
 //
 //	FLOOR_REDIS=127.0.0.1:6379 floor-goredis <name> <command...>
+//
+// Built with the runtime settings with-lock's main has (see there), so that
+// they are not what the ratio measures.
+//
+//go:debug updatemaxprocs=0
+//go:debug decoratemappings=0
 package main
 
 import (

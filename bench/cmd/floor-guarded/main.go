@@ -6,6 +6,12 @@
 // a guard, so this, not the bare floor, is the least it can cost.
 //
 //	FLOOR_REDIS=127.0.0.1:6379 floor-guarded <name> <command...>
+//
+// Built with the runtime settings with-lock's main has (see there), so that
+// they are not what the ratio measures.
+//
+//go:debug updatemaxprocs=0
+//go:debug decoratemappings=0
 package main
 
 import (

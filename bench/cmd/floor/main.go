@@ -5,6 +5,12 @@
 // the name; it exists only as the benchmark's floor for the CLI.
 //
 //	FLOOR_REDIS=127.0.0.1:6379 floor <name> <command...>
+//
+// Built with the runtime settings with-lock's main has (see there), so that
+// they are not what the ratio measures.
+//
+//go:debug updatemaxprocs=0
+//go:debug decoratemappings=0
 package main
 
 import (
