@@ -55,40 +55,8 @@ func becomeSubreaper() bool {
 	return err == nil || errors.Is(err, unix.EBUSY)
 }
 
-// reap reaps every child of this process — the command, and every orphan
-// of the job re-parented to it — until the command has exited and nothing
-// of its job is left, then closes jobDone. Nothing else waits for
-// children but the guard's own Wait, so either may reap the guard; it is
-// not the job.
-func (c *Child) reap() {
-	for {
-		var ws syscall.WaitStatus
-		var ru syscall.Rusage
-		pid, err := syscall.Wait4(-1, &ws, 0, &ru)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil { // ECHILD: no child at all is left, not even the guard
-			break
-		}
-		if pid == c.guardPid() {
-			continue
-		}
-		c.usage.add(&ru)
-		if pid == c.cmd.Process.Pid {
-			alone := !c.hasJobChildren()
-			c.exited(ws, alone)
-			if alone {
-				return
-			}
-			continue
-		}
-		if c.mainDone() && !c.hasJobChildren() {
-			break
-		}
-	}
-	c.jobEnded()
-}
+// reaperThread does not matter here: the reaper's list is the process's.
+func reaperThread() int { return 0 }
 
 // hasJobChildren reports whether a process of the job is left (a zombie
 // not yet reaped included). Every orphan of the job comes to this
@@ -205,13 +173,3 @@ func (c *Child) reapKill(sig syscall.Signal) error {
 
 // maxRSSKB is ru_maxrss, which FreeBSD gives in KiB.
 func maxRSSKB(ru *syscall.Rusage) int64 { return int64(ru.Maxrss) }
-
-// cgroup is Linux's: there is none here.
-type cgroup struct{ dir string }
-
-func newCgroup(Options) *cgroup              { return nil }
-func (*cgroup) kill() error                  { return nil }
-func (*cgroup) procs() []int                 { return nil }
-func (*cgroup) closeFd()                     {}
-func (*cgroup) remove()                      {}
-func (*cgroup) startIn(*syscall.SysProcAttr) {}

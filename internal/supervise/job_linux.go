@@ -29,41 +29,9 @@ func becomeSubreaper() bool {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == nil
 }
 
-// reap reaps every child of this process — the command, and every orphan
-// of the job re-parented to it — until the command has exited and nothing
-// of its job is left, then closes jobDone. It must run on the thread that
-// started the command (see start). Nothing else waits for children but
-// the guard's own Wait, so either may reap the guard; it is not the job.
-func (c *Child) reap() {
-	c.reaperTid = unix.Gettid()
-	for {
-		var ws syscall.WaitStatus
-		var ru syscall.Rusage
-		pid, err := syscall.Wait4(-1, &ws, 0, &ru)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil { // ECHILD: no child at all is left, not even the guard
-			break
-		}
-		if pid == c.guardPid() {
-			continue
-		}
-		c.usage.add(&ru)
-		if pid == c.cmd.Process.Pid {
-			alone := !c.hasJobChildren()
-			c.exited(ws, alone)
-			if alone {
-				return
-			}
-			continue
-		}
-		if c.mainDone() && !c.hasJobChildren() {
-			break
-		}
-	}
-	c.jobEnded()
-}
+// reaperThread is the thread the reaper runs on, which started the
+// command: hasJobChildren reads its children.
+func reaperThread() int { return unix.Gettid() }
 
 // hasJobChildren reports whether this process has a child other than the
 // guard. Since every orphan of the job comes here, no such child means no

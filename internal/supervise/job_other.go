@@ -39,15 +39,5 @@ func maxRSSKB(ru *syscall.Rusage) int64 {
 	return int64(ru.Maxrss)
 }
 
-// cgroup is Linux's: there is none here.
-type cgroup struct{ dir string }
-
-func newCgroup(Options) *cgroup              { return nil }
-func (*cgroup) kill() error                  { return nil }
-func (*cgroup) procs() []int                 { return nil }
-func (*cgroup) closeFd()                     {}
-func (*cgroup) remove()                      {}
-func (*cgroup) startIn(*syscall.SysProcAttr) {}
-
 // reapKill does nothing: there is no reaper here.
 func (c *Child) reapKill(syscall.Signal) error { return nil }

@@ -15,31 +15,11 @@
 package main
 
 import (
-	"os"
-
 	"github.com/with-lock/with-lock/bench/internal/floorguard"
 	"github.com/with-lock/with-lock/bench/internal/rawlock"
 )
 
 func main() {
 	floorguard.BeGuard()
-	if len(os.Args) < 3 {
-		os.Exit(64)
-	}
-	conn, err := rawlock.Dial(rawlock.Addr())
-	if err != nil {
-		os.Exit(69)
-	}
-	l, err := conn.Acquire(os.Args[1])
-	switch {
-	case err == rawlock.ErrBusy:
-		os.Exit(75)
-	case err != nil:
-		os.Exit(69)
-	}
-	code := floorguard.Run(os.Args[2:])
-	if conn.Release(l) != nil {
-		os.Exit(69)
-	}
-	os.Exit(code)
+	rawlock.Main(floorguard.Run)
 }

@@ -20,32 +20,21 @@ import (
 	"github.com/with-lock/with-lock/bench/internal/rawlock"
 )
 
-func main() {
-	if len(os.Args) < 3 {
-		os.Exit(64)
-	}
-	conn, err := rawlock.Dial(rawlock.Addr())
+func main() { rawlock.Main(run) }
+
+// run starts the command and returns its exit code (127 not found, 126
+// not started).
+func run(argv []string) int {
+	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		os.Exit(69)
+		return 127
 	}
-	l, err := conn.Acquire(os.Args[1])
-	switch {
-	case err == rawlock.ErrBusy:
-		os.Exit(75)
-	case err != nil:
-		os.Exit(69)
-	}
-	code := 0
-	path, err := exec.LookPath(os.Args[2])
+	p, err := os.StartProcess(path, argv, &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	if err != nil {
-		code = 127
-	} else if p, err := os.StartProcess(path, os.Args[2:], &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}}); err != nil {
-		code = 126
-	} else if st, err := p.Wait(); err == nil {
-		code = st.ExitCode()
+		return 126
 	}
-	if conn.Release(l) != nil {
-		os.Exit(69)
+	if st, err := p.Wait(); err == nil {
+		return st.ExitCode()
 	}
-	os.Exit(code)
+	return 0
 }

@@ -85,3 +85,29 @@ func (c *Conn) do(args ...string) (string, error) {
 	}
 	return line[:len(line)-2], nil
 }
+
+// Main is a floor's whole life for "<prog> <name> <command...>": take
+// lock:<name> on Addr, run the command with run, release, and exit with
+// the command's code; 64 without arguments, 75 when busy, 69 when Redis
+// fails.
+func Main(run func(argv []string) int) {
+	if len(os.Args) < 3 {
+		os.Exit(64)
+	}
+	conn, err := Dial(Addr())
+	if err != nil {
+		os.Exit(69)
+	}
+	l, err := conn.Acquire(os.Args[1])
+	switch {
+	case err == ErrBusy:
+		os.Exit(75)
+	case err != nil:
+		os.Exit(69)
+	}
+	code := run(os.Args[2:])
+	if conn.Release(l) != nil {
+		os.Exit(69)
+	}
+	os.Exit(code)
+}

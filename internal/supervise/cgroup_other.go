@@ -1,0 +1,15 @@
+//go:build !linux
+
+package supervise
+
+import "syscall"
+
+// cgroup is Linux's: there is none here.
+type cgroup struct{ dir string }
+
+func newCgroup(Options) *cgroup              { return nil }
+func (*cgroup) kill() error                  { return nil }
+func (*cgroup) procs() []int                 { return nil }
+func (*cgroup) closeFd()                     {}
+func (*cgroup) remove()                      {}
+func (*cgroup) startIn(*syscall.SysProcAttr) {}

@@ -1,0 +1,45 @@
+//go:build linux || (freebsd && (amd64 || arm64 || riscv64))
+
+package supervise
+
+import (
+	"errors"
+	"syscall"
+)
+
+// reap reaps every child of this process — the command, and every orphan
+// of the job re-parented to it (job_linux.go, job_freebsd.go) — until the
+// command has exited and nothing of its job is left, then closes jobDone.
+// It runs on the thread that started the command (see start). Nobody else
+// waits for children, so it reaps the guard too should it die first; the
+// guard is not the job.
+func (c *Child) reap() {
+	c.reaperTid = reaperThread()
+	for {
+		var ws syscall.WaitStatus
+		var ru syscall.Rusage
+		pid, err := syscall.Wait4(-1, &ws, 0, &ru)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: no child at all is left, not even the guard
+			break
+		}
+		if pid == c.guardPid() {
+			continue
+		}
+		c.usage.add(&ru)
+		if pid == c.cmd.Process.Pid {
+			alone := !c.hasJobChildren()
+			c.exited(ws, alone)
+			if alone {
+				return
+			}
+			continue
+		}
+		if c.mainDone() && !c.hasJobChildren() {
+			break
+		}
+	}
+	c.jobEnded()
+}
