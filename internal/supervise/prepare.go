@@ -30,18 +30,24 @@ type Prepared struct {
 // them (see Options).
 func Prepare(opts Options, guarded bool) *Prepared {
 	p := &Prepared{opts: opts}
-	if guarded {
-		p.ready.Add(1)
-		go func() {
-			defer p.ready.Done()
+	guardReady := make(chan struct{})
+	p.ready.Add(2)
+	go func() {
+		defer p.ready.Done()
+		defer close(guardReady)
+		if guarded {
 			p.guard, p.guardErr = startGuard()
-		}()
-	}
-	p.ready.Add(1)
+		}
+	}()
 	go func() {
 		defer p.ready.Done()
 		if p.reaper = becomeSubreaper(); p.reaper {
 			p.cg = newCgroup(opts)
+		}
+		if <-guardReady; p.cg != nil && p.guard != nil {
+			// At once, not when the command starts: with-lock killed
+			// while it waits for the lock must not leave the group behind.
+			p.guard.tell(guardCgroup + " " + p.cg.dir)
 		}
 	}()
 	return p

@@ -157,12 +157,7 @@ func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 	if p.reaper {
 		c.tracking = tracking
 		if c.cg = p.cg; c.cg != nil {
-			c.tracking = "cgroup " + c.cg.dir
-			if g != nil {
-				// Before the command starts: the job could end before a
-				// later word, and the guard would leave the group behind.
-				g.tell(guardCgroup + " " + c.cg.dir)
-			}
+			c.tracking = "cgroup " + c.cg.dir // the guard knows it (Prepare)
 		}
 	}
 	newCmd := func() *exec.Cmd {
