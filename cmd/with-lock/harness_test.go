@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,7 +27,13 @@ func TestMain(m *testing.M) {
 		frWorker(sock) // the reliability table's command: runs until with-lock stops it
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	before := jobCgroups()
+	code := m.Run()
+	if left := leftCgroups(before); code == 0 && len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: runs of with-lock left their jobs' cgroups behind: %s\n", strings.Join(left, " "))
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // env is one test's Redis, a client on it and a scratch directory.

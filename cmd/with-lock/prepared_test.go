@@ -59,6 +59,57 @@ func guardOf(pid int) int {
 	return 0
 }
 
+// jobCgroups lists the jobs' cgroups beside this process's own: where
+// with-lock, started by the tests, makes them.
+func jobCgroups() map[string]bool {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	own := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = p
+		}
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	found := map[string]bool{}
+	for _, line := range strings.Split(string(mi), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if f := strings.Fields(pre); ok && strings.HasPrefix(post, "cgroup2 ") && len(f) > 4 {
+			dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Join(f[4], own, "x")), "with-lock.*"))
+			for _, d := range dirs {
+				found[d] = true
+			}
+		}
+	}
+	return found
+}
+
+// leftCgroups are the jobs' cgroups made since before that are still
+// there a few seconds on (a guard may remove one just after its with-lock
+// was killed), of with-lock processes that have exited.
+func leftCgroups(before map[string]bool) []string {
+	var left []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left = left[:0]
+		for d := range jobCgroups() {
+			pid, _ := strconv.Atoi(strings.TrimPrefix(filepath.Ext(d), "."))
+			if !before[d] && pid > 0 && !clitest.Alive(pid) {
+				left = append(left, d)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // cgroupMount is where the cgroup2 hierarchy is mounted, from mountinfo.
 func cgroupMount(t *testing.T) string {
 	t.Helper()

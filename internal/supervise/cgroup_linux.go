@@ -28,28 +28,33 @@ type cgroup struct {
 	fd  int
 }
 
-// newCgroup creates a group for the job beside with-lock's own, in the
-// cgroup2 hierarchy this process belongs to; nil when it cannot.
-func newCgroup(opts Options) *cgroup {
+// jobCgroupDir is where the job's group goes: beside with-lock's own, in
+// the cgroup2 hierarchy this process belongs to. There is none with
+// --no-cgroup or without cgroup2.
+func jobCgroupDir(opts Options) (string, bool) {
 	if opts.NoCgroup {
-		return nil
+		return "", false
 	}
 	parent, ok := ownCgroupDir()
 	if !ok {
-		return nil
+		return "", false
 	}
-	dir := filepath.Join(parent, "with-lock."+strconv.Itoa(os.Getpid()))
+	return filepath.Join(parent, "with-lock."+strconv.Itoa(os.Getpid())), true
+}
+
+// makeCgroup creates the job's group at dir; nil when it cannot.
+func makeCgroup(dir string) *cgroup {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil // not writable by us: no delegation
 	}
 	// Not in the parent: the root group has none.
 	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
-		_ = os.Remove(dir)
+		_ = unix.Rmdir(dir)
 		return nil // before Linux 5.14, or not a cgroup2 directory after all
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		_ = os.Remove(dir)
+		_ = unix.Rmdir(dir)
 		return nil
 	}
 	return &cgroup{dir: dir, fd: fd}

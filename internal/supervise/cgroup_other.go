@@ -7,7 +7,8 @@ import "syscall"
 // cgroup is Linux's: there is none here.
 type cgroup struct{ dir string }
 
-func newCgroup(Options) *cgroup              { return nil }
+func jobCgroupDir(Options) (string, bool)    { return "", false }
+func makeCgroup(string) *cgroup              { return nil }
 func (*cgroup) kill() error                  { return nil }
 func (*cgroup) procs() []int                 { return nil }
 func (*cgroup) closeFd()                     {}

@@ -41,13 +41,21 @@ func Prepare(opts Options, guarded bool) *Prepared {
 	}()
 	go func() {
 		defer p.ready.Done()
+		dir, ok := "", false
 		if p.reaper = becomeSubreaper(); p.reaper {
-			p.cg = newCgroup(opts)
+			dir, ok = jobCgroupDir(opts)
 		}
-		if <-guardReady; p.cg != nil && p.guard != nil {
-			// At once, not when the command starts: with-lock killed
-			// while it waits for the lock must not leave the group behind.
-			p.guard.tell(guardCgroup + " " + p.cg.dir)
+		if <-guardReady; !ok {
+			return
+		}
+		// The guard hears of the group before it exists: with-lock killed
+		// at any moment after (waiting for the lock, say) leaves none
+		// behind, and a group never made costs the guard nothing.
+		if p.guard != nil {
+			p.guard.tell(guardCgroup + " " + dir)
+		}
+		if p.cg = makeCgroup(dir); p.cg == nil && p.guard != nil {
+			p.guard.tell(guardCgroup) // none after all
 		}
 	}()
 	return p
