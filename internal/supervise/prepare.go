@@ -12,7 +12,6 @@ import "sync"
 
 // Prepared is a job's set-up, made in the background.
 type Prepared struct {
-	opts  Options
 	ready sync.WaitGroup // the two halves below
 
 	guard    *guard // nil without one
@@ -29,7 +28,7 @@ type Prepared struct {
 // StartGuarded), the subreaper and the cgroup where the system offers
 // them (see Options).
 func Prepare(opts Options, guarded bool) *Prepared {
-	p := &Prepared{opts: opts}
+	p := &Prepared{}
 	guardReady := make(chan struct{})
 	p.ready.Add(2)
 	go func() {
