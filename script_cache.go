@@ -19,7 +19,7 @@ const (
 	releaseNoDigest              // EVALSHA refused by ACL: EVAL for good
 )
 
-// runRelease runs the release script on key. A Client's first release sends
+// runRelease runs the release script with keys and args. A Client's first release sends
 // the whole script with EVAL, which also loads it into the server's cache;
 // every later one sends only its 40-byte digest instead of ~900 bytes that
 // Redis would hash again, and the whole script again when the server answers
@@ -29,8 +29,7 @@ const (
 // NOSCRIPT round trip on a fresh server), while a long-lived Client pays the
 // whole script once. A user whose ACL allows EVAL but not EVALSHA (the
 // least-privilege list in docs/production-redis.md) costs one refused EVALSHA, then EVAL only.
-func (s *single) runRelease(ctx context.Context, key string, args []any) (any, error) {
-	keys := []string{key}
+func (s *single) runRelease(ctx context.Context, keys []string, args []any) (any, error) {
 	if s.releaseBy.Load() == releaseByDigest {
 		v, err := s.rdb.EvalSha(ctx, releaseDigest, keys, args...).Result()
 		switch {
