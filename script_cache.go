@@ -5,12 +5,16 @@ package withlock
 
 import (
 	"context"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// releaseDigest is the SHA1 digest of releaseScript, what EVALSHA sends.
-var releaseDigest = redis.NewScript(releaseScript).Hash()
+// releaseDigest is the SHA1 digest of releaseScript, what EVALSHA sends. It
+// is computed at a Client's second release, not at package initialization:
+// a one-shot process such as the CLI never sends it, and would pay for the
+// hash at every start.
+var releaseDigest = sync.OnceValue(func() string { return redis.NewScript(releaseScript).Hash() })
 
 // How a Client sends the release script (single.releaseBy).
 const (
@@ -31,7 +35,7 @@ const (
 // least-privilege list in docs/production-redis.md) costs one refused EVALSHA, then EVAL only.
 func (s *single) runRelease(ctx context.Context, keys []string, args []any) (any, error) {
 	if s.releaseBy.Load() == releaseByDigest {
-		v, err := s.rdb.EvalSha(ctx, releaseDigest, keys, args...).Result()
+		v, err := s.rdb.EvalSha(ctx, releaseDigest(), keys, args...).Result()
 		switch {
 		case err == nil: // HasErrorPrefix allocates even for nil
 			return v, nil
