@@ -64,7 +64,7 @@ func (s *single) set(ctx context.Context, rdb setter, l *Lock, fenced bool) (boo
 			err = nil
 		}
 	} else {
-		ok, err = rdb.SetNX(ctx, l.key, l.token, l.ttl).Result()
+		ok, err = rdb.SetNX(ctx, l.key, &l.token, l.ttl).Result() // by pointer: no copy of the token to box
 	}
 	switch {
 	case err == nil:
@@ -144,11 +144,8 @@ func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error
 // in the fair line, the script may hand the lock to a waiter of that
 // Client without publishing. It returns the token the lock went to, or "".
 func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
-	args := []any{l.token, keep.Milliseconds(), lineArg(l.key)}
-	if cid != "" {
-		args = append(args, cid)
-	}
-	v, err := s.runRelease(ctx, l.key, args)
+	keys, args := l.releaseCall(keep, cid)
+	v, err := s.runRelease(ctx, keys, args)
 	return released(l.key, v, err)
 }
 

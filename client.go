@@ -6,6 +6,7 @@ package withlock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -104,11 +105,26 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 
 // newLock is the Lock an acquisition of name with token wants.
 func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOptions) *Lock {
-	l := &Lock{c: c, name: name, key: c.Key(name), token: token, ttl: ttl}
+	l := &Lock{c: c, name: name, token: token, ttl: ttl}
+	l.key, l.base = c.keyAndBase(name)
+	l.relKeys[0] = l.key
+	l.relArgs = [3]any{&l.token, int64(0), &l.base}
 	if opts != nil {
 		l.minHold = opts.MinHold
 	}
 	return l
+}
+
+// keyAndBase returns the key of the lock called name and its line's base
+// (lineArg), in one allocation where the base is "{key}": the key is then
+// the inside of the base.
+func (c *Client) keyAndBase(name string) (key, base string) {
+	if strings.ContainsAny(c.prefix, "{}") || strings.ContainsAny(name, "{}") {
+		key = c.Key(name)
+		return key, lineArg(key)
+	}
+	base = "{" + c.prefix + name + "}"
+	return base[1 : len(base)-1], base
 }
 
 // take sends l's acquiring command and returns l when it is ours. A

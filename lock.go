@@ -30,6 +30,16 @@ type Lock struct {
 
 	window  *Span       // set by OncePer: the window a success marks done (onceper.go)
 	indexed atomic.Bool // a renewal put it into its prefix's index (admin_index.go)
+
+	// The release script's KEYS and ARGV for a plain release (no min-hold
+	// left, no Client id), built once by newLock so that an uncontended
+	// Release allocates nothing of its own: the token and the line's base
+	// go in by pointer, which go-redis writes as the strings. Read-only
+	// after newLock, so concurrent Releases share them; a Lock made
+	// elsewhere leaves them empty (releaseCall).
+	base    string // lineArg(key), built with key in one allocation
+	relKeys [1]string
+	relArgs [3]any
 }
 
 // Name returns the lock's name as given to TryAcquire or Acquire.
@@ -95,6 +105,28 @@ func (l *Lock) Release(ctx context.Context) error {
 		}
 	}
 	return l.c.b.release(ctx, l, keep)
+}
+
+// releaseCall returns the release script's KEYS and ARGV for l (see
+// releaseScript): with keep and cid, the Client id sent by a Client with
+// waiters of its own, or "".
+func (l *Lock) releaseCall(keep time.Duration, cid string) ([]string, []any) {
+	if keep == 0 && cid == "" && l.relArgs[0] != nil {
+		return l.relKeys[:], l.relArgs[:]
+	}
+	args := []any{l.token, keep.Milliseconds(), l.lineArg()}
+	if cid != "" {
+		args = append(args, cid)
+	}
+	return []string{l.key}, args
+}
+
+// lineArg is lineArg(l.key), without building it again when newLock did.
+func (l *Lock) lineArg() string {
+	if l.base != "" {
+		return l.base
+	}
+	return lineArg(l.key)
 }
 
 // renewalDue returns when the backend wants l renewed early, and false when

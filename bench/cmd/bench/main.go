@@ -127,6 +127,7 @@ func run(c config) error {
 					lr.cmds = append(lr.cmds, u.cmdsPerPair)
 				} else {
 					lr.us16, lr.allocs16 = append(lr.us16, u.usPerPair), append(lr.allocs16, u.allocsPerPair)
+					lr.clientCPU16, lr.serverCPU16 = append(lr.clientCPU16, u.clientCPU), append(lr.serverCPU16, u.serverCPU)
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -22,6 +23,24 @@ func commandsProcessed(rdb *redis.Client) int64 {
 		}
 	}
 	return 0
+}
+
+// serverCPU reads INFO cpu: the server's used_cpu_user plus used_cpu_sys.
+func serverCPU(rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, f := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, f); ok {
+				x, _ := strconv.ParseFloat(v, 64)
+				sum += x
+			}
+		}
+	}
+	return time.Duration(sum * float64(time.Second))
 }
 
 func redisVersion(rdb *redis.Client) string {

@@ -45,7 +45,7 @@ func (r *results) partial(part string) string {
 	switch part {
 	case "uncontended":
 		r.targets()
-		return r.uncontendedTable() + fmt.Sprintf("\nwith-lock / raw floor, median of per-round ratios: %.3f\n", r.pairedRatio) + r.throughputRatios()
+		return r.uncontendedTable() + fmt.Sprintf("\nwith-lock / raw floor, median of per-round ratios: %.3f\n", r.pairedRatio) + r.throughputRatios() + r.pairedThroughput() + r.cpuTable()
 	case "contended":
 		return r.contendedTable()
 	case "fair":
@@ -103,6 +103,46 @@ func (r *results) throughputRatios() string {
 			medianF(l.us1)/medianF(o.us1), medianF(l.us16)/medianF(o.us16))
 	}
 	return b.String()
+}
+
+// pairedThroughput compares with-lock's uncontended pairs/s with each
+// other contestant's as the median over rounds of the ratio of the two
+// measured in the same round, at 1 and 16 goroutines: a slow spell of the
+// shared machine slows both sides of a ratio.
+func (r *results) pairedThroughput() string {
+	var b strings.Builder
+	o := r.byName(oursName)
+	paired := func(ours, theirs []float64) float64 {
+		var ratios []float64
+		for i := range min(len(ours), len(theirs)) {
+			ratios = append(ratios, theirs[i]/ours[i])
+		}
+		return medianF(ratios)
+	}
+	for _, l := range r.libs {
+		if !l.lib.uncontended || l == o {
+			continue
+		}
+		fmt.Fprintf(&b, "with-lock pairs/s over %s, median of per-round ratios: %.3f (1 goroutine), %.3f (16)\n", l.lib.name,
+			paired(o.us1, l.us1), paired(o.us16, l.us16))
+	}
+	return b.String()
+}
+
+// cpuTable is the CPU time per uncontended pair at 16 goroutines, medians
+// over rounds: what a pair costs the two cores the bench process and
+// redis-server share, whatever else runs on the machine.
+func (r *results) cpuTable() string {
+	var rows [][]string
+	for _, l := range r.libs {
+		if !l.lib.uncontended {
+			continue
+		}
+		c, s := medianF(l.clientCPU16), medianF(l.serverCPU16)
+		rows = append(rows, []string{l.lib.name, fmt.Sprintf("%.1f", c), fmt.Sprintf("%.1f", s), fmt.Sprintf("%.1f", c+s)})
+	}
+	return "\nCPU per pair at 16 goroutines, µs (medians over rounds):\n\n" +
+		mdTable([]string{"library", "bench process", "redis-server", "sum"}, rows)
 }
 
 func (r *results) contendedTable() string {

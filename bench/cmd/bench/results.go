@@ -79,7 +79,10 @@ type libResult struct {
 	lib                          lib
 	us1, allocs1, us16, allocs16 []float64
 	cmds                         []float64 // Redis commands per pair, 1 goroutine
-	modes                        map[string]*modeResult
+	// CPU µs per pair at 16 goroutines, this process's and redis-server's
+	// (uncontended.go), one entry per round.
+	clientCPU16, serverCPU16 []float64
+	modes                    map[string]*modeResult
 }
 
 func (l *libResult) mode(key string) *modeResult {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,6 +16,10 @@ type uncontended struct {
 	usPerPair     float64 // wall time per pair of one goroutine
 	allocsPerPair float64
 	cmdsPerPair   float64 // Redis commands per pair, Lua-internal included
+	// CPU time per pair, in µs: this process's (user+system, GC and the
+	// go-redis client included) and redis-server's (INFO cpu). On a
+	// machine shared with other work they vary far less than wall time.
+	clientCPU, serverCPU float64
 }
 
 // runUncontended does pairs lock+unlock pairs spread over goroutines, each
@@ -28,8 +33,13 @@ func runUncontended(l locker, adm *redis.Client, goroutines, pairs int) (unconte
 	if adm != nil {
 		cmds = commandsProcessed(adm)
 	}
+	var srvCPU time.Duration
+	if adm != nil {
+		srvCPU = serverCPU(adm)
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpu := processCPU()
 	start := time.Now()
 	errs := make(chan error, goroutines)
 	var wg sync.WaitGroup
@@ -51,9 +61,11 @@ func runUncontended(l locker, adm *redis.Client, goroutines, pairs int) (unconte
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu = processCPU() - cpu
 	runtime.ReadMemStats(&after)
 	if adm != nil {
-		cmds = commandsProcessed(adm) - cmds - 1 // the INFO itself counts one
+		srvCPU = serverCPU(adm) - srvCPU
+		cmds = commandsProcessed(adm) - cmds - 3 // the first INFO stats and both INFO cpu count one each
 	}
 	close(errs)
 	if err := <-errs; err != nil {
@@ -64,5 +76,16 @@ func runUncontended(l locker, adm *redis.Client, goroutines, pairs int) (unconte
 		usPerPair:     float64(elapsed.Microseconds()) * float64(goroutines) / n,
 		allocsPerPair: float64(after.Mallocs-before.Mallocs) / n,
 		cmdsPerPair:   float64(cmds) / n,
+		clientCPU:     float64(cpu.Microseconds()) / n,
+		serverCPU:     float64(srvCPU.Microseconds()) / n,
 	}, nil
+}
+
+// processCPU is this process's CPU time so far, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
