@@ -52,11 +52,11 @@ func (w *recordWrite) withoutIndex() *recordWrite {
 // prefix's index: KEYS[2] is the index; a failed SADD (an ACL without it)
 // does not fail the renewal.
 // The holder's first renewal uses it, later ones the plain script.
-var extendIndexScript = luaScript("extend_index.lua")
+var extendIndexScript = lazyScript("extend_index.lua")
 
 // extendIndexed is extend for l's first renewal: it also indexes l.
 func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
-	n, err := s.rdb.Eval(ctx, extendIndexScript, []string{l.key, indexKey(l.c.prefix)}, l.token, ttl.Milliseconds()).Int64()
+	n, err := s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix)}, l.token, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return opError("extend", l.key, err)
 	}
@@ -85,7 +85,7 @@ func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, er
 // rest, given with its record and last success, that it finds with none of
 // the three: checked and removed in one step, so that a holder that indexed
 // its name after List read it is not dropped.
-var unindexScript = luaScript("unindex.lua")
+var unindexScript = lazyScript("unindex.lua")
 
 // unindex removes keys, seen stale, from the index of prefix if they still
 // are.
@@ -97,7 +97,7 @@ func (s *single) unindex(ctx context.Context, prefix string, keys []string) erro
 	for _, k := range keys {
 		ks = append(ks, k, recordKey(k), successKey(k))
 	}
-	return s.rdb.Eval(ctx, unindexScript, ks).Err()
+	return s.rdb.Eval(ctx, unindexScript(), ks).Err()
 }
 
 // views reads the views of keys in one pipeline (on a Cluster, one per

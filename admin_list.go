@@ -107,7 +107,7 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 // it sets the marker to "<ARGV[2]> <SHA-1 of each token removed>…" for the
 // key's remaining life plus a second (a minute more for a key without
 // expiry): the holder's next renewal comes within that life.
-var breakScript = luaScript("break.lua")
+var breakScript = lazyScript("break.lua")
 
 // breakOn runs the break script for key on rdb, as the Client by
 // ("<host>:<pid>"), and returns the token it removed, "" when the key was
@@ -115,7 +115,7 @@ var breakScript = luaScript("break.lua")
 // slots, by slot ("" for a free one).
 func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (string, []string, error) {
 	b, _ := lineBase(key) // "" for a key that cannot be a semaphore
-	v, err := rdb.Eval(ctx, breakScript, []string{key, brokenKey(key)}, b, by).Result()
+	v, err := rdb.Eval(ctx, breakScript(), []string{key, brokenKey(key)}, b, by).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", nil, nil

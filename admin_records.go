@@ -133,7 +133,7 @@ func windowKey(key string) string { return sideKey(key, "done") }
 // or hide its reply: the script returns {the release's reply, "OK" or the
 // first write's error}. Last, where the deployment keeps an index of the
 // prefix's names (admin_index.go), it adds the lock's key to it.
-var recordScript = luaScript("record.lua")
+var recordScript = lazyScript("record.lua")
 
 // finishAround makes a finish script of a release script: the release,
 // run as a function, then recordScript. KEYS and ARGV are the release's,
@@ -141,7 +141,7 @@ var recordScript = luaScript("record.lua")
 // release stays the one compare-and-delete EVAL the original contract
 // asks for, and the record costs no command of its own.
 func finishAround(release string) string {
-	return "local function release()\n" + release + "\nend\nlocal r = release()\n" + recordScript
+	return "local function release()\n" + release + "\nend\nlocal r = release()\n" + recordScript()
 }
 
 // recordWrite is what a finish script stores after the release.

@@ -152,7 +152,7 @@ func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error 
 	for i, r := range res {
 		if r.err == nil && r.n > 0 || r.err != nil && mayHaveLanded(r.err) {
 			wg.Go(func() {
-				cleanupScript(ctx, q.nodes[i], r.err == nil, l.key, releaseScript, []string{l.key}, l.token, 0, lineArg(l.key))
+				cleanupScript(ctx, q.nodes[i], r.err == nil, l.key, releaseScript(), []string{l.key}, l.token, 0, lineArg(l.key))
 			})
 		}
 	}
@@ -173,7 +173,7 @@ func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error 
 // taken, and waits for replicas when asked to.
 func claimOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, opts *LockOptions) (int64, error) {
 	if opts == nil || opts.MinReplicas <= 0 {
-		return rdb.Eval(ctx, claimScript, []string{l.key}, l.token, l.ttl.Milliseconds()).Int64()
+		return rdb.Eval(ctx, claimScript(), []string{l.key}, l.token, l.ttl.Milliseconds()).Int64()
 	}
 	node := single{rdb: rdb}
 	ok, err := node.acquireReplicated(ctx, l, opts)
@@ -209,11 +209,11 @@ func (q *quorum) quorumError(op string, l *Lock, yes, no int, errs []error) erro
 func (q *quorum) release(ctx context.Context, l *Lock, keep time.Duration) error {
 	q.forget(l)
 	res, pending := q.raceScript(ctx, l.ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-		return rdb.Eval(ctx, releaseScript, []string{l.key}, l.token, keep.Milliseconds(), lineArg(l.key)).Int64()
+		return rdb.Eval(ctx, releaseScript(), []string{l.key}, l.token, keep.Milliseconds(), lineArg(l.key)).Int64()
 	}, nil)
 	// A node that has not confirmed gets the release queued as well: it
 	// runs when the node wakes even if this process has exited by then.
-	q.queueOnPending(ctx, pending, l.key, releaseScript, []string{l.key}, l.token, keep.Milliseconds(), lineArg(l.key))
+	q.queueOnPending(ctx, pending, l.key, releaseScript(), []string{l.key}, l.token, keep.Milliseconds(), lineArg(l.key))
 	yes, no, errs := tally(res)
 	if yes >= q.need {
 		return nil
@@ -225,7 +225,7 @@ func (q *quorum) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	start := time.Now()
 	// A late answer is harmless: extend.lua never creates a key.
 	res, _ := q.raceScript(ctx, ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-		return rdb.Eval(ctx, extendScript, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
+		return rdb.Eval(ctx, extendScript(), []string{l.key}, l.token, ttl.Milliseconds()).Int64()
 	}, nil)
 	left := validity(ttl, time.Since(start))
 	yes, no, errs := tally(res)
@@ -241,7 +241,7 @@ func (q *quorum) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	var free time.Duration
 	for i, r := range res {
 		if r.err == nil && r.n == 0 && repairTTL >= time.Millisecond {
-			n, err := q.nodes[i].Eval(ctx, claimScript, []string{l.key}, l.token, repairTTL.Milliseconds()).Int64()
+			n, err := q.nodes[i].Eval(ctx, claimScript(), []string{l.key}, l.token, repairTTL.Milliseconds()).Int64()
 			if err == nil {
 				free = earliest(free, freeAfter(l, n))
 			}
@@ -275,7 +275,7 @@ func earliest(a, b time.Duration) time.Duration {
 
 func (q *quorum) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 	res, _ := q.raceScript(ctx, l.ttl, 0, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-		ms, err := rdb.Eval(ctx, pttlScript, []string{l.key}, l.token).Int64()
+		ms, err := rdb.Eval(ctx, pttlScript(), []string{l.key}, l.token).Int64()
 		return ms + 1, err // so that a key with 0ms left still counts as present
 	}, nil)
 	var left []time.Duration

@@ -84,7 +84,7 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 			res[i] = result{nodeResult{err: pendingErr(ctx)}, pendingErr(ctx)}
 		}
 	}
-	q.queueOnPending(ctx, pending, l.key, finishScript, append([]string{l.key}, w.keys(l.key)...),
+	q.queueOnPending(ctx, pending, l.key, finishScript(), append([]string{l.key}, w.keys(l.key)...),
 		append([]any{l.token, keep.Milliseconds(), lineArg(l.key), ""}, w.args()...)...)
 	releases := make([]nodeResult, len(res))
 	var stored int

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -84,7 +85,7 @@ var (
 	// slot and the marker (SET PX when missing, PEXPIRE GT otherwise). A
 	// slot already holding our token (an earlier attempt that landed) is
 	// ours. The fence counter is checked first, as acquireFencedScript does.
-	slotsAcquireScript = luaScript("slots_acquire.lua")
+	slotsAcquireScript = lazyScript("slots_acquire.lua")
 	// slotsReleaseScript is releaseScript for a slot: KEYS[1] is K, ARGV
 	// the token, the ms to keep, B, N, the slot (0: find the slot holding
 	// the token, for a clean-up) and the fair line's Client id or "". With
@@ -96,11 +97,11 @@ var (
 	// marker's life to the longest remaining slot's (the PTTL of each), or
 	// deletes it with the last: a name a semaphore used is free for other
 	// users as soon as its last slot is. 0 when the slot was not ours.
-	slotsReleaseScript = luaScript("slots_release.lua")
+	slotsReleaseScript = lazyScript("slots_release.lua")
 	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
 	// the slot's key, ARGV the token, the TTL in ms and the marker. It
 	// refuses (0) when K holds anything but the marker or nothing.
-	slotsExtendScript = luaScript("slots_extend.lua")
+	slotsExtendScript = lazyScript("slots_extend.lua")
 	// slotsLineCheckScript is lineCheckScript for a semaphore: KEYS[1] is
 	// K, ARGV B, N, the Client's id, the life in ms of its liveness key
 	// (refreshed), then entries of its waiters. It hands each free slot to
@@ -109,11 +110,11 @@ var (
 	// and for each entry its position, -1 when absent, or "<slot>:<token>"
 	// when it holds a slot; {-1, K's value} when K holds a plain token or
 	// another marker.
-	slotsLineCheckScript = luaScript("slots_line_check.lua")
+	slotsLineCheckScript = lazyScript("slots_line_check.lua")
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.
-var slotsFinishScript = finishAround(slotsReleaseScript)
+var slotsFinishScript = sync.OnceValue(func() string { return finishAround(slotsReleaseScript()) })
 
 // markerPrefix starts a semaphore's marker "#slots=N".
 const markerPrefix = "#slots="
@@ -155,7 +156,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 	if opts != nil && opts.Fence {
 		keys = append(keys, fenceKey(l.key))
 	}
-	v, err := s.one.rdb.Eval(ctx, slotsAcquireScript, keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
+	v, err := s.one.rdb.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
 	if err == nil && len(v) < 2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
@@ -200,7 +201,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 // does for a plain lock.
 func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 	b, _ := lineBase(l.key)
-	cleanupScript(ctx, s.one.rdb, false, l.key, slotsReleaseScript, []string{l.key}, l.token, 0, b, s.n, 0, "")
+	cleanupScript(ctx, s.one.rdb, false, l.key, slotsReleaseScript(), []string{l.key}, l.token, 0, b, s.n, 0, "")
 }
 
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
@@ -210,7 +211,7 @@ func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) erro
 	if first { // admin_index.go: the first renewal indexes the name
 		keys = append(keys, indexKey(l.c.prefix))
 	}
-	n, err := s.one.rdb.Eval(ctx, slotsExtendScript, keys, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
+	n, err := s.one.rdb.Eval(ctx, slotsExtendScript(), keys, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
 	if err != nil {
 		return opError("extend", l.key, err)
 	}
@@ -230,7 +231,7 @@ func (s *semaphore) release(ctx context.Context, l *Lock, keep time.Duration) er
 
 func (s *semaphore) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
 	b, _ := lineBase(l.key)
-	v, err := s.one.rdb.Eval(ctx, slotsReleaseScript, []string{l.key}, l.token, keep.Milliseconds(), b, s.n, l.slot, cid).Result()
+	v, err := s.one.rdb.Eval(ctx, slotsReleaseScript(), []string{l.key}, l.token, keep.Milliseconds(), b, s.n, l.slot, cid).Result()
 	return released(l.key, v, err)
 }
 
@@ -245,7 +246,7 @@ func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, w *
 	if !hasIndex(s.one.rdb) {
 		w = w.withoutIndex()
 	}
-	v, err := s.one.rdb.Eval(ctx, slotsFinishScript, append([]string{l.key}, w.keys(l.key)...),
+	v, err := s.one.rdb.Eval(ctx, slotsFinishScript(), append([]string{l.key}, w.keys(l.key)...),
 		append([]any{l.token, keep.Milliseconds(), b, s.n, l.slot, ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }

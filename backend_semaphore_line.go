@@ -43,7 +43,7 @@ func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []st
 	for _, e := range entries {
 		args = append(args, e)
 	}
-	res, err := s.one.rdb.Eval(ctx, slotsLineCheckScript, []string{key}, args...).Slice()
+	res, err := s.one.rdb.Eval(ctx, slotsLineCheckScript(), []string{key}, args...).Slice()
 	if err != nil {
 		return 0, nil, err
 	}

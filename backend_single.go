@@ -58,7 +58,7 @@ func (s *single) set(ctx context.Context, rdb setter, l *Lock, fenced bool) (boo
 	var ok bool
 	var err error
 	if fenced {
-		l.fence, err = rdb.Eval(ctx, acquireFencedScript, []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds()).Int64()
+		l.fence, err = rdb.Eval(ctx, acquireFencedScript(), []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds()).Int64()
 		ok = err == nil
 		if errors.Is(err, redis.Nil) { // the script's false: held
 			err = nil
@@ -132,7 +132,7 @@ func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() && hasIndex(s.rdb) {
 		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
-	return s.ifOurs(ctx, "extend", extendScript, l, ttl)
+	return s.ifOurs(ctx, "extend", extendScript(), l, ttl)
 }
 
 func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {
@@ -183,7 +183,7 @@ func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 // ttlOf runs pttlScript on key, which holds token if it is still ours:
 // the key of the lock key lockKey, or one of its semaphore's slots.
 func ttlOf(ctx context.Context, rdb redis.UniversalClient, lockKey, key, token string) (time.Duration, error) {
-	ms, err := rdb.Eval(ctx, pttlScript, []string{key}, token).Int64()
+	ms, err := rdb.Eval(ctx, pttlScript(), []string{key}, token).Int64()
 	if err != nil {
 		return 0, opError("ttl of", lockKey, err)
 	}
@@ -209,7 +209,7 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 	for _, e := range entries {
 		args = append(args, e)
 	}
-	res, err := s.rdb.Eval(ctx, lineCheckScript, []string{key}, args...).Slice()
+	res, err := s.rdb.Eval(ctx, lineCheckScript(), []string{key}, args...).Slice()
 	if err == nil && len(res) != 2+len(entries) {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
@@ -240,7 +240,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	var release *redis.Cmd
 	var set *redis.BoolCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		release = p.Eval(ctx, releaseScript, []string{from.key}, from.token, 0, lineArg(from.key))
+		release = p.Eval(ctx, releaseScript(), []string{from.key}, from.token, 0, lineArg(from.key))
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
 		return nil
 	})
@@ -275,7 +275,7 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 // when ctx is already cancelled, without waiting for a stalled server: see
 // cleanupScript. answered says whether Redis has just answered.
 func (s *single) abandon(ctx context.Context, l *Lock, answered bool) {
-	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript, []string{l.key}, l.token, 0, lineArg(l.key))
+	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript(), []string{l.key}, l.token, 0, lineArg(l.key))
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts

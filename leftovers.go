@@ -41,7 +41,7 @@ func leftKey(key string) string { return sideKey(key, "left") }
 // leftScript stores the note if the lock is still ours, for the lock's
 // remaining time: KEYS[1] the lock, KEYS[2] the note; ARGV the token and
 // the note. It returns 0 when the lock is not ours.
-var leftScript = luaScript("left.lua")
+var leftScript = lazyScript("left.lua")
 
 // leftNoter is a backend that can store a leftovers note: one deployment
 // or a quorum.
@@ -50,7 +50,7 @@ type leftNoter interface {
 }
 
 func (s *single) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
-	n, err := s.rdb.Eval(ctx, leftScript, []string{l.key, leftKey(l.key)}, l.token, note).Int64()
+	n, err := s.rdb.Eval(ctx, leftScript(), []string{l.key, leftKey(l.key)}, l.token, note).Int64()
 	if err != nil {
 		return false, fmt.Errorf("leftovers note on %s: %w", l.key, err)
 	}
@@ -61,7 +61,7 @@ func (s *single) noteLeft(ctx context.Context, l *Lock, note string) (bool, erro
 // and reports it held when a majority does.
 func (q *quorum) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
 	res := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeResult {
-		n, err := rdb.Eval(ctx, leftScript, []string{l.key, leftKey(l.key)}, l.token, note).Int64()
+		n, err := rdb.Eval(ctx, leftScript(), []string{l.key, leftKey(l.key)}, l.token, note).Int64()
 		return nodeResult{n: n, err: err}
 	})
 	yes, no, errs := tally(res)

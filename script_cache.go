@@ -14,7 +14,7 @@ import (
 // is computed at a Client's second release, not at package initialization:
 // a one-shot process such as the CLI never sends it, and would pay for the
 // hash at every start.
-var releaseDigest = sync.OnceValue(func() string { return redis.NewScript(releaseScript).Hash() })
+var releaseDigest = sync.OnceValue(func() string { return redis.NewScript(releaseScript()).Hash() })
 
 // How a Client sends the release script (single.releaseBy).
 const (
@@ -45,7 +45,7 @@ func (s *single) runRelease(ctx context.Context, keys []string, args []any) (any
 			return v, err
 		}
 	}
-	v, err := s.rdb.Eval(ctx, releaseScript, keys, args...).Result()
+	v, err := s.rdb.Eval(ctx, releaseScript(), keys, args...).Result()
 	if err == nil {
 		s.releaseBy.CompareAndSwap(releaseWhole, releaseByDigest)
 	}

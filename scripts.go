@@ -1,21 +1,28 @@
 package withlock
 
-// The Lua scripts in lua/, embedded once and read into one variable each at
-// package initialization; what each script does is documented at its variable.
+// The Lua scripts in lua/, embedded once and each read on its first use;
+// what each script does is documented at its variable.
 
-import "embed"
+import (
+	"embed"
+	"sync"
+)
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// luaScript returns the text of lua/name. A missing script is a build
-// mistake, found by every test at package initialization.
-func luaScript(name string) string {
-	b, err := luaFiles.ReadFile("lua/" + name)
-	if err != nil {
-		panic("withlock: " + err.Error())
-	}
-	return string(b)
+// lazyScript returns the text of lua/name, read when first asked for:
+// a process reads only the scripts it sends (a CLI run, three or four of
+// them), not every one at start-up. A missing script is a build mistake,
+// found by the test that reads them all (TestEveryScriptIsEmbedded).
+func lazyScript(name string) func() string {
+	return sync.OnceValue(func() string {
+		b, err := luaFiles.ReadFile("lua/" + name)
+		if err != nil {
+			panic("withlock: " + err.Error())
+		}
+		return string(b)
+	})
 }
 
 // The scripts are sent with EVAL, never EVALSHA first: a one-shot process
@@ -50,9 +57,9 @@ var (
 	// explanations live here rather than in release.lua: the script's text
 	// travels with every release and Redis hashes it each time, so the Lua
 	// is kept short.
-	releaseScript = luaScript("release.lua")
-	extendScript  = luaScript("extend.lua")
-	pttlScript    = luaScript("pttl.lua")
+	releaseScript = lazyScript("release.lua")
+	extendScript  = lazyScript("extend.lua")
+	pttlScript    = lazyScript("pttl.lua")
 	// acquireFencedScript takes a lock and draws its fencing number in one
 	// atomic step. KEYS[1] is the lock key, KEYS[2] its fence counter (same
 	// slot), ARGV[1] our token, ARGV[2] the TTL in ms. It returns the number,
@@ -71,8 +78,8 @@ var (
 	// not a decimal integer below 2^53 (another program's key) fails the
 	// script with a WRONGTYPE error, as a counter of another type already
 	// does at its GET, and leaves the lock free.
-	acquireFencedScript = luaScript("acquire_fenced.lua")
-	claimScript         = luaScript("claim.lua")
+	acquireFencedScript = lazyScript("acquire_fenced.lua")
+	claimScript         = lazyScript("claim.lua")
 	// lineCheckScript is the fair line's check (wait_fair.go): KEYS[1] is the
 	// lock key, ARGV[1] the base of its line (lineArg), ARGV[2] the
 	// Client's id, ARGV[3] the life in ms of its liveness key, which it
@@ -83,9 +90,9 @@ var (
 	// when that is the caller. It returns the key's holder ("" if free),
 	// its PTTL (1, not 0, in its last millisecond, so that the head waiter
 	// checks again rather than wait for the poll), and each entry's position in the line (-1 when absent).
-	lineCheckScript = luaScript("line_check.lua")
+	lineCheckScript = lazyScript("line_check.lua")
 )
 
 // finishScript ends a run in one EVAL: the release script, then the
 // record's writes (finishAround, admin_records.go).
-var finishScript = finishAround(releaseScript)
+var finishScript = sync.OnceValue(func() string { return finishAround(releaseScript()) })

@@ -1,0 +1,40 @@
+package withlock
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+)
+
+// Every script is read on first use (lazyScript): this reads them all, so
+// that a script missing from lua/ fails here rather than in a run, and
+// every file in lua/ is read by one of them.
+func TestEveryScriptIsEmbedded(t *testing.T) {
+	scripts := map[string]func() string{
+		"release": releaseScript, "extend": extendScript, "pttl": pttlScript,
+		"acquire_fenced": acquireFencedScript, "claim": claimScript, "line_check": lineCheckScript,
+		"slots_acquire": slotsAcquireScript, "slots_release": slotsReleaseScript,
+		"slots_extend": slotsExtendScript, "slots_line_check": slotsLineCheckScript,
+		"left": leftScript, "break": breakScript, "record": recordScript,
+		"extend_index": extendIndexScript, "unindex": unindexScript,
+	}
+	for name, script := range scripts {
+		if s := script(); !strings.Contains(s, "redis.call") && !strings.Contains(s, "redis.pcall") {
+			t.Errorf("lua/%s.lua: %q is not a script that calls Redis", name, s)
+		}
+	}
+	for _, finish := range []func() string{finishScript, slotsFinishScript} {
+		if !strings.Contains(finish(), recordScript()) {
+			t.Error("a finish script does not carry the record's writes")
+		}
+	}
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if scripts[strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")] == nil {
+			t.Errorf("%s is embedded but no script variable reads it", f)
+		}
+	}
+}
