@@ -14,6 +14,14 @@ func SetWaitTimings(c *Client, poll, linger time.Duration) { c.line.setTimings(p
 // name.
 func Waiting(c *Client, name string) int { return c.line.waiting(c.Key(name)) }
 
+// WaitingWithoutLine returns how many Acquires of c wait for the lock called
+// name in the in-process queue, outside the fair line.
+func WaitingWithoutLine(c *Client, name string) int { return c.line.local.waiting(c.Key(name)) }
+
+// HandOff is what Release tries first: handing l straight to a waiter of
+// the same Client. It reports whether it did so, and the release's error.
+func HandOff(ctx context.Context, l *Lock) (bool, error) { return l.c.line.handOff(ctx, l) }
+
 // HolderOf is holderOf: the "<host>:<pid>" part of a token.
 var HolderOf = holderOf
 

@@ -78,13 +78,14 @@ func (f *fairRooms) waiting(key string) int {
 // handOff is Release when l's key has a room here: the release script
 // hands the lock to the head of the line and names the token when it is
 // one of ours, which is delivered at once. It returns false, having sent
-// nothing, when the key has no room.
+// nothing, when the key has no room, or only one whose subscription Redis
+// refused: its waiters wait in localQueues, whose hand-off serves them.
 func (f *fairRooms) handOff(ctx context.Context, l *Lock) (bool, error) {
 	f.mu.Lock()
 	r := f.rooms[l.key]
 	cid := f.cid
 	f.mu.Unlock()
-	if r == nil {
+	if r == nil || r.refused() {
 		return false, nil
 	}
 	sent := time.Now() // the hand-over's SET runs after this
@@ -137,6 +138,16 @@ type liner struct {
 func (r *room) queue() string             { return r.base + ":q" }
 func (r *room) alive(cid string) string   { return r.base + ":c:" + cid }
 func (r *room) channel(cid string) string { return r.base + ":w:" + cid }
+
+// refused reports whether Redis refused r's subscription (listen).
+func (r *room) refused() bool {
+	select {
+	case <-r.confirmed:
+		return r.err != nil
+	default:
+		return false
+	}
+}
 
 func (r *room) tend() {
 	select {
