@@ -12,11 +12,26 @@ func SetWaitTimings(c *Client, poll, linger time.Duration) { c.line.setTimings(p
 
 // Waiting returns how many Acquires of c are in line for the lock called
 // name.
-func Waiting(c *Client, name string) int { return c.line.waiting(c.Key(name)) }
+func Waiting(c *Client, name string) int {
+	n := WaitingWithoutLine(c, name)
+	c.line.fair.mu.Lock()
+	defer c.line.fair.mu.Unlock()
+	if r := c.line.fair.rooms[c.Key(name)]; r != nil {
+		n += len(r.waiters)
+	}
+	return n
+}
 
 // WaitingWithoutLine returns how many Acquires of c wait for the lock called
 // name in the in-process queue, outside the fair line.
-func WaitingWithoutLine(c *Client, name string) int { return c.line.local.waiting(c.Key(name)) }
+func WaitingWithoutLine(c *Client, name string) int {
+	c.line.local.mu.Lock()
+	defer c.line.local.mu.Unlock()
+	if q := c.line.local.queues[c.Key(name)]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}
 
 // HandOff is what Release tries first: handing l straight to a waiter of
 // the same Client. It reports whether it did so, and the release's error.

@@ -90,11 +90,6 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 	return false, nil
 }
 
-// waiting is how many Acquires wait for key in either owner.
-func (ln *waitLine) waiting(key string) int {
-	return ln.fair.waiting(key) + ln.local.waiting(key)
-}
-
 // waitTimings are an owner's fallback poll and linger, settable by tests
 // (SetWaitTimings), read without a mutex.
 type waitTimings struct {
@@ -114,6 +109,16 @@ func (t *waitTimings) lingerTime() time.Duration {
 		return d
 	}
 	return defaultLinger
+}
+
+// lingerOn runs drop once the linger time has passed, on *timer
+// (created at the first call, re-armed at the next).
+func (t *waitTimings) lingerOn(timer **time.Timer, drop func()) {
+	if *timer == nil {
+		*timer = time.AfterFunc(t.lingerTime(), drop)
+	} else {
+		(*timer).Reset(t.lingerTime())
+	}
 }
 
 // setTimings sets the poll and linger of both owners.

@@ -65,16 +65,6 @@ type fairRooms struct {
 	cid   string
 }
 
-// waiting is how many Acquires wait in key's room.
-func (f *fairRooms) waiting(key string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if r := f.rooms[key]; r != nil {
-		return len(r.waiters)
-	}
-	return 0
-}
-
 // handOff is Release when l's key has a room here: the release script
 // hands the lock to the head of the line and names the token when it is
 // one of ours, which is delivered at once. It returns false, having sent

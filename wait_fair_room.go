@@ -146,11 +146,7 @@ func (f *fairRooms) removeLiner(r *room, w *liner) {
 	if len(r.waiters) > 0 {
 		return
 	}
-	if r.linger == nil {
-		r.linger = time.AfterFunc(f.lingerTime(), func() { f.dropRoom(r) })
-	} else {
-		r.linger.Reset(f.lingerTime())
-	}
+	f.lingerOn(&r.linger, func() { f.dropRoom(r) })
 }
 
 // dropRoom closes r once it has stayed empty for the linger time.

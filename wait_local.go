@@ -42,16 +42,6 @@ type localQueues struct {
 	sub    *subscription // nil when there are no queues
 }
 
-// waiting is how many Acquires wait in key's queue.
-func (lq *localQueues) waiting(key string) int {
-	lq.mu.Lock()
-	defer lq.mu.Unlock()
-	if q := lq.queues[key]; q != nil {
-		return len(q.waiters)
-	}
-	return 0
-}
-
 // wait is Acquire in want.key's queue. Waiters of this Client queue up;
 // across Clients every release wakes the first waiter of each, and they
 // race.

@@ -152,11 +152,7 @@ func (lq *localQueues) leave(q *queue, w *waiter, l *Lock) {
 		next.wake() // to arm its timer, or to try
 	}
 	if len(q.waiters) == 0 {
-		if q.lingerTimer == nil {
-			q.lingerTimer = time.AfterFunc(lq.lingerTime(), func() { lq.dropIfIdle(q) })
-		} else {
-			q.lingerTimer.Reset(lq.lingerTime())
-		}
+		lq.lingerOn(&q.lingerTimer, func() { lq.dropIfIdle(q) })
 	}
 }
 
