@@ -95,8 +95,7 @@ func TestLastSuccessSurvivesALaterFailure(t *testing.T) {
 // History lists a name's runs newest first, keeps Options.History of them,
 // and lives for the record's retention.
 func TestHistoryIsNewestFirstAndTrimmed(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, &withlock.Options{History: 4})
 	for code := range 6 { // exit codes 0..5, oldest first

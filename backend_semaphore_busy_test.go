@@ -7,15 +7,13 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // When every slot is taken, TryAcquire's *NotObtainedError names the holder
 // whose slot frees first (its host:pid and time left), not the first slot's
 // or the last's, and says how many slots the name has.
 func TestSlotsBusyNamesTheHolderWhoseSlotFreesFirst(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 3)
 	const other = "otherhost:4242:0123456789abcdef0123456789abcdef"
@@ -47,8 +45,7 @@ func TestSlotsBusyNamesTheHolderWhoseSlotFreesFirst(t *testing.T) {
 // marker of another size, Extend says ErrLockNotHeld and leaves that key and
 // its expiry alone.
 func TestSlotsExtendRefusedWhenTheNameIsNoLongerTheSemaphore(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 2)
 	for _, foreign := range []string{"otherhost:4242:0123456789abcdef0123456789abcdef", "#slots=5"} {

@@ -8,7 +8,6 @@ import (
 
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // A semaphore's marker stays while any slot is held, whatever the slots'
@@ -18,8 +17,7 @@ import (
 // slot, and a plain lock or a semaphore of another size is refused with
 // ErrSlotsMismatch. With the last slot it goes, and the name is free.
 func TestSlotsMarkerStaysWhileAnySlotIsHeld(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 3)
 	plain, other := withlock.New(rdb, nil), semaphore(t, rdb, 5)

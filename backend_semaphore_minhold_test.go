@@ -7,15 +7,13 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // A slot released by Release (no record) within its min-hold is kept for
 // what is left of the min-hold, not freed: the marker stays no shorter, and
 // the slot counts against the limit until the min-hold passes.
 func TestSlotsMinHoldKeepsSlotAfterRelease(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 2)
 	l, err := sem.TryAcquire(ctx, "kept", time.Minute, &withlock.LockOptions{MinHold: 3 * time.Second})

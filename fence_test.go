@@ -168,8 +168,7 @@ func fenceAheadOfClock(t *testing.T, rdb *redis.Client, c *withlock.Client, name
 // and one after another.
 func TestFenceStrictlyIncreasesWhenCounterIsAheadOfClock(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	fenced := &withlock.LockOptions{Fence: true}
 
 	// check asserts that l's fence is the one after last and is stored.

@@ -45,8 +45,7 @@ func TestWindowsAlignToTheEpochShiftedByTheOffset(t *testing.T) {
 // told ErrDone and the lock is released at once, min-hold or not. A failure
 // marks nothing, so the next holder runs again.
 func TestOncePerRunsOnceAWindowAndRetriesAFailure(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)
 	w := withlock.Window{Every: time.Hour}

@@ -179,8 +179,7 @@ func TestHandOffWithoutTheLine(t *testing.T) {
 			}
 			hold, release := make(chan struct{}), make(chan struct{})
 			opts.Dialer = heldSubscriptionDialer(hold, release)
-			c := withlock.New(srv.ClientWith(opts), nil)
-			withlock.SetWaitTimings(c, longPoll, 100*time.Millisecond)
+			c := waitClientOn(srv.ClientWith(opts))
 			holder := mustAcquire(t, c, tc.lock, time.Minute)
 			got := acquireAsync(ctx, c, tc.lock, time.Minute)
 			clitest.Eventually(t, promptly, "the waiter never queued without the line", func() bool {
