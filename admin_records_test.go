@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -45,14 +44,7 @@ func TestLastSuccessSurvivesALaterFailure(t *testing.T) {
 			return c
 		}},
 		{"a quorum", func(t *testing.T) *withlock.Client {
-			var nodes []redis.UniversalClient
-			for range 3 {
-				nodes = append(nodes, redistest.Start(t).Client())
-			}
-			c, err := withlock.NewQuorum(nodes, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, _, c := quorumNodes(t)
 			return c
 		}},
 	} {

@@ -9,13 +9,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 func TestDoRunsUnderLockAndReleases(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	ran := false
 	err := locker.Do(ctx, "do-ok", 300*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
@@ -38,9 +35,7 @@ func TestDoRunsUnderLockAndReleases(t *testing.T) {
 }
 
 func TestDoBusy(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	if err := rdb.Set(ctx, locker.Key("do-busy"), "somehost:1:abc", time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -65,9 +60,7 @@ func TestDoCancelsOnLoss(t *testing.T) {
 		{"fn returns nil", func(context.Context) error { return nil }, nil},
 		{"fn returns its own error", func(context.Context) error { return errFn }, errFn},
 	}
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -105,9 +98,7 @@ var errFn = errors.New("fn failed")
 // Min-hold keeps a quickly finished Do's lock until it passes, and fencing
 // numbers grow across acquisitions.
 func TestDoMinHoldAndFence(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	const minHold = 800 * time.Millisecond
@@ -144,9 +135,7 @@ func TestDoMinHoldAndFence(t *testing.T) {
 // must not leave the lock held and renewed for as long as the process lives:
 // Do stops the KeepAlive, releases, and lets the panic go on.
 func TestDoReleasesWhenFnPanics(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const ttl = 600 * time.Millisecond

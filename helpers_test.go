@@ -182,3 +182,21 @@ func resetStats(t *testing.T, rdb *redis.Client) {
 		t.Fatalf("CONFIG RESETSTAT: %v", err)
 	}
 }
+
+// kaClient is a lock client on srv whose Redis client never retries, as the
+// CLI's, with the given read timeout.
+func kaClient(t *testing.T, srv *redistest.Server, readTimeout time.Duration) *withlock.Client {
+	t.Helper()
+	return withlock.New(srv.ClientWith(&redis.Options{
+		MaxRetries: -1, DialerRetries: 1,
+		DialTimeout: time.Second, ReadTimeout: readTimeout, WriteTimeout: readTimeout,
+	}), nil)
+}
+
+// kaSetup is a Redis of the test's own, a kaClient on it with a read
+// timeout of a second, and a client to inspect the server with.
+func kaSetup(t *testing.T) (*withlock.Client, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	return kaClient(t, srv, time.Second), srv.Client()
+}

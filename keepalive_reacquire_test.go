@@ -137,9 +137,7 @@ func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
 			return rdb.Set(ctx, key, "other", time.Minute).Err()
 		}},
 	}
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -16,16 +16,6 @@ import (
 // a paused, killed or taken-over Redis is seen. Its exact schedule, and
 // Stop, are tested on a fake clock in keepalive_synctest_test.go.
 
-// kaClient is a lock client on srv whose Redis client never retries, as the
-// CLI's, with the given read timeout.
-func kaClient(t *testing.T, srv *redistest.Server, readTimeout time.Duration) *withlock.Client {
-	t.Helper()
-	return withlock.New(srv.ClientWith(&redis.Options{
-		MaxRetries: -1, DialerRetries: 1,
-		DialTimeout: time.Second, ReadTimeout: readTimeout, WriteTimeout: readTimeout,
-	}), nil)
-}
-
 // waitLost waits up to timeout for ka to report a loss and returns when.
 func waitLost(t *testing.T, ka *withlock.KeepAlive, timeout time.Duration) time.Time {
 	t.Helper()
@@ -102,9 +92,7 @@ func TestKeepAliveDetectsTakeover(t *testing.T) {
 			return rdb.PExpire(context.Background(), key, time.Millisecond).Err()
 		}, false},
 	}
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
