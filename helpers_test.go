@@ -37,6 +37,14 @@ func waitClient(t *testing.T, srv *redistest.Server) *withlock.Client {
 	return waitClientOn(srv.Client())
 }
 
+// waitSetup is a Redis of the test's own, a waitClient on it, and a client
+// to inspect the server with.
+func waitSetup(t *testing.T) (*withlock.Client, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	return waitClient(t, srv), srv.Client()
+}
+
 // waitClientOn is waitClient on rdb.
 func waitClientOn(rdb redis.UniversalClient) *withlock.Client {
 	c := withlock.New(rdb, nil)

@@ -16,6 +16,21 @@ import (
 // a paused, killed or taken-over Redis is seen. Its exact schedule, and
 // Stop, are tested on a fake clock in keepalive_synctest_test.go.
 
+// stopUnlost fails the test if ka has reported a loss, and otherwise
+// stops it and releases l, which must still be ours.
+func stopUnlost(t *testing.T, ka *withlock.KeepAlive, l *withlock.Lock) {
+	t.Helper()
+	select {
+	case <-ka.Lost():
+		t.Fatalf("lost: %v", ka.Err())
+	default:
+	}
+	ka.Stop()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("release after Stop: %v", err)
+	}
+}
+
 // waitLost waits up to timeout for ka to report a loss and returns when.
 func waitLost(t *testing.T, ka *withlock.KeepAlive, timeout time.Duration) time.Time {
 	t.Helper()
@@ -63,15 +78,7 @@ func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 		minTTL, maxTTL = min(minTTL, d), max(maxTTL, d)
 	}
 	t.Logf("%d samples over %s with TTL %s: PTTL between %s and %s", samples, 4*ttl, ttl, minTTL, maxTTL)
-	select {
-	case <-ka.Lost():
-		t.Fatalf("lost: %v", ka.Err())
-	default:
-	}
-	ka.Stop()
-	if err := l.Release(ctx); err != nil {
-		t.Fatalf("release after Stop: %v", err)
-	}
+	stopUnlost(t, ka, l)
 }
 
 func TestKeepAliveDetectsTakeover(t *testing.T) {

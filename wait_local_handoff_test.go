@@ -21,9 +21,7 @@ import (
 // to it in the same round trip: one EVAL that sets the key to the waiter's
 // token and publishes nothing, so nobody else in line wakes.
 func TestReleaseHandsOffToWaiterInLine(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
+	c, rdb := waitSetup(t)
 	holder := mustAcquire(t, c, "handoff", time.Minute)
 	first := acquireAsync(context.Background(), c, "handoff", time.Minute)
 	// The second starts only once the first is queued in Redis: both wait
@@ -69,9 +67,7 @@ func TestReleaseHandsOffToWaiterInLine(t *testing.T) {
 // gets the lock or leaves nothing behind: in the fair line, and in the
 // in-process queue (a name with '}' but no hash tag has no line).
 func TestHandOffRacingCancelLeavesNothingLocked(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
+	c, rdb := waitSetup(t)
 	for _, name := range []string{"cancel", "can}cel"} {
 		t.Run(name, func(t *testing.T) {
 			for i := range 100 {

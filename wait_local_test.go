@@ -15,9 +15,7 @@ import (
 )
 
 func TestAcquireFreeLockIsOneSet(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
+	c, rdb := waitSetup(t)
 	resetStats(t, rdb)
 	l, err := acquireBounded(c, "free", time.Minute, nil)
 	if err != nil {
@@ -67,9 +65,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 }
 
 func TestAcquireWakesOnExpiryOfCrashedHolder(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
+	c, rdb := waitSetup(t)
 	// A holder that crashed: its key just expires, nobody publishes.
 	const ttl = 1500 * time.Millisecond
 	if err := rdb.Set(context.Background(), "lock:crashed", "host:1:dead", ttl).Err(); err != nil {
@@ -249,9 +245,7 @@ func TestWaitersOfTwoClientsNeverHoldAtOnce(t *testing.T) {
 // Within one Client, waiters queue up: a handoff costs the release script
 // and one SET, however many wait.
 func TestHandOffWithinClientCostsAtMostSixCommands(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
+	c, rdb := waitSetup(t)
 	const waiters, rounds = 16, 10
 	resetStats(t, rdb)
 	var wg sync.WaitGroup
