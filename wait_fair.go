@@ -1,8 +1,7 @@
 package withlock
 
-// The fair line across processes, kept in Redis: fairRooms owns this
-// Client's part of it (its rooms, its id, its mutex); joining, waiting in
-// the line, leaving it, and the hand-off of a Release.
+// fairRooms owns a Client's part of the fair line kept in Redis (its rooms,
+// id and mutex): joining, waiting, leaving, and a Release's hand-off.
 
 import (
 	"context"
