@@ -88,8 +88,7 @@ func TestListReadsTheIndexOfNamesNotTheKeyspace(t *testing.T) {
 // Pruning checks each name again as it removes it: a name whose lock or
 // records came back since List read it stays in the index.
 func TestIndexPruningKeepsANameThatCameBack(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)
 	rdb.SAdd(ctx, "{lock:}:index", "lock:back", "lock:recorded", "lock:gone")

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // List shows locks, never their fencing counters or last-run records, even
@@ -18,8 +17,7 @@ import (
 // and under a prefix that is a hash tag ("{jobs}:x:last"). With All, a free
 // name with a record is listed once, under its lock key.
 func TestListSkipsFenceAndRecordKeys(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	fenced := &withlock.LockOptions{Fence: true}
 	held, done := []string{"{tag}held", "a}held", "plain-held"}, []string{"{tag}done", "a}done"}

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // recordTTL is what a test's records are kept for: unlike any lock's TTL
@@ -22,8 +21,7 @@ const recordTTL = 90 * time.Minute
 // later run ends within its min-hold, its own record makes the key read as
 // finished. For a plain lock and a semaphore's slot.
 func TestRecordTellsOwnFinishedRunFromAnothers(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	for name, c := range map[string]*withlock.Client{"own-plain": withlock.New(rdb, nil), "own-sem": semaphore(t, rdb, 2)} {
 		first := mustAcquire(t, c, name, time.Minute)
@@ -64,8 +62,7 @@ func TestRecordTellsOwnFinishedRunFromAnothers(t *testing.T) {
 // leaves the new holder's key alone. For a plain lock and a semaphore's
 // slot.
 func TestRecordOfALostRunIsStored(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		what, name string
@@ -120,8 +117,7 @@ func recordKeptFor(t *testing.T, rdb *redis.Client, name string, ttl time.Durati
 // its acquiring command was sent) and finished when ReleaseAndRecord was
 // called; the holder and fence are the lock's.
 func TestRecordStartsAtAcquisitionAndFinishesAtRelease(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)
 	l, err := c.TryAcquire(ctx, "times", time.Minute, &withlock.LockOptions{Fence: true})

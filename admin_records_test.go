@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -45,14 +44,7 @@ func TestLastSuccessSurvivesALaterFailure(t *testing.T) {
 			return c
 		}},
 		{"a quorum", func(t *testing.T) *withlock.Client {
-			var nodes []redis.UniversalClient
-			for range 3 {
-				nodes = append(nodes, redistest.Start(t).Client())
-			}
-			c, err := withlock.NewQuorum(nodes, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, _, c := quorumNodes(t)
 			return c
 		}},
 	} {
@@ -95,8 +87,7 @@ func TestLastSuccessSurvivesALaterFailure(t *testing.T) {
 // History lists a name's runs newest first, keeps Options.History of them,
 // and lives for the record's retention.
 func TestHistoryIsNewestFirstAndTrimmed(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, &withlock.Options{History: 4})
 	for code := range 6 { // exit codes 0..5, oldest first

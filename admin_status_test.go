@@ -8,13 +8,10 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 func TestStatusOfALock(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 
 	st, err := locker.Status(ctx, "st")

@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // slowTimeout is the nodes' read timeout in the slow-member tests: a call
@@ -39,20 +37,7 @@ func TestQuorumSlowMemberCostsNothingAndKeepsNoKeyOfOurs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			var servers []*redistest.Server
-			var admins []*redis.Client
-			var nodes []redis.UniversalClient
-			for range 3 {
-				s := redistest.Start(t)
-				servers = append(servers, s)
-				admins = append(admins, s.Client())
-				nodes = append(nodes, s.ClientWith(&redis.Options{MaxRetries: -1, DialerRetries: 1,
-					DialTimeout: slowTimeout, ReadTimeout: slowTimeout, WriteTimeout: slowTimeout}))
-			}
-			c, err := withlock.NewQuorum(nodes, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			servers, admins, c := quorumNodesWith(t, slowTimeout)
 			if tc.warm {
 				if err := mustAcquire(t, c, "warm-up", time.Minute).Release(ctx); err != nil {
 					t.Fatal(err)
@@ -85,7 +70,7 @@ func TestQuorumSlowMemberCostsNothingAndKeepsNoKeyOfOurs(t *testing.T) {
 				return err
 			}
 			var l *withlock.Lock
-			err = took("TryAcquire", func() (err error) {
+			err := took("TryAcquire", func() (err error) {
 				l, err = c.TryAcquire(ctx, "job", time.Minute, nil)
 				return err
 			})

@@ -15,6 +15,13 @@ import (
 // quorumNodes starts three independent masters and a quorum client on them.
 func quorumNodes(t *testing.T) ([]*redistest.Server, []*redis.Client, *withlock.Client) {
 	t.Helper()
+	return quorumNodesWith(t, 2*time.Second)
+}
+
+// quorumNodesWith is quorumNodes whose nodes' clients never retry and time
+// out dials, reads and writes after timeout.
+func quorumNodesWith(t *testing.T, timeout time.Duration) ([]*redistest.Server, []*redis.Client, *withlock.Client) {
+	t.Helper()
 	var servers []*redistest.Server
 	var admins []*redis.Client
 	var nodes []redis.UniversalClient
@@ -23,7 +30,7 @@ func quorumNodes(t *testing.T) ([]*redistest.Server, []*redis.Client, *withlock.
 		servers = append(servers, s)
 		admins = append(admins, s.Client())
 		nodes = append(nodes, s.ClientWith(&redis.Options{MaxRetries: -1, DialerRetries: 1,
-			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second}))
+			DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout}))
 	}
 	c, err := withlock.NewQuorum(nodes, nil)
 	if err != nil {

@@ -11,29 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
-
-// semaphore returns a Client of n slots on rdb.
-func semaphore(t *testing.T, rdb redis.UniversalClient, n int) *withlock.Client {
-	t.Helper()
-	c, err := withlock.NewSemaphore(rdb, n, nil)
-	if err != nil {
-		t.Fatalf("NewSemaphore(%d): %v", n, err)
-	}
-	return c
-}
-
-// slotKeyOf is the key of slot i of the lock key key.
-func slotKeyOf(key string, i int) string {
-	base := "{" + key + "}"
-	if strings.Contains(key, "{") { // a hash tag of its own
-		base = key
-	}
-	return fmt.Sprintf("%s:s:%d", base, i)
-}
 
 // At no moment do more than N Clients hold a semaphore of N slots, however
 // many wait, whether they wait in the fair line or, fenced, for release
@@ -94,8 +74,7 @@ func TestSlotsNeverExceedN(t *testing.T) {
 // KeepAlive (here through Do) renews a slot and the marker with it: a run
 // longer than its TTL keeps its slot, and the name stays a semaphore.
 func TestSlotsKeepAliveRenewsSlotAndMarker(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	err := semaphore(t, rdb, 2).Do(ctx, "ka", 300*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
 		select {
@@ -215,8 +194,7 @@ func TestSlotsOneIsThePlainLock(t *testing.T) {
 // earlier ones of the name, whichever slot it gets, from the name's one
 // counter.
 func TestSlotsFenceStrictlyIncreases(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	c := semaphore(t, rdb, 3)
 	ctx := context.Background()
 	fenced := &withlock.LockOptions{Fence: true}
@@ -282,8 +260,7 @@ func TestSlotHolderCrashFreesSlotByTTL(t *testing.T) {
 // others' TTL keeps the name a semaphore after they expired, and another
 // number of slots is still refused.
 func TestSlotsMarkerOutlivesEverySlot(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	sem := semaphore(t, rdb, 3)
 	ctx := context.Background()
 	long := mustAcquire(t, sem, "mark", 300*time.Millisecond)
@@ -345,8 +322,7 @@ func TestSlotsOnCluster(t *testing.T) {
 // then lives no longer than that slot, so the name is soon free for any
 // number of slots.
 func TestSlotsMinHoldKeepsSlotThenFreesName(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 2)
 	l, err := sem.TryAcquire(ctx, "hold", time.Minute, &withlock.LockOptions{MinHold: 500 * time.Millisecond, Fence: true})

@@ -3,18 +3,16 @@ package withlock_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 func TestDoRunsUnderLockAndReleases(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	ran := false
 	err := locker.Do(ctx, "do-ok", 300*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
@@ -37,9 +35,7 @@ func TestDoRunsUnderLockAndReleases(t *testing.T) {
 }
 
 func TestDoBusy(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	if err := rdb.Set(ctx, locker.Key("do-busy"), "somehost:1:abc", time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -64,9 +60,7 @@ func TestDoCancelsOnLoss(t *testing.T) {
 		{"fn returns nil", func(context.Context) error { return nil }, nil},
 		{"fn returns its own error", func(context.Context) error { return errFn }, errFn},
 	}
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -104,9 +98,7 @@ var errFn = errors.New("fn failed")
 // Min-hold keeps a quickly finished Do's lock until it passes, and fencing
 // numbers grow across acquisitions.
 func TestDoMinHoldAndFence(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	const minHold = 800 * time.Millisecond
@@ -137,4 +129,57 @@ func TestDoMinHoldAndFence(t *testing.T) {
 	if _, err := rdb.Get(ctx, withlock.FenceKey(locker, "do-minhold")).Result(); errors.Is(err, redis.Nil) {
 		t.Error("no fence counter in Redis")
 	}
+}
+
+// A panic in fn, recovered by the caller as net/http recovers a handler's,
+// must not leave the lock held and renewed for as long as the process lives:
+// Do stops the KeepAlive, releases, and lets the panic go on.
+func TestDoReleasesWhenFnPanics(t *testing.T) {
+	locker, rdb := kaSetup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const ttl = 600 * time.Millisecond
+	var renewals atomic.Int64
+	opts := &withlock.DoOptions{KeepAlive: withlock.KeepAliveOptions{
+		Interval: 50 * time.Millisecond,
+		OnRenew:  func(time.Duration, error) { renewals.Add(1) },
+	}}
+	type boom struct{}
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		_ = locker.Do(ctx, "do-panic", ttl, opts, func(ctx context.Context, _ *withlock.Lock) error {
+			// Panic only once renewal runs, so that a KeepAlive left going
+			// would show.
+			for renewals.Load() == 0 {
+				select {
+				case <-ctx.Done():
+					t.Error("fn's context done before the first renewal")
+					return nil
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			panic(boom{})
+		})
+	}()
+	if _, ok := recovered.(boom); !ok {
+		t.Fatalf("recovered %v from Do, want fn's panic to go on up the stack", recovered)
+	}
+	key := locker.Key("do-panic")
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Fatalf("right after Do's panic the lock key still exists (PTTL %s): a recovered panic keeps the lock", rdb.PTTL(ctx, key).Val())
+	}
+	// The KeepAlive must be stopped: no renewal attempt over many of its
+	// intervals (a running one would report each, failed or not).
+	before := renewals.Load()
+	time.Sleep(ttl)
+	if n := renewals.Load() - before; n != 0 {
+		t.Errorf("%d renewals attempted in the %s after Do's panic, want the KeepAlive stopped", n, ttl)
+	}
+	// The lock is free to take at once.
+	l, err := locker.TryAcquire(ctx, "do-panic", ttl, nil)
+	if err != nil {
+		t.Fatalf("TryAcquire after Do's panic: %v, want the lock free", err)
+	}
+	_ = l.Release(ctx)
 }

@@ -15,8 +15,7 @@ import (
 // plain lock, a semaphore and a quorum, and touches no key: its key would
 // be the bare prefix, one lock shared by every caller that forgot a name.
 func TestEmptyNameIsRefused(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	sem, err := withlock.NewSemaphore(rdb, 2, nil)
 	if err != nil {

@@ -8,27 +8,34 @@ import (
 // SetWaitTimings sets the fallback poll and the linger of c's waiting
 // Acquires, so that a test can tell a wake-up by release message or by
 // expiry from one by polling.
-func SetWaitTimings(c *Client, poll, linger time.Duration) {
-	c.line.poll.Store(int64(poll))
-	c.line.linger.Store(int64(linger))
-}
+func SetWaitTimings(c *Client, poll, linger time.Duration) { c.line.setTimings(poll, linger) }
 
 // Waiting returns how many Acquires of c are in line for the lock called
 // name.
 func Waiting(c *Client, name string) int {
-	n := 0
-	c.line.local.mu.Lock()
-	if q := c.line.local.queues[c.Key(name)]; q != nil {
-		n += len(q.waiters)
-	}
-	c.line.local.mu.Unlock()
+	n := WaitingWithoutLine(c, name)
 	c.line.fair.mu.Lock()
+	defer c.line.fair.mu.Unlock()
 	if r := c.line.fair.rooms[c.Key(name)]; r != nil {
 		n += len(r.waiters)
 	}
-	c.line.fair.mu.Unlock()
 	return n
 }
+
+// WaitingWithoutLine returns how many Acquires of c wait for the lock called
+// name in the in-process queue, outside the fair line.
+func WaitingWithoutLine(c *Client, name string) int {
+	c.line.local.mu.Lock()
+	defer c.line.local.mu.Unlock()
+	if q := c.line.local.queues[c.Key(name)]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}
+
+// HandOff is what Release tries first: handing l straight to a waiter of
+// the same Client. It reports whether it did so, and the release's error.
+func HandOff(ctx context.Context, l *Lock) (bool, error) { return l.c.line.handOff(ctx, l) }
 
 // HolderOf is holderOf: the "<host>:<pid>" part of a token.
 var HolderOf = holderOf

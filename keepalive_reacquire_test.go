@@ -100,15 +100,7 @@ func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
 			}
 			// Renewals go on: a TTL later the key is still ours.
 			time.Sleep(ttl + ttl/4)
-			select {
-			case <-ka.Lost():
-				t.Fatalf("lost after the reacquisition: %v", ka.Err())
-			default:
-			}
-			ka.Stop()
-			if err := l.Release(ctx); err != nil {
-				t.Fatalf("Release after the reacquisition: %v", err)
-			}
+			stopUnlost(t, ka, l)
 			if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
 				t.Error("the reacquired key outlived Release")
 			}
@@ -137,9 +129,7 @@ func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
 			return rdb.Set(ctx, key, "other", time.Minute).Err()
 		}},
 	}
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -16,14 +16,19 @@ import (
 // a paused, killed or taken-over Redis is seen. Its exact schedule, and
 // Stop, are tested on a fake clock in keepalive_synctest_test.go.
 
-// kaClient is a lock client on srv whose Redis client never retries, as the
-// CLI's, with the given read timeout.
-func kaClient(t *testing.T, srv *redistest.Server, readTimeout time.Duration) *withlock.Client {
+// stopUnlost fails the test if ka has reported a loss, and otherwise
+// stops it and releases l, which must still be ours.
+func stopUnlost(t *testing.T, ka *withlock.KeepAlive, l *withlock.Lock) {
 	t.Helper()
-	return withlock.New(srv.ClientWith(&redis.Options{
-		MaxRetries: -1, DialerRetries: 1,
-		DialTimeout: time.Second, ReadTimeout: readTimeout, WriteTimeout: readTimeout,
-	}), nil)
+	select {
+	case <-ka.Lost():
+		t.Fatalf("lost: %v", ka.Err())
+	default:
+	}
+	ka.Stop()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("release after Stop: %v", err)
+	}
 }
 
 // waitLost waits up to timeout for ka to report a loss and returns when.
@@ -73,15 +78,7 @@ func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 		minTTL, maxTTL = min(minTTL, d), max(maxTTL, d)
 	}
 	t.Logf("%d samples over %s with TTL %s: PTTL between %s and %s", samples, 4*ttl, ttl, minTTL, maxTTL)
-	select {
-	case <-ka.Lost():
-		t.Fatalf("lost: %v", ka.Err())
-	default:
-	}
-	ka.Stop()
-	if err := l.Release(ctx); err != nil {
-		t.Fatalf("release after Stop: %v", err)
-	}
+	stopUnlost(t, ka, l)
 }
 
 func TestKeepAliveDetectsTakeover(t *testing.T) {
@@ -102,9 +99,7 @@ func TestKeepAliveDetectsTakeover(t *testing.T) {
 			return rdb.PExpire(context.Background(), key, time.Millisecond).Err()
 		}, false},
 	}
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	locker := kaClient(t, srv, time.Second)
+	locker, rdb := kaSetup(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()

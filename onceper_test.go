@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // Windows are aligned to multiples of Every since the Unix epoch in UTC,
@@ -45,8 +43,7 @@ func TestWindowsAlignToTheEpochShiftedByTheOffset(t *testing.T) {
 // told ErrDone and the lock is released at once, min-hold or not. A failure
 // marks nothing, so the next holder runs again.
 func TestOncePerRunsOnceAWindowAndRetriesAFailure(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)
 	w := withlock.Window{Every: time.Hour}
@@ -102,20 +99,9 @@ func TestOncePerRunsOnceAWindowAndRetriesAFailure(t *testing.T) {
 
 // A semaphore and a quorum refuse once-per windows.
 func TestOncePerNeedsAPlainLockOnOneDeployment(t *testing.T) {
-	srv := redistest.Start(t)
 	ctx := context.Background()
-	sem, err := withlock.NewSemaphore(srv.Client(), 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodes []redis.UniversalClient
-	for range 3 {
-		nodes = append(nodes, redistest.Start(t).Client())
-	}
-	q, err := withlock.NewQuorum(nodes, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sem := semaphore(t, startRedis(t), 2)
+	_, _, q := quorumNodes(t)
 	for name, c := range map[string]*withlock.Client{"semaphore": sem, "quorum": q} {
 		l, err := c.TryAcquire(ctx, "{once}", 5*time.Second, nil)
 		if err != nil {

@@ -1,19 +1,54 @@
 package withlock
 
-// Waiting for a busy lock (Acquire): the plain wait woken by release
-// messages, the in-process queue, and giving up.
+// Waiting for a busy lock: waitLine routes each waiting Acquire, and each
+// Release that may hand its lock on, to one of the two owners of waiting.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
+// How a waiting Acquire sleeps when no release message wakes it.
+const (
+	// defaultPoll bounds each sleep of the first waiter in line: a release
+	// message can be lost (the subscription dropped, an operator ran DEL, a
+	// min-hold release shortened the key without publishing), and then the
+	// waiter finds out by trying again. Up to a quarter more is added as
+	// jitter so that waiting processes do not poll in step.
+	defaultPoll = time.Second
+	// defaultLinger keeps a lock's queue or room, and its subscription,
+	// this long after its last waiter left, so bursts of contention do not
+	// subscribe and unsubscribe for every acquisition.
+	defaultLinger = 2 * time.Second
+	// expiryMargin is added to a holder's PTTL before trying again: Redis
+	// counts in whole milliseconds and a key is expired only past its time.
+	expiryMargin = time.Millisecond
+)
+
+// waitLine is where a Client's waiting Acquires wait. It holds no state of
+// its own: each of the two ways of waiting owns its state and its mutex,
+// and neither mutex is held while the other is taken, so a Release, a
+// waiter or a message of one never waits for the other's.
+//
+//   - fair (fairRooms, wait_fair*.go): the fair line across Clients, kept
+//     in Redis, for plain and min-hold acquisitions on one deployment.
+//   - local (localQueues, wait_local*.go): the in-process queues, for
+//     everything else: a quorum, fenced or replicated acquisitions, names
+//     with '}' but no hash tag, and where Redis refuses the line's
+//     subscription (before 7.0, or an ACL without SSUBSCRIBE).
+//
+// What Client uses: wait (Acquire) and handOff (Release).
+type waitLine struct {
+	fair  fairRooms
+	local localQueues
+}
+
 // wait is Acquire: it tries the SET, and while the lock is busy it waits in
-// the lock's queue for a release message, the holder's expiry or the poll.
-// The token stays the same across tries, so a try whose reply was lost is
-// recognised as ours by the next one.
+// the fair line or the lock's queue. The token stays the same across tries,
+// so a try whose reply was lost is recognised as ours by the next one.
 func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("acquire %s: %w", c.Key(name), context.Cause(ctx))
@@ -30,145 +65,68 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 	}
 	want := c.newLock(name, token, ttl, opts)
 	if fl, ok := c.b.(fairLine); ok && queues(opts) && hasLine(want.key) {
-		return ln.waitFair(ctx, tctx, c, fl, want, opts)
+		if l, err := ln.fair.wait(ctx, tctx, c, fl, want, opts); err != errLineRefused {
+			return l, err
+		}
+		// Redis refused the line's subscription: wait without the line.
 	}
-	return ln.waitPlain(ctx, tctx, c, want, opts)
+	return ln.local.wait(ctx, tctx, c, want, opts)
 }
 
-// waitPlain is Acquire without the fair line (wait_fair.go): on a quorum, for
-// fenced or replicated acquisitions, and where Redis refuses the line's
-// subscription. Waiters of this Client queue up; across Clients every
-// release wakes the first waiter of each, and they race.
-func (ln *waitLine) waitPlain(ctx, tctx context.Context, c *Client, want *Lock, opts *LockOptions) (*Lock, error) {
-	var seen *queue // a listening queue seen before our first try
-	var events uint64
-	if ln.busy.Load() > 0 {
-		ln.local.mu.Lock()
-		if q := ln.local.queues[want.key]; q != nil {
-			if len(q.waiters) > 0 {
-				// Busy with waiters here already: the SET would fail or
-				// take the lock from under them. Queue up behind them.
-				w := q.join(false, want, opts)
-				ln.local.mu.Unlock()
-				return ln.waitInLine(ctx, tctx, q, w)
-			}
-			if q.listening {
-				seen, events = q, q.events
-			}
+// handOff is Release's chance to give l straight to a waiter of this
+// Client, in the release's round trip: through the fair line when l's key
+// has a room here, else to the first of its queue. It returns false,
+// having sent nothing, when neither can; Release then releases on its own.
+// With nobody waiting it costs two atomic loads.
+func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
+	if ln.fair.busy.Load() > 0 {
+		if done, err := ln.fair.handOff(ctx, l); done {
+			return true, err
 		}
-		ln.local.mu.Unlock()
 	}
-
-	l, held, err := c.tryBeforeWaiting(tctx, want, opts)
-	if l != nil || err != nil {
-		return l, err
+	if ln.local.busy.Load() > 0 {
+		return ln.local.handOff(ctx, l)
 	}
-	now := time.Now()
-	ln.local.mu.Lock()
-	q := ln.queueFor(c, held.Key)
-	q.noteHolder(held, now)
-	// The first in line must try again once the subscription is confirmed
-	// (a release between our SET and the SUBSCRIBE would otherwise be
-	// missed) unless our SET was already sent while listening and no
-	// message has come since.
-	w := q.join(q.listening && (q != seen || q.events != events), want, opts)
-	ln.local.mu.Unlock()
-	return ln.waitInLine(ctx, tctx, q, w)
+	return false, nil
 }
 
-// waitInLine waits in q until w gets the lock or ctx ends. Tries use tctx,
-// which ctx's end does not cut short.
-func (ln *waitLine) waitInLine(ctx, tctx context.Context, q *queue, w *waiter) (*Lock, error) {
-	poll := ln.pollInterval()
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		if l := ln.takeHandOff(q, w); l != nil {
-			return l, nil
-		}
-		ln.local.mu.Lock()
-		first := q.waiters[0] == w
-		idle := !w.handOffInFlight && w.handOff == nil // no Release is acting for us
-		try := first && w.tryNext && idle
-		w.tryNext = w.tryNext && !try
-		var d time.Duration
-		if first && !try && idle {
-			if d = q.sleepFor(poll); d <= 0 {
-				try = true
-			}
-		}
-		ln.local.mu.Unlock()
+// waitTimings are an owner's fallback poll and linger, settable by tests
+// (SetWaitTimings), read without a mutex.
+type waitTimings struct {
+	poll   atomic.Int64 // the fallback poll in ns; 0: defaultPoll
+	linger atomic.Int64 // the linger in ns; 0: defaultLinger
+}
 
-		if try {
-			l, err := w.want.c.tryAcquire(tctx, w.want.name, w.want.token, w.want.ttl, w.opts)
-			var held *NotObtainedError
-			switch {
-			case err == nil:
-				ln.leave(q, w, l)
-				return l, nil
-			case !errors.As(err, &held):
-				if l := ln.takeHandOff(q, w); l != nil {
-					return l, nil // a local Release took it for us meanwhile
-				}
-				ln.leave(q, w, nil)
-				return nil, err
-			}
-			now := time.Now()
-			ln.local.mu.Lock()
-			q.noteHolder(held, now)
-			ln.local.mu.Unlock()
-			if ctx.Err() != nil {
-				return ln.giveUp(ctx, q, w)
-			}
-			continue
-		}
+func (t *waitTimings) pollInterval() time.Duration {
+	if d := time.Duration(t.poll.Load()); d > 0 {
+		return d
+	}
+	return defaultPoll
+}
 
-		var expired <-chan time.Time
-		if d > 0 {
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			expired = timer.C
-		}
-		select {
-		case <-w.woken:
-		case <-expired:
-			ln.local.mu.Lock()
-			w.tryNext = true
-			ln.local.mu.Unlock()
-		case <-ctx.Done():
-			return ln.giveUp(ctx, q, w)
-		}
-		if timer != nil {
-			timer.Stop()
-		}
+func (t *waitTimings) lingerTime() time.Duration {
+	if d := time.Duration(t.linger.Load()); d > 0 {
+		return d
+	}
+	return defaultLinger
+}
+
+// lingerOn runs drop once the linger time has passed, on *timer
+// (created at the first call, re-armed at the next).
+func (t *waitTimings) lingerOn(timer **time.Timer, drop func()) {
+	if *timer == nil {
+		*timer = time.AfterFunc(t.lingerTime(), drop)
+	} else {
+		(*timer).Reset(t.lingerTime())
 	}
 }
 
-// giveUp leaves q because ctx ended and returns the error for it: the last
-// known holder, matching ErrNotObtained, and ctx's cause. A hand-off to w
-// already under way is waited for, and the lock it got is returned.
-func (ln *waitLine) giveUp(ctx context.Context, q *queue, w *waiter) (*Lock, error) {
-	if l := ln.takeHandOff(q, w); l != nil {
-		return l, nil
+// setTimings sets the poll and linger of both owners.
+func (ln *waitLine) setTimings(poll, linger time.Duration) {
+	for _, t := range []*waitTimings{&ln.fair.waitTimings, &ln.local.waitTimings} {
+		t.poll.Store(int64(poll))
+		t.linger.Store(int64(linger))
 	}
-	ln.leave(q, w, nil)
-	ln.local.mu.Lock()
-	held := &NotObtainedError{Key: q.key, Holder: Holder{ID: q.holder}}
-	if !q.holderExpires.IsZero() {
-		held.Holder.TTL = max(0, time.Until(q.holderExpires)).Round(time.Millisecond)
-	}
-	ln.local.mu.Unlock()
-	if held.Holder.ID == "" {
-		held.Holder.ID = "unknown"
-	}
-	return nil, fmt.Errorf("%w; gave up waiting: %w", held, context.Cause(ctx))
 }
 
 // tryBeforeWaiting is a waiter's first try: the lock l, or who holds it

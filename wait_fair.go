@@ -1,7 +1,7 @@
 package withlock
 
-// The fair line across processes, kept in Redis: joining, waiting in it and
-// leaving it.
+// fairRooms owns a Client's part of the fair line kept in Redis (its rooms,
+// id and mutex): joining, waiting, leaving, and a Release's hand-off.
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,7 +40,7 @@ import (
 //
 // Each Client keeps one room per key with waiters: its sharded
 // subscription (a connection), its waiters in join order and the goroutines
-// that receive and tend. It lingers like a queue of wait_local.go.
+// that receive and tend. It lingers like a queue of wait_local_queue.go.
 
 const (
 	// aliveFor is the life of a Client's liveness key, so also how long a
@@ -49,6 +51,41 @@ const (
 	// aliveEvery is how often a Client with waiters refreshes that key.
 	aliveEvery = time.Second
 )
+
+// fairRooms is this Client's part of the fair line: its rooms by lock key,
+// and its id in the line, drawn with the first room. Its mu guards them and
+// every room's and liner's fields; no Redis command is sent under it.
+type fairRooms struct {
+	busy atomic.Int32 // len(rooms), read without mu so the uncontended path takes no mutex
+	waitTimings
+
+	mu    sync.Mutex
+	rooms map[string]*room
+	cid   string
+}
+
+// handOff is Release when l's key has a room here: the release script
+// hands the lock to the head of the line and names the token when it is
+// one of ours, which is delivered at once. It returns false, having sent
+// nothing, when the key has no room, or only one whose subscription Redis
+// refused: its waiters wait in localQueues, whose hand-off serves them.
+func (f *fairRooms) handOff(ctx context.Context, l *Lock) (bool, error) {
+	f.mu.Lock()
+	r := f.rooms[l.key]
+	cid := f.cid
+	f.mu.Unlock()
+	if r == nil || r.refused() {
+		return false, nil
+	}
+	sent := time.Now() // the hand-over's SET runs after this
+	to, err := r.b.releaseTo(ctx, l, 0, cid)
+	if to != "" {
+		f.mu.Lock()
+		f.deliverToken(r, to, sent)
+		f.mu.Unlock()
+	}
+	return true, err
+}
 
 // queues reports whether an acquisition with opts can wait in the line:
 // the hand-over is a plain SET PX, so fenced and replicated acquisitions
@@ -91,6 +128,16 @@ func (r *room) queue() string             { return r.base + ":q" }
 func (r *room) alive(cid string) string   { return r.base + ":c:" + cid }
 func (r *room) channel(cid string) string { return r.base + ":w:" + cid }
 
+// refused reports whether Redis refused r's subscription (listen).
+func (r *room) refused() bool {
+	select {
+	case <-r.confirmed:
+		return r.err != nil
+	default:
+		return false
+	}
+}
+
 func (r *room) tend() {
 	select {
 	case r.kick <- struct{}{}:
@@ -98,16 +145,18 @@ func (r *room) tend() {
 	}
 }
 
-// waitFair is Acquire in the line for want.key, whose names start with base.
-func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, want *Lock, opts *LockOptions) (*Lock, error) {
-	if want.ttl < time.Millisecond {
-		return nil, fmt.Errorf("ttl %s is below 1ms", want.ttl)
-	}
+// errLineRefused is fairRooms.wait's answer when Redis refused the line's
+// subscription (before 7.0, or an ACL without SSUBSCRIBE) before the waiter
+// joined: waitLine then has it wait without the line. Never wrapped.
+var errLineRefused = errors.New("the fair line's subscription was refused")
+
+// wait is Acquire in the line for want.key.
+func (f *fairRooms) wait(ctx, tctx context.Context, c *Client, b fairLine, want *Lock, opts *LockOptions) (*Lock, error) {
 	var r *room
-	if ln.busy.Load() > 0 {
-		ln.fair.mu.Lock()
-		r = ln.fair.rooms[want.key]
-		ln.fair.mu.Unlock()
+	if f.busy.Load() > 0 {
+		f.mu.Lock()
+		r = f.rooms[want.key]
+		f.mu.Unlock()
 	}
 	if r == nil {
 		// Nobody here waited for it lately: the seed's one SET NX first.
@@ -117,31 +166,31 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 	}
 	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
-	r = ln.enter(b, want, base, w)
+	r = f.enter(b, want, base, w)
 
 	// Join only once Redis confirmed our subscription: a release counts
 	// our channel's subscribers and skips us when there are none.
-	if ended, err := ln.subscription(ctx, r, w); ended {
-		return ln.leaveLine(ctx, tctx, r, w, false)
+	if ended, err := f.subscription(ctx, r, w); ended {
+		return f.leaveLine(ctx, tctx, r, w, false)
 	} else if err != nil {
-		return ln.waitPlain(ctx, tctx, c, want, opts)
+		return nil, errLineRefused
 	}
 	for {
-		if err := ln.join(tctx, r, w, 0); err != nil {
+		if err := f.join(tctx, r, w, 0); err != nil {
 			// The RPUSH may have landed: take the entry out again.
-			_, _ = ln.leaveLine(context.WithoutCancel(ctx), tctx, r, w, true)
+			_, _ = f.leaveLine(context.WithoutCancel(ctx), tctx, r, w, true)
 			return nil, err
 		}
 		var res lineResult
 		select {
 		case res = <-w.got:
 		case <-ctx.Done():
-			return ln.leaveLine(ctx, tctx, r, w, true)
+			return f.leaveLine(ctx, tctx, r, w, true)
 		}
 		if res.err != nil {
 			// The check failed on the wire and may yet hand us the
 			// lock: leave, passing on whatever we were handed.
-			_, _ = ln.leaveLine(context.WithoutCancel(ctx), tctx, r, w, true)
+			_, _ = f.leaveLine(context.WithoutCancel(ctx), tctx, r, w, true)
 			return nil, res.err
 		}
 		l := res.l
@@ -164,11 +213,11 @@ func (ln *waitLine) waitFair(ctx, tctx context.Context, c *Client, b fairLine, w
 		// It expired before we heard of it: queue again.
 		want.slot = 0
 		w = &liner{want: want, entry: w.entry, got: make(chan lineResult, 1)}
-		r = ln.enter(b, want, base, w)
+		r = f.enter(b, want, base, w)
 		// A new room waits for its subscription, as at the first join; if
 		// Redis stalls now, ctx still ends the wait.
-		if ended, err := ln.subscription(ctx, r, w); ended {
-			return ln.leaveLine(ctx, tctx, r, w, false)
+		if ended, err := f.subscription(ctx, r, w); ended {
+			return f.leaveLine(ctx, tctx, r, w, false)
 		} else if err != nil {
 			return nil, fmt.Errorf("acquire %s: %w", want.key, err)
 		}
@@ -193,10 +242,10 @@ type lineResult struct {
 // join puts w at the tail of the line, refreshing the Client's liveness
 // key in the same round trip when it is due. Alone in line, w may face a
 // free key nobody will release: the check then hands it over.
-func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) error {
-	ln.fair.mu.Lock()
+func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) error {
+	f.mu.Lock()
 	if w.pushing || w.gone || !slices.Contains(r.waiters, w) {
-		ln.fair.mu.Unlock()
+		f.mu.Unlock()
 		return nil // someone else is putting w in line, or it is done
 	}
 	w.pushing = true
@@ -206,8 +255,8 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 		r.lastAlive = now
 	}
 	w.proof = now
-	cid := ln.fair.cid
-	ln.fair.mu.Unlock()
+	cid := f.cid
+	f.mu.Unlock()
 	var push *redis.IntCmd
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if refresh {
@@ -216,15 +265,15 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 		push = p.RPush(ctx, r.queue(), w.entry)
 		return nil
 	})
-	ln.fair.mu.Lock()
+	f.mu.Lock()
 	w.pushing = false
-	ln.fair.mu.Unlock()
+	f.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("join the line for %s: %w", r.key, err)
 	}
 	r.tend() // to time w's check
 	if push.Val() == 1 {
-		return ln.check(ctx, r, []*liner{w}, depth)
+		return f.check(ctx, r, []*liner{w}, depth)
 	}
 	return nil
 }
@@ -232,19 +281,19 @@ func (ln *waitLine) join(ctx context.Context, r *room, w *liner, depth int) erro
 // leaveLine is a waiter giving up: it leaves the line at once (LREM), and
 // if a hand-over beat that, releases the lock it was handed, which passes
 // it on. The error names the holder, as a plain wait's does.
-func (ln *waitLine) leaveLine(ctx, tctx context.Context, r *room, w *liner, joined bool) (*Lock, error) {
-	ln.fair.mu.Lock()
+func (f *fairRooms) leaveLine(ctx, tctx context.Context, r *room, w *liner, joined bool) (*Lock, error) {
+	f.mu.Lock()
 	select {
 	case res := <-w.got:
-		ln.fair.mu.Unlock()
+		f.mu.Unlock()
 		if res.err == nil {
 			return res.l, nil
 		}
 	default:
 	}
 	w.gone = true
-	ln.removeLiner(r, w)
-	ln.fair.mu.Unlock()
+	f.removeLiner(r, w)
+	f.mu.Unlock()
 	held := &NotObtainedError{Key: r.key, Holder: Holder{ID: "unknown"}}
 	if joined {
 		var rem *redis.IntCmd
@@ -291,12 +340,12 @@ func releaseReply(v any) (string, bool) {
 // enter puts w in the room of want's key, creating the room and its
 // subscription if need be, and keeps the room from lingering out. A w
 // without an entry yet gets one, with the Client id the room needs.
-func (ln *waitLine) enter(b fairLine, want *Lock, base string, w *liner) *room {
-	ln.fair.mu.Lock()
-	defer ln.fair.mu.Unlock()
-	r := ln.roomFor(b, want.key, base)
+func (f *fairRooms) enter(b fairLine, want *Lock, base string, w *liner) *room {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.roomFor(b, want.key, base)
 	if w.entry == "" {
-		w.entry = fmt.Sprintf("%s|%d|%s", ln.fair.cid, want.ttl.Milliseconds(), want.token)
+		w.entry = fmt.Sprintf("%s|%d|%s", f.cid, want.ttl.Milliseconds(), want.token)
 	}
 	r.waiters = append(r.waiters, w)
 	if r.linger != nil {
@@ -308,16 +357,16 @@ func (ln *waitLine) enter(b fairLine, want *Lock, base string, w *liner) *room {
 // subscription waits until r's subscription is confirmed, or reports that
 // ctx ended first. When Redis refused the subscription it takes w out of
 // r and returns Redis's error.
-func (ln *waitLine) subscription(ctx context.Context, r *room, w *liner) (ended bool, err error) {
+func (f *fairRooms) subscription(ctx context.Context, r *room, w *liner) (ended bool, err error) {
 	select {
 	case <-r.confirmed:
 	case <-ctx.Done():
 		return true, nil
 	}
 	if r.err != nil {
-		ln.fair.mu.Lock()
-		ln.removeLiner(r, w)
-		ln.fair.mu.Unlock()
+		f.mu.Lock()
+		f.removeLiner(r, w)
+		f.mu.Unlock()
 		return false, r.err
 	}
 	return false, nil

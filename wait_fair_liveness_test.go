@@ -16,15 +16,6 @@ import (
 // aliveFor is the life of a waiting Client's liveness key (wait_fair.go).
 const aliveFor = 3 * time.Second
 
-// lineBaseOf is the hash-tagged base of the line's keys for the lock key
-// key: key itself when it has a hash tag of its own.
-func lineBaseOf(key string) string {
-	if strings.Contains(key, "{") {
-		return key
-	}
-	return "{" + key + "}"
-}
-
 // cidAt returns the Client id of the entry at index i of key's line.
 func cidAt(t *testing.T, rdb *redis.Client, key string, i int64) string {
 	t.Helper()

@@ -1,7 +1,7 @@
 package withlock
 
-// A fair line's room: one Client's subscription, liveness key and check
-// for one lock's line.
+// fairRooms' rooms (wait_fair.go): one Client's subscription, liveness key
+// and check for one lock's line, kept under fairRooms.mu.
 
 import (
 	"context"
@@ -15,34 +15,34 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The upkeep of a Client's rooms in the fair line (wait_fair.go): creating and
-// dropping them, delivering hand-overs, the periodic check, the sharded
+// The upkeep of a Client's rooms in the fair line: creating and dropping
+// them, delivering hand-overs, the periodic check, the sharded
 // subscription and the liveness key.
 
 // roomFor returns key's room, creating it and its subscription. Called
-// with ln.fair.mu held, so it sends nothing: go-redis dials the subscription's
+// with f.mu held, so it sends nothing: go-redis dials the subscription's
 // connection at the first SSUBSCRIBE, which listen sends, and a slow dial
-// under ln.fair.mu would hold up every Release and waiter of the Client.
+// under f.mu would hold up every Release and waiter of the Client.
 // Waiters still join only once listen saw the confirmation.
-func (ln *waitLine) roomFor(b fairLine, key, base string) *room {
-	if r := ln.fair.rooms[key]; r != nil {
+func (f *fairRooms) roomFor(b fairLine, key, base string) *room {
+	if r := f.rooms[key]; r != nil {
 		return r
 	}
-	if ln.fair.cid == "" {
+	if f.cid == "" {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
-		ln.fair.cid = hex.EncodeToString(b[:])
+		f.cid = hex.EncodeToString(b[:])
 	}
 	rdb := b.lineStore()
 	r := &room{key: key, base: base, b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if ln.fair.rooms == nil {
-		ln.fair.rooms = make(map[string]*room)
+	if f.rooms == nil {
+		f.rooms = make(map[string]*room)
 	}
-	ln.fair.rooms[key] = r
-	ln.busy.Add(1)
+	f.rooms[key] = r
+	f.busy.Add(1)
 	r.ps = rdb.SSubscribe(context.Background()) // no channel: nothing sent yet
-	go ln.listen(r, r.channel(ln.fair.cid))
-	go ln.keep(r, ln.fair.cid, ln.pollInterval())
+	go f.listen(r, r.channel(f.cid))
+	go f.keep(r, f.cid, f.pollInterval())
 	return r
 }
 
@@ -51,14 +51,14 @@ func (ln *waitLine) roomFor(b fairLine, key, base string) *room {
 // (its message lost), notes the holder and arms the head timer, and puts
 // back in line a waiter whose entry is gone (skipped as dead while its
 // Client stalled, or lost in a failover).
-func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) error {
-	ln.fair.mu.Lock()
-	cid := ln.fair.cid
+func (f *fairRooms) check(ctx context.Context, r *room, ws []*liner, depth int) error {
+	f.mu.Lock()
+	cid := f.cid
 	entries := make([]string, len(ws))
 	for i, w := range ws {
 		entries[i] = w.entry
 	}
-	ln.fair.mu.Unlock()
+	f.mu.Unlock()
 	sent := time.Now()
 	pttl, seen, err := r.b.lineCheck(ctx, r.key, cid, entries)
 	if err == nil && len(seen) != len(ws) {
@@ -68,7 +68,7 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 		return fmt.Errorf("check the line for %s: %w", r.key, err)
 	}
 	var rejoin []*liner
-	ln.fair.mu.Lock()
+	f.mu.Lock()
 	r.lastAlive = sent
 	r.expires = time.Time{}
 	if pttl > 0 {
@@ -81,7 +81,7 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 		switch pos := seen[i].pos; {
 		case seen[i].handed:
 			w.want.slot = seen[i].slot
-			ln.deliver(r, w, w.proof)
+			f.deliver(r, w, w.proof)
 		case pos >= 0:
 			w.proof = sent
 			if pos == 0 && pttl > 0 {
@@ -92,9 +92,9 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 			rejoin = append(rejoin, w)
 		}
 	}
-	ln.fair.mu.Unlock()
+	f.mu.Unlock()
 	for _, w := range rejoin {
-		if err := ln.join(ctx, r, w, depth+1); err != nil {
+		if err := f.join(ctx, r, w, depth+1); err != nil {
 			return err
 		}
 	}
@@ -102,9 +102,9 @@ func (ln *waitLine) check(ctx context.Context, r *room, ws []*liner, depth int) 
 }
 
 // deliver gives w its lock, handed over no earlier than since. Called with
-// ln.fair.mu held.
-func (ln *waitLine) deliver(r *room, w *liner, since time.Time) {
-	ln.removeLiner(r, w)
+// f.mu held.
+func (f *fairRooms) deliver(r *room, w *liner, since time.Time) {
+	f.removeLiner(r, w)
 	w.want.acquired = since
 	w.got <- lineResult{l: w.want}
 }
@@ -112,8 +112,8 @@ func (ln *waitLine) deliver(r *room, w *liner, since time.Time) {
 // deliverToken delivers the lock to r's waiter it was handed to (v, as
 // backend.handed reads it), if it is still waiting: handed over no earlier
 // than since, or than the waiter's proof when since is zero. Called with
-// ln.fair.mu held.
-func (ln *waitLine) deliverToken(r *room, v string, since time.Time) {
+// f.mu held.
+func (f *fairRooms) deliverToken(r *room, v string, since time.Time) {
 	tok, slot := r.b.handed(v)
 	for _, w := range r.waiters {
 		if w.want.token == tok {
@@ -121,50 +121,46 @@ func (ln *waitLine) deliverToken(r *room, v string, since time.Time) {
 			if since.IsZero() {
 				since = w.proof
 			}
-			ln.deliver(r, w, since)
+			f.deliver(r, w, since)
 			return
 		}
 	}
 }
 
-// fail ends the waits of ws with err. Called with ln.fair.mu held.
-func (ln *waitLine) fail(r *room, ws []*liner, err error) {
+// fail ends the waits of ws with err. Called with f.mu held.
+func (f *fairRooms) fail(r *room, ws []*liner, err error) {
 	for _, w := range ws {
 		if !w.gone && slices.Contains(r.waiters, w) {
-			ln.removeLiner(r, w)
+			f.removeLiner(r, w)
 			w.got <- lineResult{err: err}
 		}
 	}
 }
 
 // removeLiner takes w out of r and lets r linger once empty. Called with
-// ln.fair.mu held.
-func (ln *waitLine) removeLiner(r *room, w *liner) {
+// f.mu held.
+func (f *fairRooms) removeLiner(r *room, w *liner) {
 	if i := slices.Index(r.waiters, w); i >= 0 {
 		r.waiters = slices.Delete(r.waiters, i, i+1)
 	}
 	if len(r.waiters) > 0 {
 		return
 	}
-	if r.linger == nil {
-		r.linger = time.AfterFunc(ln.lingerTime(), func() { ln.dropRoom(r) })
-	} else {
-		r.linger.Reset(ln.lingerTime())
-	}
+	f.lingerOn(&r.linger, func() { f.dropRoom(r) })
 }
 
 // dropRoom closes r once it has stayed empty for the linger time.
-func (ln *waitLine) dropRoom(r *room) {
-	ln.fair.mu.Lock()
-	if ln.fair.rooms[r.key] != r || len(r.waiters) > 0 {
-		ln.fair.mu.Unlock()
+func (f *fairRooms) dropRoom(r *room) {
+	f.mu.Lock()
+	if f.rooms[r.key] != r || len(r.waiters) > 0 {
+		f.mu.Unlock()
 		return
 	}
-	delete(ln.fair.rooms, r.key)
-	ln.busy.Add(-1)
+	delete(f.rooms, r.key)
+	f.busy.Add(-1)
 	close(r.done)
-	ln.fair.mu.Unlock()
-	// Outside ln.fair.mu: Close waits for an SSUBSCRIBE of listen still dialling.
+	f.mu.Unlock()
+	// Outside f.mu: Close waits for an SSUBSCRIBE of listen still dialling.
 	_ = r.ps.Close()
 }
 
@@ -173,7 +169,7 @@ func (ln *waitLine) dropRoom(r *room) {
 // dropped. The SSUBSCRIBE's error needs no handling here: go-redis keeps
 // the channel and subscribes again at the next Receive, whose error (a
 // refusal from Redis) listen reads as before.
-func (ln *waitLine) listen(r *room, channel string) {
+func (f *fairRooms) listen(r *room, channel string) {
 	ctx := context.Background()
 	_ = r.ps.SSubscribe(ctx, channel)
 	first, failures := true, 0
@@ -207,21 +203,21 @@ func (ln *waitLine) listen(r *room, channel string) {
 			}
 			// Restored after a lost connection: messages may be lost and
 			// releases may have skipped us as dead.
-			ln.fair.mu.Lock()
+			f.mu.Lock()
 			r.recover = true
-			ln.fair.mu.Unlock()
+			f.mu.Unlock()
 			r.tend()
 		case *redis.Message:
-			ln.fair.mu.Lock()
-			ln.deliverToken(r, m.Payload, time.Time{})
-			ln.fair.mu.Unlock()
+			f.mu.Lock()
+			f.deliverToken(r, m.Payload, time.Time{})
+			f.mu.Unlock()
 		}
 	}
 }
 
 // keep refreshes the Client's liveness key while r has waiters and runs
 // the check when it is due, until r is dropped.
-func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
+func (f *fairRooms) keep(r *room, cid string, poll time.Duration) {
 	timer := time.NewTimer(aliveEvery)
 	defer timer.Stop()
 	ctx := context.Background()
@@ -235,7 +231,7 @@ func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
 		now := time.Now()
 		next := now.Add(aliveEvery)
 		var due []*liner
-		ln.fair.mu.Lock()
+		f.mu.Lock()
 		headDue := !r.headAt.IsZero() && !now.Before(r.headAt)
 		for _, w := range r.waiters {
 			every := poll
@@ -258,13 +254,13 @@ func (ln *waitLine) keep(r *room, cid string, poll time.Duration) {
 		if refresh {
 			r.lastAlive = now
 		}
-		ln.fair.mu.Unlock()
+		f.mu.Unlock()
 		switch {
 		case len(due) > 0:
-			if err := ln.check(ctx, r, due, 0); err != nil {
-				ln.fair.mu.Lock()
-				ln.fail(r, due, err)
-				ln.fair.mu.Unlock()
+			if err := f.check(ctx, r, due, 0); err != nil {
+				f.mu.Lock()
+				f.fail(r, due, err)
+				f.mu.Unlock()
 			}
 		case refresh:
 			_ = r.rdb.Set(ctx, r.alive(cid), 1, aliveFor).Err()

@@ -1,12 +1,9 @@
 package withlock
 
-// The local hand-off: a release that gives the lock straight to a waiter of
-// the same Client.
+// localQueues' hand-off: a Release that gives the lock straight to the
+// first waiter of its queue in the same Client, in the same round trip.
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // handOffResult is what a Release that handed its lock to a waiter of the
 // same Client tells that waiter.
@@ -35,36 +32,17 @@ func (w *waiter) handOffable() bool {
 // It returns false, having sent nothing, when no waiter here can take the
 // lock that way or the backend cannot send both at once; Release then
 // releases on its own.
-func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
-	if ln.busy.Load() == 0 {
-		return false, nil
-	}
-	ln.fair.mu.Lock()
-	if r := ln.fair.rooms[l.key]; r != nil {
-		// The fair line: the release script hands the lock to the head of
-		// the line, and names the token when it is one of ours.
-		cid := ln.fair.cid
-		ln.fair.mu.Unlock()
-		sent := time.Now() // the hand-over's SET runs after this
-		to, err := r.b.releaseTo(ctx, l, 0, cid)
-		if to != "" {
-			ln.fair.mu.Lock()
-			ln.deliverToken(r, to, sent)
-			ln.fair.mu.Unlock()
-		}
-		return true, err
-	}
-	ln.fair.mu.Unlock()
-	ln.local.mu.Lock()
+func (lq *localQueues) handOff(ctx context.Context, l *Lock) (bool, error) {
+	lq.mu.Lock()
 	ho, ok := l.c.b.(handOverer)
-	q := ln.local.queues[l.key]
+	q := lq.queues[l.key]
 	if !ok || q == nil || len(q.waiters) == 0 {
-		ln.local.mu.Unlock()
+		lq.mu.Unlock()
 		return false, nil
 	}
 	w := q.waiters[0]
 	if w.handOffInFlight || w.handOff != nil || !w.handOffable() {
-		ln.local.mu.Unlock()
+		lq.mu.Unlock()
 		return false, nil
 	}
 	w.handOffInFlight = true
@@ -74,7 +52,7 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 	if ignore {
 		q.ownReleasesToIgnore++
 	}
-	ln.local.mu.Unlock()
+	lq.mu.Unlock()
 
 	to := &Lock{c: l.c, name: w.want.name, key: w.want.key, token: w.want.token, ttl: w.want.ttl, minHold: w.want.minHold}
 	// The backend cleans up a SET that failed on the wire and may land
@@ -82,32 +60,32 @@ func (ln *waitLine) handOff(ctx context.Context, l *Lock) (bool, error) {
 	// again, and then nobody would release that key.
 	got, err := ho.handOver(ctx, l, to)
 
-	ln.local.mu.Lock()
+	lq.mu.Lock()
 	if ignore && err != nil && q.ownReleasesToIgnore > 0 {
 		q.ownReleasesToIgnore-- // we cannot tell whether it was published: ignore nothing
 	}
 	w.handOffInFlight = false
 	w.handOff = &handOffResult{to: to, got: got}
 	w.wake()
-	ln.local.mu.Unlock()
+	lq.mu.Unlock()
 	return true, err
 }
 
 // takeHandOff picks up the outcome of a hand-off to w, waiting for one in
 // flight, and returns the lock it got, or nil (then w should try on its
 // own, as a hand-off that failed may have seen another holder take over).
-func (ln *waitLine) takeHandOff(q *queue, w *waiter) *Lock {
+func (lq *localQueues) takeHandOff(q *queue, w *waiter) *Lock {
 	for {
-		ln.local.mu.Lock()
+		lq.mu.Lock()
 		h, inFlight := w.handOff, w.handOffInFlight
 		w.handOff = nil
 		if h != nil && !h.got {
 			w.tryNext = true
 		}
-		ln.local.mu.Unlock()
+		lq.mu.Unlock()
 		switch {
 		case h != nil && h.got:
-			ln.leave(q, w, h.to)
+			lq.leave(q, w, h.to)
 			return h.to
 		case h != nil || !inFlight:
 			return nil

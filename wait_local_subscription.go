@@ -1,7 +1,7 @@
 package withlock
 
-// The Client's one Pub/Sub connection for release messages, shared by all
-// its waiters.
+// The one Pub/Sub connection for release messages that localQueues'
+// queues share, and what localQueues makes of what it receives.
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 // a client each. The release script publishes on a channel named exactly
 // like the lock's key, so a queue's channel is its key.
 //
-// It belongs to a waitLine: its fields are guarded by localQueues.mu. The
-// line asks for SUBSCRIBE, UNSUBSCRIBE and the close under that mutex, and
+// It belongs to a localQueues: its fields are guarded by localQueues.mu.
+// The queues ask for SUBSCRIBE, UNSUBSCRIBE and the close under that mutex, and
 // one goroutine (send) writes them, in that order, without it: so they
 // reach Redis in the order the queues were created and dropped, and a
 // connection slow to be dialled (go-redis dials at the first of them)
 // holds up no Release or waiter of the Client. What it receives it reports
-// to the line through the line's methods.
+// to localQueues through its methods.
 type subscription struct {
 	ps     *redis.PubSub
 	unsubs map[string]int // UNSUBSCRIBEs asked for and not yet confirmed, by channel
@@ -43,16 +43,16 @@ const (
 )
 
 // newSubscription opens the Pub/Sub handle of c's backend and starts
-// reporting its messages to ln. The connection itself is dialled by the
-// first subscribe. Called with ln.local.mu held.
-func newSubscription(c *Client, ln *waitLine) *subscription {
+// reporting its messages to lq. The connection itself is dialled by the
+// first subscribe. Called with lq.mu held.
+func newSubscription(c *Client, lq *localQueues) *subscription {
 	s := &subscription{ps: c.b.subscribe(context.Background()), kick: make(chan struct{}, 1)}
-	go s.receive(ln)
-	go s.send(ln)
+	go s.receive(lq)
+	go s.send(lq)
 	return s
 }
 
-// ask has send write op. Called with ln.local.mu held.
+// ask has send write op. Called with lq.mu held.
 func (s *subscription) ask(op subOp) {
 	s.ops = append(s.ops, op)
 	select {
@@ -61,22 +61,22 @@ func (s *subscription) ask(op subOp) {
 	}
 }
 
-// send writes what the line asked for, in order, until the close.
+// send writes what localQueues asked for, in order, until the close.
 // Errors need no handling here: go-redis keeps the channels wanted and
 // subscribes them again when receive reconnects, and waiters poll
 // meanwhile.
-func (s *subscription) send(ln *waitLine) {
+func (s *subscription) send(lq *localQueues) {
 	ctx := context.Background()
 	for range s.kick {
 		for {
-			ln.local.mu.Lock()
+			lq.mu.Lock()
 			if len(s.ops) == 0 {
-				ln.local.mu.Unlock()
+				lq.mu.Unlock()
 				break
 			}
 			op := s.ops[0]
 			s.ops = s.ops[1:]
-			ln.local.mu.Unlock()
+			lq.mu.Unlock()
 			switch op.kind {
 			case opSubscribe:
 				_ = s.ps.Subscribe(ctx, op.key)
@@ -90,13 +90,13 @@ func (s *subscription) send(ln *waitLine) {
 	}
 }
 
-// subscribe asks for key's channel; the line hears of the confirmation.
-// Called with ln.local.mu held.
+// subscribe asks for key's channel; localQueues hears of the confirmation.
+// Called with lq.mu held.
 func (s *subscription) subscribe(key string) { s.ask(subOp{opSubscribe, key}) }
 
 // unsubscribe drops key's channel. Until Redis confirms, a "subscribe"
 // confirmation for key is stale (it answers an earlier SUBSCRIBE), and must
-// not mark a new queue of the same key listening. Called with ln.local.mu held.
+// not mark a new queue of the same key listening. Called with lq.mu held.
 func (s *subscription) unsubscribe(key string) {
 	if s.unsubs == nil {
 		s.unsubs = make(map[string]int)
@@ -133,19 +133,19 @@ func (s *subscription) forgetUnsubscribes() {
 }
 
 // close ends the connection and, with it, receive and send, once send has
-// written what was asked before. The line has already let go of s, so
-// receive reports nothing more. Called with ln.local.mu held.
+// written what was asked before. localQueues has already let go of s, so
+// receive reports nothing more. Called with lq.mu held.
 func (s *subscription) close() { s.ask(subOp{kind: opClose}) }
 
 // receive reports release messages, subscription confirmations and lost
-// connections to ln, until ln no longer has s as its subscription.
-func (s *subscription) receive(ln *waitLine) {
+// connections to lq, until lq no longer has s as its subscription.
+func (s *subscription) receive(lq *localQueues) {
 	ctx := context.Background()
 	failures := 0
 	for {
 		msg, err := s.ps.Receive(ctx)
 		if err != nil {
-			if !ln.disconnected(s) {
+			if !lq.disconnected(s) {
 				return
 			}
 			// go-redis reconnects on the next Receive; do not spin while
@@ -157,13 +157,13 @@ func (s *subscription) receive(ln *waitLine) {
 		more := true
 		switch m := msg.(type) {
 		case *redis.Message:
-			more = ln.released(s, m.Channel)
+			more = lq.released(s, m.Channel)
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe":
-				more = ln.subscribed(s, m.Channel)
+				more = lq.subscribed(s, m.Channel)
 			case "unsubscribe":
-				more = ln.unsubscribed(s, m.Channel)
+				more = lq.unsubscribed(s, m.Channel)
 			}
 		}
 		failures = 0
@@ -171,4 +171,62 @@ func (s *subscription) receive(ln *waitLine) {
 			return
 		}
 	}
+}
+
+// ifCurrent runs report with lq.mu held if s is still lq's
+// subscription, and tells whether it is: once lq has closed s, its
+// receive loop ends and what it still got is stale.
+func (lq *localQueues) ifCurrent(s *subscription, report func()) bool {
+	lq.mu.Lock()
+	defer lq.mu.Unlock()
+	if lq.sub != s {
+		return false
+	}
+	report()
+	return true
+}
+
+// released is the subscription reporting a release message on channel,
+// which is the lock's key.
+func (lq *localQueues) released(s *subscription, channel string) bool {
+	return lq.ifCurrent(s, func() {
+		switch q := lq.queues[channel]; {
+		case q == nil:
+		case q.ownReleasesToIgnore > 0:
+			q.ownReleasesToIgnore-- // a Release of ours handed the lock on already
+		default:
+			q.wakeFirst()
+		}
+	})
+}
+
+// subscribed is the subscription reporting that Redis confirmed a SUBSCRIBE
+// to channel: every later release reaches the queue, and its first in line
+// tries once more in case one came before.
+func (lq *localQueues) subscribed(s *subscription, channel string) bool {
+	return lq.ifCurrent(s, func() {
+		if q := lq.queues[channel]; q != nil && !s.unsubscribing(channel) {
+			q.listening = true
+			q.wakeFirst()
+		}
+	})
+}
+
+// unsubscribed is the subscription reporting that Redis confirmed an
+// UNSUBSCRIBE from channel.
+func (lq *localQueues) unsubscribed(s *subscription, channel string) bool {
+	return lq.ifCurrent(s, func() { s.unsubscribeDone(channel) })
+}
+
+// disconnected is the subscription reporting that its connection failed.
+// Messages may have been lost while it was down. go-redis reconnects and
+// subscribes again; each queue is listening again, and its first waiter
+// tries, on confirmation.
+func (lq *localQueues) disconnected(s *subscription) bool {
+	return lq.ifCurrent(s, func() {
+		s.forgetUnsubscribes()
+		for _, q := range lq.queues {
+			q.listening, q.ownReleasesToIgnore = false, 0
+		}
+	})
 }

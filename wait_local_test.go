@@ -4,137 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// longPoll is a fallback poll no test waits for: a waiter that gets the
-// lock well before it was woken by a release message or by the holder's
-// expiry, not by polling.
-const longPoll = time.Minute
-
-// promptly bounds a wake-up that a notification explains; it is far below
-// longPoll and generous for a loaded machine running -race.
-const promptly = 10 * time.Second
-
-// waitClient returns a Client on srv whose waiters poll only every longPoll.
-func waitClient(t *testing.T, srv *redistest.Server) *withlock.Client {
-	t.Helper()
-	c := withlock.New(srv.Client(), nil)
-	withlock.SetWaitTimings(c, longPoll, 100*time.Millisecond)
-	return c
-}
-
-// acquireAsync runs Acquire in a goroutine and delivers its outcome.
-type outcome struct {
-	lock *withlock.Lock
-	err  error
-	at   time.Time
-}
-
-func acquireAsync(ctx context.Context, c *withlock.Client, name string, ttl time.Duration) <-chan outcome {
-	ch := make(chan outcome, 1)
-	go func() {
-		l, err := c.Acquire(ctx, name, ttl, nil)
-		ch <- outcome{l, err, time.Now()}
-	}()
-	return ch
-}
-
-// subscribers is how many connections listen on channel, by PUBSUB NUMSUB.
-func subscribers(t *testing.T, rdb *redis.Client, channel string) int64 {
-	t.Helper()
-	n, err := rdb.PubSubNumSub(context.Background(), channel).Result()
-	if err != nil {
-		t.Fatalf("PUBSUB NUMSUB: %v", err)
-	}
-	return n[channel]
-}
-
-// inLine is the length of the fair line of the lock key key, read on rdb
-// (on Cluster, the node of key's slot). It is the one way the tests count
-// a line.
-func inLine(t *testing.T, rdb *redis.Client, key string) int64 {
-	t.Helper()
-	n, err := rdb.LLen(context.Background(), lineBaseOf(key)+":q").Result()
-	if err != nil {
-		t.Fatalf("LLEN of %s's line: %v", key, err)
-	}
-	return n
-}
-
-// commandCalls returns the calls of each command since the last CONFIG
-// RESETSTAT, Lua-internal calls included, from INFO commandstats.
-func commandCalls(t *testing.T, rdb *redis.Client) map[string]int {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
-	}
-	calls := map[string]int{}
-	for _, line := range strings.Split(info, "\r\n") {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
-		if !ok {
-			continue
-		}
-		n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-		calls[name] = n
-	}
-	return calls
-}
-
-// commandCallsExceptSetup is commandCalls without the test's own INFO and
-// CONFIG RESETSTAT and the handshake of new connections: what the code
-// under test sent.
-func commandCallsExceptSetup(t *testing.T, rdb *redis.Client) map[string]int {
-	t.Helper()
-	calls := commandCalls(t, rdb)
-	for _, setup := range []string{"info", "config|resetstat", "hello"} {
-		delete(calls, setup)
-	}
-	return calls
-}
-
-func resetStats(t *testing.T, rdb *redis.Client) {
-	t.Helper()
-	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
-		t.Fatalf("CONFIG RESETSTAT: %v", err)
-	}
-}
-
-func mustAcquire(t *testing.T, c *withlock.Client, name string, ttl time.Duration) *withlock.Lock {
-	t.Helper()
-	l, err := c.TryAcquire(context.Background(), name, ttl, nil)
-	if err != nil {
-		t.Fatalf("TryAcquire %s: %v", name, err)
-	}
-	return l
-}
-
-func wait(t *testing.T, ch <-chan outcome, within time.Duration, what string) outcome {
-	t.Helper()
-	select {
-	case o := <-ch:
-		return o
-	case <-time.After(within):
-		t.Fatalf("%s: Acquire did not return within %s", what, within)
-		return outcome{}
-	}
-}
-
 func TestAcquireFreeLockIsOneSet(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
+	c, rdb := waitSetup(t)
 	resetStats(t, rdb)
 	l, err := acquireBounded(c, "free", time.Minute, nil)
 	if err != nil {
@@ -184,9 +65,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 }
 
 func TestAcquireWakesOnExpiryOfCrashedHolder(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
+	c, rdb := waitSetup(t)
 	// A holder that crashed: its key just expires, nobody publishes.
 	const ttl = 1500 * time.Millisecond
 	if err := rdb.Set(context.Background(), "lock:crashed", "host:1:dead", ttl).Err(); err != nil {
@@ -366,9 +245,7 @@ func TestWaitersOfTwoClientsNeverHoldAtOnce(t *testing.T) {
 // Within one Client, waiters queue up: a handoff costs the release script
 // and one SET, however many wait.
 func TestHandOffWithinClientCostsAtMostSixCommands(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	c := waitClient(t, srv)
+	c, rdb := waitSetup(t)
 	const waiters, rounds = 16, 10
 	resetStats(t, rdb)
 	var wg sync.WaitGroup
