@@ -55,7 +55,7 @@ type Client struct {
 	b      backend // where locks are kept: backend_single.go or backend_quorum.go
 	prefix string
 	owner  string   // "<host>:<pid>:" put before every token
-	line   waitLine // waiting Acquires, see wait_local.go
+	line   waitLine // waiting Acquires, see wait.go
 
 	history int // runs kept per name by ReleaseAndRecord (admin_records.go)
 }
