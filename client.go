@@ -89,18 +89,20 @@ func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration,
 	if name == "" {
 		return nil, ErrEmptyName
 	}
-	token, err := newToken(c.owner, time.Now())
+	now := time.Now() // the token's and the acquisition's: one clock read, which is dear on some VMs
+	token, err := newToken(c.owner, now)
 	if err != nil {
 		return nil, err
 	}
-	return c.tryAcquire(ctx, name, token, ttl, opts)
+	return c.tryAcquire(ctx, name, token, ttl, opts, now)
 }
 
-func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
+// tryAcquire is TryAcquire with token, sending its SET no earlier than now.
+func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Duration, opts *LockOptions, now time.Time) (*Lock, error) {
 	if ttl < time.Millisecond {
 		return nil, fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
-	return c.take(ctx, c.newLock(name, token, ttl, opts), opts)
+	return c.take(ctx, c.newLock(name, token, ttl, opts), opts, now)
 }
 
 // newLock is the Lock an acquisition of name with token wants.
@@ -127,11 +129,12 @@ func (c *Client) keyAndBase(name string) (key, base string) {
 	return base[1 : len(base)-1], base
 }
 
-// take sends l's acquiring command and returns l when it is ours. A
-// waiter's first try takes the Lock it will wait with, so that the
-// uncontended path allocates one Lock.
-func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, error) {
-	l.acquired = time.Now() // before sending: the key cannot outlive acquired+ttl
+// take sends l's acquiring command and returns l when it is ours. The
+// command is sent no earlier than now, which becomes l's acquisition time:
+// the key cannot outlive acquired+ttl. A waiter's first try takes the Lock
+// it will wait with, so that the uncontended path allocates one Lock.
+func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions, now time.Time) (*Lock, error) {
+	l.acquired = now
 	if err := c.b.acquire(ctx, l, opts); err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func (ln *waitLine) setTimings(poll, linger time.Duration) {
 // tryBeforeWaiting is a waiter's first try: the lock l, or who holds it
 // (held), or an error that waiting cannot help.
 func (c *Client) tryBeforeWaiting(ctx context.Context, want *Lock, opts *LockOptions) (*Lock, *NotObtainedError, error) {
-	l, err := c.take(ctx, want, opts)
+	l, err := c.take(ctx, want, opts, time.Now())
 	if err == nil {
 		return l, nil, nil
 	}

@@ -110,7 +110,7 @@ func (lq *localQueues) waitInLine(ctx, tctx context.Context, q *queue, w *waiter
 		lq.mu.Unlock()
 
 		if try {
-			l, err := w.want.c.tryAcquire(tctx, w.want.name, w.want.token, w.want.ttl, w.opts)
+			l, err := w.want.c.tryAcquire(tctx, w.want.name, w.want.token, w.want.ttl, w.opts, time.Now())
 			var held *NotObtainedError
 			switch {
 			case err == nil:

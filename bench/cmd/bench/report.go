@@ -22,6 +22,7 @@ type target struct {
 func (r *results) report() report {
 	var b strings.Builder
 	b.WriteString(r.uncontendedTable())
+	b.WriteString("\n" + r.throughputRatios() + "\n" + r.pairedThroughput())
 	b.WriteString(r.contendedTable())
 	b.WriteString(r.fairTable())
 	b.WriteString(r.slotsTable())
@@ -258,6 +259,7 @@ func (r *results) targets() []target {
 	add("uncontended µs/pair below every peer", below, "%.0f µs vs %s", us, strings.Join(peers, ", "))
 	a, fa := medianF(o.allocs1), medianF(floor.allocs1)
 	add("allocations per pair ≤ the floor's + 5", a <= fa+5, "%.1f vs %.1f", a, fa)
+	r.throughputTargets(add)
 
 	r.cliTargets(add)
 	r.fairTargets(add)
@@ -308,4 +310,39 @@ func mdTable(header []string, rows [][]string) string {
 		line(row)
 	}
 	return b.String()
+}
+
+// throughputTargets are the uncontended targets in pairs/s: with-lock's at
+// least 0.98× the raw EVAL floor's and the best peer's, at 1 and at 16
+// goroutines, as ratios of medians (the median of per-round ratios in
+// brackets).
+func (r *results) throughputTargets(add func(what string, met bool, format string, args ...any)) {
+	o, floor := r.byName(oursName), r.byName("raw go-redis floor")
+	paired := func(ours, theirs []float64) float64 {
+		var ratios []float64
+		for i := range min(len(ours), len(theirs)) {
+			ratios = append(ratios, theirs[i]/ours[i])
+		}
+		return medianF(ratios)
+	}
+	for _, n := range []struct {
+		goroutines int
+		us         func(*libResult) []float64
+	}{{1, func(l *libResult) []float64 { return l.us1 }}, {16, func(l *libResult) []float64 { return l.us16 }}} {
+		best := (*libResult)(nil)
+		for _, l := range r.libs {
+			if l.lib.uncontended && l != o && !strings.HasPrefix(l.lib.name, "raw go-redis floor") &&
+				(best == nil || medianF(n.us(l)) < medianF(n.us(best))) {
+				best = l
+			}
+		}
+		for _, base := range []*libResult{floor, best} {
+			if base == nil {
+				continue
+			}
+			ratio := medianF(n.us(base)) / medianF(n.us(o))
+			add(fmt.Sprintf("uncontended pairs/s ≥ 0.98× %s's, %d goroutine(s)", base.lib.name, n.goroutines), ratio >= 0.98,
+				"%.3f× (paired %.3f×)", ratio, paired(n.us(o), n.us(base)))
+		}
+	}
 }
