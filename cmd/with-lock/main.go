@@ -47,6 +47,17 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func run(args []string) int {
+	// A run must not leave the lock behind when a signal comes, from its
+	// acquire on. Asking for signals costs the runtime a thread and a
+	// hand-off with it per signal, so it is begun first, beside the
+	// parsing and the set-up, and waited for only before the acquire
+	// (runner.run); --status and the other admin paths give the signals
+	// back their default (runner.defaultSignals).
+	sigs, notified := make(chan os.Signal, 4), make(chan struct{})
+	go func() {
+		signal.Notify(sigs, forwarded...)
+		close(notified)
+	}()
 	cfg, err := config.Parse(args, os.Getenv)
 	switch {
 	case errors.Is(err, config.ErrHelp):
@@ -63,7 +74,7 @@ func run(args []string) int {
 	case cfg.PrintConfig:
 		return printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
 	}
-	r := &runner{cfg: cfg, sigs: make(chan os.Signal, 4), log: newLogger(cfg, os.Stderr)}
+	r := &runner{cfg: cfg, sigs: sigs, notified: notified, log: newLogger(cfg, os.Stderr)}
 	return r.monitored(r.run) // monitor.go: --metrics-dir and --ping learn how it ended
 }
 
@@ -73,7 +84,9 @@ type runner struct {
 	cfg    *config.Config
 	locker *withlock.Client
 	sigs   chan os.Signal
-	log    *logger // what with-lock says on stderr: log.go
+	// notified is closed once sigs gets the forwarded signals (see run).
+	notified chan struct{}
+	log      *logger // what with-lock says on stderr: log.go
 	// acquiredAt is when the lock was obtained.
 	acquiredAt time.Time
 	mon        monitor // what the monitoring learns of the run: monitor.go
@@ -97,15 +110,6 @@ func (r *runner) run() int {
 	if code, ok := r.admin(); ok { // status.go: --status, --list, --break
 		return code
 	}
-	// From the acquire on, a signal must not leave the lock behind. Asking
-	// for signals costs the runtime a thread and a few hand-offs with it,
-	// so that is done beside the rest of the set-up, and waited for only
-	// before the acquire.
-	notified := make(chan struct{})
-	go func() {
-		signal.Notify(r.sigs, forwarded...)
-		close(notified)
-	}()
 	path, err := supervise.Resolve(r.cfg.Command[0])
 	if err != nil {
 		return r.startFailed(err)
@@ -122,7 +126,7 @@ func (r *runner) run() int {
 		return r.log.failed(exitConfig, "%v", err)
 	}
 	r.locker = locker
-	<-notified
+	<-r.notified              // from here on a signal must not leave the lock behind
 	lock, code := r.acquire() // acquire.go
 	if lock == nil {
 		return code
@@ -156,6 +160,13 @@ func (r *runner) env(lock *withlock.Lock) []string {
 		env = append(env, config.EnvLockSlot+"="+strconv.Itoa(s))
 	}
 	return env
+}
+
+// defaultSignals gives the forwarded signals back their default action,
+// for a path that runs no command: Ctrl-C stops --status at once.
+func (r *runner) defaultSignals() {
+	<-r.notified
+	signal.Stop(r.sigs)
 }
 
 // isTerminal reports whether f is a terminal (a character device).

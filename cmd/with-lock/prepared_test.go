@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -121,4 +122,49 @@ func cgroupMount(t *testing.T) string {
 	}
 	t.Fatal("no cgroup2 mount")
 	return ""
+}
+
+// Signals are asked for at start-up, before the arguments say what to do;
+// --status and the other paths that run no command give them back their
+// default, so Ctrl-C stops one that waits on a stalled Redis at once,
+// rather than after --redis-timeout.
+func TestCtrlCStopsAdminPathsAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { srv.Signal(syscall.SIGCONT) })
+	for _, args := range [][]string{{"--status", "x"}, {"--list"}, {"--break", "x"}, {"--history", "x"}, {"--check", "x"}} {
+		t.Run(args[0], func(t *testing.T) {
+			p := clitest.Start(t, redisEnv(srv), append([]string{"--redis-timeout", "60s"}, args...)...)
+			// Once it waits on Redis, its signals are set up.
+			clitest.Eventually(t, 10*time.Second, "with-lock connected to Redis", func() bool { return connectedTo(p.Pid(), srv.Port) })
+			p.Signal(syscall.SIGINT)
+			res := p.Wait(10 * time.Second)
+			if res.Signal != syscall.SIGINT {
+				t.Errorf("%v ended with exit %d, signal %v after %s; want killed by SIGINT", args, res.Code, res.Signal, res.Duration)
+			}
+		})
+	}
+}
+
+// connectedTo reports whether process pid has a TCP connection to port on
+// this host: a socket of its descriptors in /proc/net/tcp with that remote
+// port.
+func connectedTo(pid, port int) bool {
+	fds, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/fd/*")
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	remote := fmt.Sprintf(":%04X", port)
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(table)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 9 && strings.HasSuffix(f[2], remote) && inodes[f[9]] {
+				return true
+			}
+		}
+	}
+	return false
 }

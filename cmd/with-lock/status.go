@@ -26,6 +26,7 @@ func (r *runner) admin() (code int, ok bool) {
 	var action func() int
 	switch {
 	case r.cfg.Check != "":
+		r.defaultSignals()
 		return r.check(), true // check.go: its own connection, and the plugin's exit codes
 	case r.cfg.Status:
 		action = r.status
@@ -38,6 +39,7 @@ func (r *runner) admin() (code int, ok bool) {
 	default:
 		return 0, false
 	}
+	r.defaultSignals()
 	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
 	if err != nil {
 		return r.log.failed(exitConfig, "%v", err), true
