@@ -110,14 +110,15 @@ func (r *runner) run() int {
 	if code, ok := r.admin(); ok { // status.go: --status, --list, --break
 		return code
 	}
+	// The job's guard, subreaper and cgroup are made while the command is
+	// looked up and the lock taken; a run that does not start the command
+	// undoes them.
+	job := supervise.Prepare(supervise.Options{NoCgroup: r.cfg.NoCgroup}, true)
+	defer job.Discard()
 	path, err := supervise.Resolve(r.cfg.Command[0])
 	if err != nil {
 		return r.startFailed(err)
 	}
-	// The job's guard, subreaper and cgroup are made while the lock is
-	// taken; a run that does not start the command undoes them.
-	job := supervise.Prepare(supervise.Options{NoCgroup: r.cfg.NoCgroup}, true)
-	defer job.Discard()
 	// The connections are left for the exit to close: every reply the run
 	// needs has arrived by then, and closing go-redis's pools costs a
 	// short job a tenth of with-lock's start-up-to-exit time.
