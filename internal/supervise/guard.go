@@ -54,15 +54,6 @@ const (
 	guardCgroup = "cgroup"
 )
 
-// StartGuarded is Start with a guard that kills the child's job with
-// SIGKILL if this process dies before the job has ended: its process
-// group, and the processes that left it as of the last census. If the
-// guard cannot be started the child runs anyway, in a group of its own:
-// see GuardErr.
-func StartGuarded(path string, argv, env []string, opts Options) (*Child, error) {
-	return Prepare(opts, true).Start(path, argv, env)
-}
-
 // GuardErr says why the child has no guard; nil when it has one or was
 // started without asking for one.
 func (c *Child) GuardErr() error { return c.guardErr }

@@ -24,9 +24,12 @@ type Prepared struct {
 	used bool // started or discarded: at most once
 }
 
-// Prepare begins the set-up of a job: with a guard when guarded (see
-// StartGuarded), the subreaper and the cgroup where the system offers
-// them (see Options).
+// Prepare begins the set-up of a job: the subreaper and the cgroup where
+// the system offers them (see Options), and when guarded a guard that
+// kills the job with SIGKILL if this process dies before the job has
+// ended: its cgroup, or its process group and the processes that left it
+// as of the last census. If the guard cannot be started the command runs
+// anyway: see GuardErr.
 func Prepare(opts Options, guarded bool) *Prepared {
 	p := &Prepared{}
 	guardReady := make(chan struct{})
@@ -60,7 +63,10 @@ func Prepare(opts Options, guarded bool) *Prepared {
 	return p
 }
 
-// Start runs the command as Start does, in the prepared job.
+// Start runs path with argv and env, stdio inherited, in the prepared
+// job, once its set-up is done. The command leads a new process group, or
+// joins its guard's. When with-lock has the terminal, the group takes its
+// foreground so interactive commands can read it and get Ctrl-C directly.
 func (p *Prepared) Start(path string, argv, env []string) (*Child, error) {
 	p.ready.Wait()
 	if !p.use() {

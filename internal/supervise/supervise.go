@@ -129,17 +129,10 @@ type Child struct {
 	usage      jobUsage
 	started    time.Time // just before the command was started
 	guard      *guard    // nil when unguarded
-	guardErr   error     // see StartGuarded
+	guardErr   error     // see GuardErr
 	tracking   string    // see Tracking
 	reaperTid  int       // the thread that started the command and reaps (Linux)
 	cg         *cgroup   // the job's cgroup, or nil (cgroup_linux.go)
-}
-
-// Start runs path with argv and env, stdio inherited. The child leads a new
-// process group. When with-lock has the terminal, the group takes its
-// foreground so interactive commands can read it and get Ctrl-C directly.
-func Start(path string, argv, env []string, opts Options) (*Child, error) {
-	return Prepare(opts, false).Start(path, argv, env)
 }
 
 // Options are how the job is followed.
