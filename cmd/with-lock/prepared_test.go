@@ -32,7 +32,8 @@ func TestKilledWhileWaitingLeavesNeitherGuardNorCgroup(t *testing.T) {
 	})
 	dir := ""
 	if cgroupWritable() {
-		parent := filepath.Dir(filepath.Join(cgroupMount(t), cgroupOf(t, "self"), "x"))
+		mount, _ := cgroup2Mount()
+		parent := filepath.Dir(filepath.Join(mount, cgroupOf(t, "self"), "x"))
 		dir = filepath.Join(parent, "with-lock."+strconv.Itoa(p.Pid()))
 		clitest.Eventually(t, 10*time.Second, "the job's cgroup "+dir+" made", func() bool { return exists(dir) })
 	}
@@ -41,6 +42,28 @@ func TestKilledWhileWaitingLeavesNeitherGuardNorCgroup(t *testing.T) {
 	clitest.WaitDead(t, 10*time.Second, guard)
 	if dir != "" {
 		clitest.Eventually(t, 10*time.Second, "the job's cgroup "+dir+" removed", func() bool { return !exists(dir) })
+	}
+}
+
+// Signals are asked for at start-up, before the arguments say what to do;
+// --status and the other paths that run no command give them back their
+// default, so Ctrl-C stops one that waits on a stalled Redis at once,
+// rather than after --redis-timeout.
+func TestCtrlCStopsAdminPathsAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { srv.Signal(syscall.SIGCONT) })
+	for _, args := range [][]string{{"--status", "x"}, {"--list"}, {"--break", "x"}, {"--history", "x"}, {"--check", "x"}} {
+		t.Run(args[0], func(t *testing.T) {
+			p := clitest.Start(t, redisEnv(srv), append([]string{"--redis-timeout", "60s"}, args...)...)
+			// Once it waits on Redis, its signals are set up.
+			clitest.Eventually(t, 10*time.Second, "with-lock connected to Redis", func() bool { return connectedTo(p.Pid(), srv.Port) })
+			p.Signal(syscall.SIGINT)
+			res := p.Wait(10 * time.Second)
+			if res.Signal != syscall.SIGINT {
+				t.Errorf("%v ended with exit %d, signal %v after %s; want killed by SIGINT", args, res.Code, res.Signal, res.Duration)
+			}
+		})
 	}
 }
 
@@ -64,7 +87,8 @@ func guardOf(pid int) int {
 // with-lock, started by the tests, makes them.
 func jobCgroups() map[string]bool {
 	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
+	mount, _ := cgroup2Mount()
+	if err != nil || mount == "" {
 		return nil
 	}
 	own := ""
@@ -73,19 +97,10 @@ func jobCgroups() map[string]bool {
 			own = p
 		}
 	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
 	found := map[string]bool{}
-	for _, line := range strings.Split(string(mi), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if f := strings.Fields(pre); ok && strings.HasPrefix(post, "cgroup2 ") && len(f) > 4 {
-			dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Join(f[4], own, "x")), "with-lock.*"))
-			for _, d := range dirs {
-				found[d] = true
-			}
-		}
+	dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Join(mount, own, "x")), "with-lock.*"))
+	for _, d := range dirs {
+		found[d] = true
 	}
 	return found
 }
@@ -111,39 +126,20 @@ func leftCgroups(before map[string]bool) []string {
 	}
 }
 
-// cgroupMount is where the cgroup2 hierarchy is mounted, from mountinfo.
-func cgroupMount(t *testing.T) string {
-	t.Helper()
-	for _, line := range strings.Split(readFile(t, "/proc/self/mountinfo"), "\n") {
+// cgroup2Mount is where the cgroup2 hierarchy is mounted, from mountinfo,
+// and whether read-write; "" without one.
+func cgroup2Mount() (mount string, rw bool) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
 		pre, post, ok := strings.Cut(line, " - ")
-		if f := strings.Fields(pre); ok && strings.HasPrefix(post, "cgroup2 ") && len(f) > 4 {
-			return f[4]
+		if f := strings.Fields(pre); ok && strings.HasPrefix(post, "cgroup2 ") && len(f) > 5 {
+			return f[4], strings.HasPrefix(f[5], "rw")
 		}
 	}
-	t.Fatal("no cgroup2 mount")
-	return ""
-}
-
-// Signals are asked for at start-up, before the arguments say what to do;
-// --status and the other paths that run no command give them back their
-// default, so Ctrl-C stops one that waits on a stalled Redis at once,
-// rather than after --redis-timeout.
-func TestCtrlCStopsAdminPathsAtOnce(t *testing.T) {
-	srv := redistest.Start(t)
-	srv.Signal(syscall.SIGSTOP)
-	t.Cleanup(func() { srv.Signal(syscall.SIGCONT) })
-	for _, args := range [][]string{{"--status", "x"}, {"--list"}, {"--break", "x"}, {"--history", "x"}, {"--check", "x"}} {
-		t.Run(args[0], func(t *testing.T) {
-			p := clitest.Start(t, redisEnv(srv), append([]string{"--redis-timeout", "60s"}, args...)...)
-			// Once it waits on Redis, its signals are set up.
-			clitest.Eventually(t, 10*time.Second, "with-lock connected to Redis", func() bool { return connectedTo(p.Pid(), srv.Port) })
-			p.Signal(syscall.SIGINT)
-			res := p.Wait(10 * time.Second)
-			if res.Signal != syscall.SIGINT {
-				t.Errorf("%v ended with exit %d, signal %v after %s; want killed by SIGINT", args, res.Code, res.Signal, res.Duration)
-			}
-		})
-	}
+	return "", false
 }
 
 // connectedTo reports whether process pid has a TCP connection to port on

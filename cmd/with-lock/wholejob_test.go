@@ -212,17 +212,8 @@ func cgroupOf(t *testing.T, pid string) string {
 // cgroupWritable reports whether this machine lets with-lock make a cgroup:
 // root, and a cgroup2 hierarchy mounted read-write.
 func cgroupWritable() bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil || os.Geteuid() != 0 {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if f := strings.Fields(pre); ok && strings.HasPrefix(post, "cgroup2 ") && len(f) > 5 && strings.HasPrefix(f[5], "rw") {
-			return true
-		}
-	}
-	return false
+	_, rw := cgroup2Mount()
+	return rw && os.Geteuid() == 0
 }
 
 // --max-run stops a job that runs too long, escapees included, exits 124
