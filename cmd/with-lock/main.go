@@ -165,9 +165,18 @@ func (r *runner) env(lock *withlock.Lock) []string {
 
 // defaultSignals gives the forwarded signals back their default action,
 // for a path that runs no command: Ctrl-C stops --status at once.
+// One that came meanwhile is raised again, to the same effect.
 func (r *runner) defaultSignals() {
 	<-r.notified
 	signal.Stop(r.sigs)
+	for {
+		select {
+		case sig := <-r.sigs:
+			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+		default:
+			return
+		}
+	}
 }
 
 // isTerminal reports whether f is a terminal (a character device).
