@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -113,7 +112,7 @@ func runList(c config) (*listResult, error) {
 	}
 	for i := range c.listRuns + 1 { // the first run warms the page cache
 		for _, w := range res.ways {
-			cpu0, cmds0 := redisCPU(rdb), commandsProcessed(rdb)
+			cpu0, cmds0 := serverCPU(rdb), commandsProcessed(rdb)
 			cmd := exec.Command(wl, w.args...)
 			cmd.Env = env
 			var stderr bytes.Buffer
@@ -132,30 +131,11 @@ func runList(c config) (*listResult, error) {
 			}
 			res.times[w.name] = append(res.times[w.name], d)
 			// Less the INFO that reads the count.
-			res.cpu[w.name] += (redisCPU(rdb) - cpu0) / float64(c.listRuns)
+			res.cpu[w.name] += (serverCPU(rdb) - cpu0).Seconds() / float64(c.listRuns)
 			res.commands[w.name] += float64(commandsProcessed(rdb)-cmds0-1) / float64(c.listRuns)
 		}
 	}
 	return res, nil
-}
-
-// redisCPU is the server's CPU time so far, user and system, in seconds
-// (INFO cpu), to say how long a listing keeps Redis busy.
-func redisCPU(rdb *redis.Client) float64 {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		return 0
-	}
-	var s float64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, f := range []string{"used_cpu_user:", "used_cpu_sys:"} {
-			if v, ok := strings.CutPrefix(line, f); ok {
-				x, _ := strconv.ParseFloat(v, 64)
-				s += x
-			}
-		}
-	}
-	return s
 }
 
 func (r *results) listTable() string {
