@@ -143,8 +143,8 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 // isSideKey reports whether key is the fencing counter, last-run record,
 // history, last success, once-per marker, break marker or leftovers note
 // of another key (see sideKey), or one of the keys beside it that have its
-// line base (lineBase): its fair line, a waiting Client's liveness key, a semaphore's
-// slot. None of them is a lock.
+// line base (lineBase): its fair line, its waiting mark, a waiting Client's
+// liveness key, a semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
 	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "left"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
@@ -154,10 +154,13 @@ func isSideKey(key string) bool {
 	return isLineKey(key)
 }
 
-// isLineKey reports whether key is "B:q", "B:c:<hex id>" or "B:s:<n>" for
-// a line base B (a key with a hash tag).
+// isLineKey reports whether key is "B:q", "B:w", "B:c:<hex id>" or
+// "B:s:<n>" for a line base B (a key with a hash tag).
 func isLineKey(key string) bool {
 	b, ok := strings.CutSuffix(key, ":q")
+	if !ok {
+		b, ok = strings.CutSuffix(key, ":w")
+	}
 	if !ok {
 		i := strings.LastIndexByte(key, ':')
 		j := strings.LastIndexByte(key[:max(i, 0)], ':')

@@ -43,30 +43,62 @@ func (s *single) acquire(ctx context.Context, l *Lock, opts *LockOptions) error 
 }
 
 // setter is what sends an acquiring command: a client, or one of its
-// connections when WAIT must follow on the same one.
+// connections when WAIT must follow on the same one, or a pipeline of either.
 type setter interface {
 	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
 	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 }
 
+// pipeSetter is a setter that can pipeline: a client or a connection.
+type pipeSetter interface {
+	setter
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
 // set sends l's acquiring command through rdb: one SET NX PX, or with
-// fencing the script that also draws the fencing number into l.fence. It
+// fencing the script that also draws the fencing number into l.fence, in
+// the same round trip as the waiting mark when l.announce asks for it. It
 // reports false when someone else holds the key. Every acquisition sends
 // its command here, so this is where a command whose outcome is unknown is
 // cleaned up (abandon) before its error is returned.
-func (s *single) set(ctx context.Context, rdb setter, l *Lock, fenced bool) (bool, error) {
+func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
+	var fence *redis.Cmd
+	var set *redis.BoolCmd
+	send := func(c setter) {
+		if fenced {
+			fence = c.Eval(ctx, acquireFencedScript(), []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds())
+		} else {
+			set = c.SetNX(ctx, l.key, &l.token, l.ttl) // by pointer: no copy of the token to box
+		}
+	}
+	var mark *redis.StatusCmd
+	if m := l.waitMark(); l.announce > 0 && m != "" {
+		// The mark goes first: once our SET finds the key held, the
+		// holder's release will see it and publish.
+		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			mark = p.Set(ctx, m, 1, l.announce)
+			send(p)
+			return nil
+		})
+	} else {
+		send(rdb)
+	}
 	var ok bool
 	var err error
 	if fenced {
-		l.fence, err = rdb.Eval(ctx, acquireFencedScript(), []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds()).Int64()
+		l.fence, err = fence.Int64()
 		ok = err == nil
 		if errors.Is(err, redis.Nil) { // the script's false: held
 			err = nil
 		}
 	} else {
-		ok, err = rdb.SetNX(ctx, l.key, &l.token, l.ttl).Result() // by pointer: no copy of the token to box
+		ok, err = set.Result()
 	}
 	switch {
+	case err == nil && !ok && mark != nil && isRedisReply(mark.Err()):
+		// Refused (an ACL without the mark's key): the release would not
+		// wake us, so say so rather than wait for the fallback poll.
+		return false, fmt.Errorf("mark the wait for %s: %w", l.key, mark.Err())
 	case err == nil:
 		return ok, nil
 	case fenced && isWrongType(err):
@@ -240,7 +272,9 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	var release *redis.Cmd
 	var set *redis.BoolCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		release = p.Eval(ctx, releaseScript(), []string{from.key}, from.token, 0, lineArg(from.key))
+		// As a Client with waiters of its own: the key's waiting mark is
+		// kept for those behind to, and the release message published.
+		release = p.Eval(ctx, releaseScript(), []string{from.key}, from.token, 0, from.waitMark(), ownWaitersOutsideTheLine)
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
 		return nil
 	})
@@ -255,7 +289,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	switch {
 	case err != nil:
 		return got, opError("release", from.key, err)
-	case n != 1:
+	case n == 0:
 		return got, ErrLockNotHeld
 	}
 	return got, nil
@@ -275,7 +309,7 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 // when ctx is already cancelled, without waiting for a stalled server: see
 // cleanupScript. answered says whether Redis has just answered.
 func (s *single) abandon(ctx context.Context, l *Lock, answered bool) {
-	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript(), []string{l.key}, l.token, 0, lineArg(l.key))
+	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript(), []string{l.key}, l.token, 0, l.waitMark())
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts

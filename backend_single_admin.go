@@ -106,7 +106,7 @@ func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time
 	}
 	// ARGV[4] is the release's Client id in the fair line; none here.
 	v, err := rdb.Eval(ctx, finishScript(), append([]string{l.key}, w.keys(l.key)...),
-		append([]any{l.token, keep.Milliseconds(), lineArg(l.key), ""}, w.args()...)...).Slice()
+		append([]any{l.token, keep.Milliseconds(), l.waitMark(), ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }
 

@@ -108,25 +108,25 @@ func (c *Client) tryAcquire(ctx context.Context, name, token string, ttl time.Du
 // newLock is the Lock an acquisition of name with token wants.
 func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOptions) *Lock {
 	l := &Lock{c: c, name: name, token: token, ttl: ttl}
-	l.key, l.base = c.keyAndBase(name)
+	l.key, l.mark = c.keyAndMark(name)
 	l.relKeys[0] = l.key
-	l.relArgs = [3]any{&l.token, int64(0), &l.base}
+	l.relArgs = [3]any{&l.token, int64(0), &l.mark}
 	if opts != nil {
 		l.minHold = opts.MinHold
 	}
 	return l
 }
 
-// keyAndBase returns the key of the lock called name and its line's base
-// (lineArg), in one allocation where the base is "{key}": the key is then
-// the inside of the base.
-func (c *Client) keyAndBase(name string) (key, base string) {
+// keyAndMark returns the key of the lock called name and its waiting mark
+// (waitMark), in one allocation where the mark is "{key}:w": the key is
+// then inside the mark.
+func (c *Client) keyAndMark(name string) (key, mark string) {
 	if strings.ContainsAny(c.prefix, "{}") || strings.ContainsAny(name, "{}") {
 		key = c.Key(name)
-		return key, lineArg(key)
+		return key, waitMark(key)
 	}
-	base = "{" + c.prefix + name + "}"
-	return base[1 : len(base)-1], base
+	mark = "{" + c.prefix + name + "}:w"
+	return mark[1 : len(mark)-3], mark
 }
 
 // take sends l's acquiring command and returns l when it is ours. The

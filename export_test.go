@@ -51,3 +51,15 @@ func FenceKey(c *Client, name string) string { return fenceKey(c.Key(name)) }
 func Unindex(ctx context.Context, c *Client, keys ...string) error {
 	return c.b.(indexKeeper).unindex(ctx, c.prefix, keys)
 }
+
+// ReleaseMessages returns how many release messages (and subscription
+// confirmations) reached c's queue for the lock called name, outside the
+// fair line.
+func ReleaseMessages(c *Client, name string) uint64 {
+	c.line.local.mu.Lock()
+	defer c.line.local.mu.Unlock()
+	if q := c.line.local.queues[c.Key(name)]; q != nil {
+		return q.events
+	}
+	return 0
+}

@@ -3,7 +3,7 @@ package withlock
 // The hash-tag rule, written once: side keys in the lock key's Cluster hash
 // slot (the fence counter, records, markers, the fair line's base) and the
 // CRC16 that checks it. The scripts are given what it decides (the line's
-// base), never re-derive it.
+// base, the waiting mark), never re-derive it.
 
 import (
 	"strconv"
@@ -44,11 +44,22 @@ func lineBase(key string) (string, bool) {
 // hasLine reports whether key has a line: lineBase without building it.
 func hasLine(key string) bool { return hashTagged(key) || taggable(key) }
 
-// lineArg is what the release script is given for key's fair line: its
+// lineArg is what the line's check is given for key's fair line: its
 // base, or "" for a key that has none.
 func lineArg(key string) string {
 	b, _ := lineBase(key)
 	return b
+}
+
+// waitMark is the key of key's waiting mark, "<base>:w": it exists while
+// someone may be waiting for key, so that a release with nobody waiting
+// skips the line and the release message (releaseScript). "" for a key
+// without a line base, whose releases always publish.
+func waitMark(key string) string {
+	if b, ok := lineBase(key); ok {
+		return b + ":w"
+	}
+	return ""
 }
 
 // sideKey is the key called what beside the lock key key, in its Redis

@@ -31,6 +31,13 @@ func TestLineBaseFollowsTheHashTagRule(t *testing.T) {
 		if got := lineArg(tc.key); got != tc.base {
 			t.Errorf("lineArg(%q) = %q, want %q", tc.key, got, tc.base)
 		}
+		wantMark := "" // no line base: no mark, and every release publishes
+		if tc.base != "" {
+			wantMark = tc.base + ":w"
+		}
+		if got := waitMark(tc.key); got != wantMark {
+			t.Errorf("waitMark(%q) = %q, want %q", tc.key, got, wantMark)
+		}
 		side := sideKey(tc.key, "fence")
 		switch {
 		case tc.side != "" && side != tc.side:

@@ -45,6 +45,24 @@ func waitSetup(t *testing.T) (*withlock.Client, *redis.Client) {
 	return waitClient(t, srv), srv.Client()
 }
 
+// aclWaitClient is a waitClient logged in as a user of its own with the
+// given rules beside access to every key and channel.
+func aclWaitClient(t *testing.T, srv *redistest.Server, rules string) *withlock.Client {
+	t.Helper()
+	user := fmt.Sprintf("waiter%d", time.Now().UnixNano())
+	args := []any{"ACL", "SETUSER", user, "reset", "on", ">pw"}
+	for _, r := range strings.Fields(rules) {
+		args = append(args, r)
+	}
+	if !strings.Contains(rules, "~") {
+		args = append(args, "~*", "&*")
+	}
+	if err := srv.Client().Do(context.Background(), args...).Err(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+	return waitClientOn(srv.ClientWith(&redis.Options{Username: user, Password: "pw"}))
+}
+
 // waitClientOn is waitClient on rdb.
 func waitClientOn(rdb redis.UniversalClient) *withlock.Client {
 	c := withlock.New(rdb, nil)
@@ -60,9 +78,14 @@ type outcome struct {
 }
 
 func acquireAsync(ctx context.Context, c *withlock.Client, name string, ttl time.Duration) <-chan outcome {
+	return acquireAsyncWith(ctx, c, name, ttl, nil)
+}
+
+// acquireAsyncWith is acquireAsync with options.
+func acquireAsyncWith(ctx context.Context, c *withlock.Client, name string, ttl time.Duration, opts *withlock.LockOptions) <-chan outcome {
 	ch := make(chan outcome, 1)
 	go func() {
-		l, err := c.Acquire(ctx, name, ttl, nil)
+		l, err := c.Acquire(ctx, name, ttl, opts)
 		ch <- outcome{l, err, time.Now()}
 	}()
 	return ch
@@ -129,6 +152,9 @@ func lineBaseOf(key string) string {
 	}
 	return "{" + key + "}"
 }
+
+// markOf is the waiting mark of the lock key key.
+func markOf(key string) string { return lineBaseOf(key) + ":w" }
 
 // inLine is the length of the fair line of the lock key key, read on rdb
 // (on Cluster, the node of key's slot). It is the one way the tests count

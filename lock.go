@@ -28,16 +28,21 @@ type Lock struct {
 	// KeepAlive (KeepAliveOptions.Reacquire), or 0: Fence returns it.
 	refence atomic.Int64
 
+	// announce is set on a try of a waiter that is not in the fair line:
+	// the backend marks the key as waited for this long (waitMark) with
+	// the try, so that the holder's release publishes. 0 for none.
+	announce time.Duration
+
 	window  *Span       // set by OncePer: the window a success marks done (onceper.go)
 	indexed atomic.Bool // a renewal put it into its prefix's index (admin_index.go)
 
 	// The release script's KEYS and ARGV for a plain release (no min-hold
 	// left, no Client id), built once by newLock so that an uncontended
-	// Release allocates nothing of its own: the token and the line's base
+	// Release allocates nothing of its own: the token and the waiting mark
 	// go in by pointer, which go-redis writes as the strings. Read-only
 	// after newLock, so concurrent Releases share them; a Lock made
 	// elsewhere leaves them empty (releaseCall).
-	base    string // lineArg(key), built with key in one allocation
+	mark    string // waitMark(key), built with key in one allocation
 	relKeys [1]string
 	relArgs [3]any
 }
@@ -114,19 +119,19 @@ func (l *Lock) releaseCall(keep time.Duration, cid string) ([]string, []any) {
 	if keep == 0 && cid == "" && l.relArgs[0] != nil {
 		return l.relKeys[:], l.relArgs[:]
 	}
-	args := []any{l.token, keep.Milliseconds(), l.lineArg()}
+	args := []any{l.token, keep.Milliseconds(), l.waitMark()}
 	if cid != "" {
 		args = append(args, cid)
 	}
 	return []string{l.key}, args
 }
 
-// lineArg is lineArg(l.key), without building it again when newLock did.
-func (l *Lock) lineArg() string {
-	if l.base != "" {
-		return l.base
+// waitMark is waitMark(l.key), without building it again when newLock did.
+func (l *Lock) waitMark() string {
+	if l.mark != "" {
+		return l.mark
 	}
-	return lineArg(l.key)
+	return waitMark(l.key)
 }
 
 // renewalDue returns when the backend wants l renewed early, and false when

@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// TestNewLockBuildsTheKeyAndLineBaseTheRuleGives checks that the key and
-// line base newLock builds together, and the release arguments it builds
-// once, are those Key and lineArg give, for every shape of name and prefix
-// the hash-tag rule tells apart.
-func TestNewLockBuildsTheKeyAndLineBaseTheRuleGives(t *testing.T) {
+// TestNewLockBuildsTheKeyAndWaitingMarkTheRuleGives checks that the key
+// and waiting mark newLock builds together, and the release arguments it
+// builds once, are those Key and waitMark give, for every shape of name
+// and prefix the hash-tag rule tells apart.
+func TestNewLockBuildsTheKeyAndWaitingMarkTheRuleGives(t *testing.T) {
 	for _, tc := range []struct{ prefix, name string }{
 		{"", "job"},
 		{"app:", "job"},
@@ -27,11 +27,11 @@ func TestNewLockBuildsTheKeyAndLineBaseTheRuleGives(t *testing.T) {
 		if l.key != key {
 			t.Errorf("prefix %q name %q: key %q, want %q", tc.prefix, tc.name, l.key, key)
 		}
-		if got := l.lineArg(); got != lineArg(key) {
-			t.Errorf("key %q: line base %q, want %q", key, got, lineArg(key))
+		if got := l.waitMark(); got != waitMark(key) {
+			t.Errorf("key %q: waiting mark %q, want %q", key, got, waitMark(key))
 		}
 		keys, args := l.releaseCall(0, "")
-		want := []any{"tok", int64(0), lineArg(key)}
+		want := []any{"tok", int64(0), waitMark(key)}
 		if !slices.Equal(keys, []string{key}) || !slices.Equal(derefArgs(args), want) {
 			t.Errorf("key %q: release KEYS %q ARGV %v, want %q %v", key, keys, derefArgs(args), []string{key}, want)
 		}
@@ -54,9 +54,9 @@ func TestPlainReleaseArgumentsAllocateNothing(t *testing.T) {
 		cid  string
 		want []any
 	}{
-		{l, 1500 * time.Millisecond, "", []any{"tok", int64(1500), "{lock:job}"}},
-		{l, 0, "c1", []any{"tok", int64(0), "{lock:job}", "c1"}},
-		{&Lock{key: "lock:x", token: "t2"}, 0, "", []any{"t2", int64(0), "{lock:x}"}},
+		{l, 1500 * time.Millisecond, "", []any{"tok", int64(1500), "{lock:job}:w"}},
+		{l, 0, "c1", []any{"tok", int64(0), "{lock:job}:w", "c1"}},
+		{&Lock{key: "lock:x", token: "t2"}, 0, "", []any{"t2", int64(0), "{lock:x}:w"}},
 	} {
 		keys, args := tc.l.releaseCall(tc.keep, tc.cid)
 		if !slices.Equal(keys, []string{tc.l.key}) || !slices.Equal(derefArgs(args), tc.want) {

@@ -33,30 +33,39 @@ var (
 	// releaseScript releases a lock only if it is still ours, in one atomic
 	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
 	// milliseconds the key must still live (min-hold) or 0, ARGV[3] the
-	// base of the key's fair line (lineArg: "{key}", or the key itself when
-	// it has a hash tag, or "" for a key with '}' but no hash tag, which has
-	// no line), and ARGV[4], sent only by a Client that has waiters of its
-	// own for the key, that Client's id (wait_fair.go). It returns 0 when the lock was not ours (the
-	// key is left untouched). With a min-hold left, a short job keeps the
-	// key until it passes, so a server whose cron fires late does not run
-	// the same job again; it returns 1.
+	// key's waiting mark (waitMark: "<base>:w", where the base is "{key}"
+	// or the key itself when it has a hash tag; "" for a key with '}' but
+	// no hash tag, which has no line), and ARGV[4], sent only by a Client
+	// that has waiters of its own for the key, that Client's id in the fair
+	// line (wait_fair.go), or ownWaitersOutsideTheLine. It returns 0 when
+	// the lock was not ours (the key is left untouched). With a min-hold
+	// left, a short job keeps the key until it passes, so a server whose
+	// cron fires late does not run the same job again; it returns 1.
 	//
-	// Otherwise it serves the fair line (wait_fair.go): it pops entries
-	// "<client id>|<ttl ms>|<token>" off "<base>:q" until one belongs to a
-	// live Client: the releaser's own (ARGV[4]), or one whose liveness key
-	// "<base>:c:<id>" exists and whose sharded channel "<base>:w:<id>" has a
-	// subscriber to take the token
-	// published on it. It sets the key to that waiter's token with its TTL
-	// and returns the token: the lock never comes free while a live waiter
-	// is queued. With nobody live in line it deletes the key, publishes on
-	// a channel named exactly like the key (which wakes waiters that do not
-	// queue: quorum Clients, fenced acquisitions, older versions) and
-	// returns 1. The line's keys are built from the base, not declared in
-	// KEYS, as they depend on the entries popped; the base puts them in the
-	// key's Cluster slot. Its
-	// explanations live here rather than in release.lua: the script's text
-	// travels with every release and Redis hashes it each time, so the Lua
-	// is kept short.
+	// Otherwise, without ARGV[4], one DEL removes the key and its mark: when
+	// there was no mark, nobody waits, and it returns 2 (releasedUnwatched)
+	// having run only GET and DEL, as a bare compare-and-delete does. Every
+	// waiter keeps the mark while it waits: one in the fair line with its
+	// liveness key, one outside it with each try (Lock.announce).
+	//
+	// With a mark, or with ARGV[4], it serves the fair line (wait_fair.go):
+	// it pops entries "<client id>|<ttl ms>|<token>" off "<base>:q" until
+	// one belongs to a live Client: the releaser's own (ARGV[4]), or one
+	// whose liveness key "<base>:c:<id>" exists and whose sharded channel
+	// "<base>:w:<id>" has a subscriber to take the token published on it.
+	// It sets the key to that waiter's token with its TTL, sets the mark
+	// again (it lives aliveFor, 3000 ms, for those still waiting) if its
+	// DEL took it, and returns the token: the lock never comes free while a
+	// live waiter is queued. With nobody live in line it deletes the key,
+	// publishes on a channel named exactly like the key (which wakes
+	// waiters that do not queue: quorum Clients, fenced acquisitions, names
+	// without a line) and returns 1. With ARGV[4] the mark is left as it
+	// is: the Client's own waiters are not marking it while one of them is
+	// handed the lock. The line's keys are built from the base, not
+	// declared in KEYS, as they depend on the entries popped; the base puts
+	// them in the key's Cluster slot. Its explanations live here rather
+	// than in release.lua: the script's text travels with every release
+	// and Redis hashes it each time, so the Lua is kept short.
 	releaseScript = lazyScript("release.lua")
 	extendScript  = lazyScript("extend.lua")
 	pttlScript    = lazyScript("pttl.lua")
@@ -82,8 +91,8 @@ var (
 	claimScript         = lazyScript("claim.lua")
 	// lineCheckScript is the fair line's check (wait_fair.go): KEYS[1] is the
 	// lock key, ARGV[1] the base of its line (lineArg), ARGV[2] the
-	// Client's id, ARGV[3] the life in ms of its liveness key, which it
-	// refreshes, and ARGV[4:] entries of that
+	// Client's id, ARGV[3] the life in ms of its liveness key and of the
+	// key's waiting mark, which it refreshes both, and ARGV[4:] entries of that
 	// Client's waiters. If the key is free (its holder crashed or a
 	// min-hold ran out, so no release served the line) it hands the lock to
 	// the first live waiter as releaseScript does, publishing to it even

@@ -2,6 +2,7 @@ package withlock
 
 import (
 	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,17 @@ func TestEveryScriptIsEmbedded(t *testing.T) {
 		if scripts[strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")] == nil {
 			t.Errorf("%s is embedded but no script variable reads it", f)
 		}
+	}
+}
+
+// The release script sets a hand-over's waiting mark again for as long as
+// a liveness key lives (aliveFor): the waiters behind refresh both
+// together, so the mark outlives every live entry. The script cannot be
+// told it per call (its ARGV is fixed by the finish scripts), so the number
+// is written in it and held to aliveFor here.
+func TestReleaseSetsTheMarkAgainForAliveFor(t *testing.T) {
+	want := "redis.call('set', m, 1, 'PX', " + strconv.FormatInt(aliveFor.Milliseconds(), 10) + ")"
+	if !strings.Contains(releaseScript(), want) {
+		t.Errorf("lua/release.lua does not set the mark again with %s", want)
 	}
 }

@@ -98,6 +98,7 @@ func queues(opts *LockOptions) bool {
 // guarded by fairRooms.mu, except the channels and err.
 type room struct {
 	key, base string
+	mark      string   // the key's waiting mark, "" for a semaphore (roomFor)
 	b         fairLine // the line's protocol: lineCheck, handed, mayHold
 	rdb       redis.UniversalClient
 	ps        *redis.PubSub
@@ -240,8 +241,11 @@ type lineResult struct {
 }
 
 // join puts w at the tail of the line, refreshing the Client's liveness
-// key in the same round trip when it is due. Alone in line, w may face a
-// free key nobody will release: the check then hands it over.
+// key and the waiting mark in the same round trip when they are due. Alone
+// in line, w may face a free key nobody will release (its holder's release
+// found no mark, or the holder is gone): the check then hands it over, and
+// sets the mark. Behind others, the mark is there for as long as one of
+// them is alive: set with their liveness keys, and again by each hand-over.
 func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) error {
 	f.mu.Lock()
 	if w.pushing || w.gone || !slices.Contains(r.waiters, w) {
@@ -260,7 +264,7 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 	var push *redis.IntCmd
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if refresh {
-			p.Set(ctx, r.alive(cid), 1, aliveFor)
+			r.setAlive(ctx, p, cid)
 		}
 		push = p.RPush(ctx, r.queue(), w.entry)
 		return nil
@@ -326,16 +330,28 @@ func entryToken(e string) string {
 }
 
 // releaseReply reads the release script's reply: the token it handed the
-// lock to ("" for none), and whether the lock was ours.
+// lock to ("" for none), and whether the lock was ours (1, or 2 when
+// nobody was waiting and nothing was published).
 func releaseReply(v any) (string, bool) {
 	switch v := v.(type) {
 	case string:
 		return v, true
 	case int64:
-		return "", v == 1
+		return "", v == 1 || v == releasedUnwatched
 	}
 	return "", false
 }
+
+// releasedUnwatched is the release script's reply when the lock was ours
+// and its waiting mark was absent: it published no release message.
+const releasedUnwatched = 2
+
+// ownWaitersOutsideTheLine is the release script's last argument, in place
+// of a Client id, from a Client handing its lock to a waiter of its own
+// outside the fair line (wait_local_handoff.go): the release keeps the
+// key's waiting mark for the waiters behind that one, who are not marking
+// it themselves, and always publishes. No Client id is "*".
+const ownWaitersOutsideTheLine = "*"
 
 // enter puts w in the room of want's key, creating the room and its
 // subscription if need be, and keeps the room from lingering out. A w

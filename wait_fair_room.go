@@ -35,6 +35,11 @@ func (f *fairRooms) roomFor(b fairLine, key, base string) *room {
 	}
 	rdb := b.lineStore()
 	r := &room{key: key, base: base, b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if slotsPer(b) == 1 {
+		// Only a plain lock's release reads the mark (a semaphore's always
+		// serves its line), so a semaphore's waiters set none.
+		r.mark = base + ":w"
+	}
 	if f.rooms == nil {
 		f.rooms = make(map[string]*room)
 	}
@@ -215,6 +220,17 @@ func (f *fairRooms) listen(r *room, channel string) {
 	}
 }
 
+// setAlive queues the refresh of the Client's liveness key and of the
+// key's waiting mark (waitMark) on p: both live aliveFor, so the mark
+// outlives every live entry in line, and a release that finds it absent
+// may skip the line.
+func (r *room) setAlive(ctx context.Context, p redis.Pipeliner, cid string) {
+	p.Set(ctx, r.alive(cid), 1, aliveFor)
+	if r.mark != "" {
+		p.Set(ctx, r.mark, 1, aliveFor)
+	}
+}
+
 // keep refreshes the Client's liveness key while r has waiters and runs
 // the check when it is due, until r is dropped.
 func (f *fairRooms) keep(r *room, cid string, poll time.Duration) {
@@ -263,7 +279,10 @@ func (f *fairRooms) keep(r *room, cid string, poll time.Duration) {
 				f.mu.Unlock()
 			}
 		case refresh:
-			_ = r.rdb.Set(ctx, r.alive(cid), 1, aliveFor).Err()
+			_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				r.setAlive(ctx, p, cid)
+				return nil
+			})
 		}
 		timer.Reset(max(time.Until(next), time.Millisecond))
 	}

@@ -65,6 +65,11 @@ func (lq *localQueues) wait(ctx, tctx context.Context, c *Client, want *Lock, op
 		lq.mu.Unlock()
 	}
 
+	if seen != nil {
+		// Others waited here lately: mark our first try as a waiter's,
+		// which the shortcut at join below relies on.
+		want.announce = lq.markFor()
+	}
 	l, held, err := c.tryBeforeWaiting(tctx, want, opts)
 	if l != nil || err != nil {
 		return l, err
@@ -75,8 +80,9 @@ func (lq *localQueues) wait(ctx, tctx context.Context, c *Client, want *Lock, op
 	q.noteHolder(held, now)
 	// The first in line must try again once the subscription is confirmed
 	// (a release between our SET and the SUBSCRIBE would otherwise be
-	// missed) unless our SET was already sent while listening and no
-	// message has come since.
+	// missed, and every try after the first marks the key as waited for,
+	// without which a release publishes nothing) unless our SET was already
+	// sent, marked, while listening and no message has come since.
 	w := q.join(q.listening && (q != seen || q.events != events), want, opts)
 	lq.mu.Unlock()
 	return lq.waitInLine(ctx, tctx, q, w)
@@ -110,7 +116,7 @@ func (lq *localQueues) waitInLine(ctx, tctx context.Context, q *queue, w *waiter
 		lq.mu.Unlock()
 
 		if try {
-			l, err := w.want.c.tryAcquire(tctx, w.want.name, w.want.token, w.want.ttl, w.opts, time.Now())
+			l, err := lq.try(tctx, w)
 			var held *NotObtainedError
 			switch {
 			case err == nil:
@@ -155,6 +161,24 @@ func (lq *localQueues) waitInLine(ctx, tctx context.Context, q *queue, w *waiter
 			timer.Stop()
 		}
 	}
+}
+
+// try is w's SET (or its fenced or replicated acquisition) after the
+// first, which marks the key as waited for in the same round trip: the
+// holder's release then publishes, and wakes us.
+func (lq *localQueues) try(ctx context.Context, w *waiter) (*Lock, error) {
+	want := w.want
+	l := want.c.newLock(want.name, want.token, want.ttl, w.opts)
+	l.announce = lq.markFor()
+	return want.c.take(ctx, l, w.opts, time.Now())
+}
+
+// markFor is how long a waiter's try marks the key as waited for: past
+// the waiter's next try, at most a poll interval and its jitter later, and
+// past the next try of the one behind it when a hand-off made that one
+// first (the mark set by the try before, up to that long ago, is all it has).
+func (lq *localQueues) markFor() time.Duration {
+	return max(aliveFor, 3*lq.pollInterval())
 }
 
 // giveUp leaves q because ctx ended and returns the error for it: the last

@@ -1,8 +1,9 @@
 -- The fair line's check (see lineCheckScript). KEYS[1]: key. ARGV: the
--- line's base, our Client id, ms its liveness key lives, then entries to
--- look for.
+-- line's base, our Client id, ms its liveness key and the waiting mark
+-- live, then entries to look for.
 local k, b = KEYS[1], ARGV[1]
 redis.call('set', b .. ':c:' .. ARGV[2], 1, 'PX', ARGV[3])
+redis.call('set', b .. ':w', 1, 'PX', ARGV[3])
 if redis.call('exists', k) == 0 then
   while true do
     local e = redis.call('lpop', b .. ':q')

@@ -1,7 +1,7 @@
--- Release if still ours, handing the lock to the first live waiter in line
--- (see releaseScript). KEYS[1]: key. ARGV: token, ms to keep, the line's
--- base or ''[, our Client id].
-local k = KEYS[1]
+-- Release if still ours; when the waiting mark says someone waits, hand the
+-- lock to the first live waiter in line (see releaseScript). KEYS[1]: key.
+-- ARGV: token, ms to keep, the waiting mark or ''[, our Client id, '*' or ''].
+local k, m, cid = KEYS[1], ARGV[3] or '', ARGV[4] or ''
 if redis.call('get', k) ~= ARGV[1] then
   return 0
 end
@@ -10,18 +10,32 @@ if keep > 0 then
   redis.call('pexpire', k, keep)
   return 1
 end
-local b = ARGV[3] or ''
-while b ~= '' do
-  local e = redis.pcall('lpop', b .. ':q')
-  if type(e) ~= 'string' then
-    break
+local gone = false
+if m ~= '' and cid == '' then
+  if redis.call('del', k, m) == 1 then
+    return 2
   end
-  local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
-  if id and (id == ARGV[4] or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0) then
-    redis.call('set', k, tok, 'PX', ttl)
-    return tok
+  gone = true
+end
+if m ~= '' then
+  local b = string.sub(m, 1, -3)
+  while true do
+    local e = redis.pcall('lpop', b .. ':q')
+    if type(e) ~= 'string' then
+      break
+    end
+    local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
+    if id and (id == cid or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0) then
+      redis.call('set', k, tok, 'PX', ttl)
+      if gone then
+        redis.call('set', m, 1, 'PX', 3000)
+      end
+      return tok
+    end
   end
 end
-redis.call('del', k)
+if not gone then
+  redis.call('del', k)
+end
 redis.call('publish', k, '')
 return 1

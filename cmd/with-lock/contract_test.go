@@ -161,11 +161,12 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 		if r := e.run(args...); r.Code != 0 {
 			t.Fatalf("with-lock %q: exit %d, %s", args, r.Code, r.Stderr)
 		}
-		var sent []string
+		var sent, inScript []string
 		var set, eval []string
 		for _, c := range mon.Commands() {
 			if c.Client == "lua" {
-				continue // what the script itself did
+				inScript = append(inScript, c.Args[0]) // what the script itself did
+				continue
 			}
 			sent = append(sent, c.Args[0])
 			switch c.Args[0] {
@@ -186,9 +187,13 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 			t.Errorf("SET = %q, want %q", set, wantSet)
 		}
 		if !tc.record {
-			wantEval := []string{"eval", string(script), "1", "lock:x", set[2], "0", "{lock:x}"}
+			wantEval := []string{"eval", string(script), "1", "lock:x", set[2], "0", "{lock:x}:w"}
 			if !slices.Equal(eval, wantEval) {
-				t.Errorf("EVAL = %q, want release.lua with key lock:x, the SET's token and the line's base", eval)
+				t.Errorf("EVAL = %q, want release.lua with key lock:x, the SET's token and the waiting mark", eval)
+			}
+			// Nobody waits: the script compares and deletes, nothing more.
+			if !slices.Equal(inScript, []string{"get", "del"}) {
+				t.Errorf("the release script ran %q, want get and del", inScript)
 			}
 			continue
 		}
