@@ -62,43 +62,71 @@ type pipeSetter interface {
 // its command here, so this is where a command whose outcome is unknown is
 // cleaned up (abandon) before its error is returned.
 func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
-	var fence *redis.Cmd
-	var set *redis.BoolCmd
-	send := func(c setter) {
-		if fenced {
-			fence = c.Eval(ctx, acquireFencedScript(), []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds())
-		} else {
-			set = c.SetNX(ctx, l.key, &l.token, l.ttl) // by pointer: no copy of the token to box
-		}
-	}
-	var mark *redis.StatusCmd
-	if m := l.waitMark(); l.announce > 0 && m != "" {
-		// The mark goes first: once our SET finds the key held, the
-		// holder's release will see it and publish.
-		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			mark = p.Set(ctx, m, 1, l.announce)
-			send(p)
-			return nil
-		})
-	} else {
-		send(rdb)
+	if l.announce > 0 && l.waitMark() != "" {
+		return s.setMarked(ctx, rdb, l, fenced)
 	}
 	var ok bool
 	var err error
 	if fenced {
-		l.fence, err = fence.Int64()
-		ok = err == nil
-		if errors.Is(err, redis.Nil) { // the script's false: held
-			err = nil
+		ok, err = s.fenced(l, sendFenced(ctx, rdb, l))
+	} else {
+		ok, err = rdb.SetNX(ctx, l.key, &l.token, l.ttl).Result() // by pointer: no copy of the token to box
+	}
+	return s.sent(ctx, l, fenced, ok, err)
+}
+
+// setMarked is set with the waiting mark first, in one round trip: once
+// our SET finds the key held, the holder's release will see the mark and
+// publish.
+func (s *single) setMarked(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
+	var mark *redis.StatusCmd
+	var fence *redis.Cmd
+	var set *redis.BoolCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		mark = p.Set(ctx, l.waitMark(), 1, l.announce)
+		if fenced {
+			fence = sendFenced(ctx, p, l)
+		} else {
+			set = p.SetNX(ctx, l.key, &l.token, l.ttl)
 		}
+		return nil
+	})
+	var ok bool
+	var err error
+	if fenced {
+		ok, err = s.fenced(l, fence)
 	} else {
 		ok, err = set.Result()
 	}
-	switch {
-	case err == nil && !ok && mark != nil && isRedisReply(mark.Err()):
-		// Refused (an ACL without the mark's key): the release would not
-		// wake us, so say so rather than wait for the fallback poll.
+	if err == nil && !ok && isRedisReply(mark.Err()) {
+		// Refused (an ACL without the mark's key): no release would wake
+		// us, so say so rather than wait for the fallback poll.
 		return false, fmt.Errorf("mark the wait for %s: %w", l.key, mark.Err())
+	}
+	return s.sent(ctx, l, fenced, ok, err)
+}
+
+// sendFenced sends acquireFencedScript for l through rdb.
+func sendFenced(ctx context.Context, rdb setter, l *Lock) *redis.Cmd {
+	return rdb.Eval(ctx, acquireFencedScript(), []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds())
+}
+
+// fenced reads acquireFencedScript's reply into l.fence: true when the lock
+// was taken, false with no error when it is held.
+func (s *single) fenced(l *Lock, cmd *redis.Cmd) (bool, error) {
+	var err error
+	l.fence, err = cmd.Int64()
+	if errors.Is(err, redis.Nil) { // the script's false: held
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// sent is what set returns for a SET (or fenced script) that answered ok,
+// err: the error for a failure, after cleaning up a command that may have
+// landed.
+func (s *single) sent(ctx context.Context, l *Lock, fenced, ok bool, err error) (bool, error) {
+	switch {
 	case err == nil:
 		return ok, nil
 	case fenced && isWrongType(err):
