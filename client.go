@@ -121,12 +121,18 @@ func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOption
 // (waitMark), in one allocation where the mark is "{key}:w": the key is
 // then inside the mark.
 func (c *Client) keyAndMark(name string) (key, mark string) {
-	if strings.ContainsAny(c.prefix, "{}") || strings.ContainsAny(name, "{}") {
+	if hasBrace(c.prefix) || hasBrace(name) {
 		key = c.Key(name)
 		return key, waitMark(key)
 	}
 	mark = "{" + c.prefix + name + "}:w"
 	return mark[1 : len(mark)-3], mark
+}
+
+// hasBrace reports whether s has a '{' or a '}': strings.ContainsAny
+// builds a set of its characters at every call, which the hot path pays.
+func hasBrace(s string) bool {
+	return strings.IndexByte(s, '{') >= 0 || strings.IndexByte(s, '}') >= 0
 }
 
 // take sends l's acquiring command and returns l when it is ours. The
