@@ -111,6 +111,17 @@ func wait(t *testing.T, ch <-chan outcome, within time.Duration, what string) ou
 	}
 }
 
+// served is the lock a waiting Acquire delivers on ch within promptly; it
+// fails the test on an error.
+func served(t *testing.T, ch <-chan outcome, what string) *withlock.Lock {
+	t.Helper()
+	o := wait(t, ch, promptly, what)
+	if o.err != nil {
+		t.Fatalf("%s: %v", what, o.err)
+	}
+	return o.lock
+}
+
 // servedWithin bounds one waiting Acquire of a test that expects every
 // waiter to be served: well below longPoll, so that a lost wake-up (which
 // only the minute's poll would repair) fails the test in seconds with a

@@ -143,11 +143,7 @@ func TestLineWaiterKeepsTheMarkWhileItWaits(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	o := wait(t, got, promptly, "waiter")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if err := o.lock.Release(ctx); err != nil {
+	if err := served(t, got, "waiter").Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -167,27 +163,13 @@ func TestHandOverSetsTheMarkAgainForThoseBehind(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	o := wait(t, first, promptly, "first waiter")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
+	l := served(t, first, "first waiter")
 	// Set again by the hand-over for as long as a liveness key lives, 3s
 	// (or by the second waiter's refresh, for as long).
 	if ttl := rdb.PTTL(ctx, markOf(holder.Key())).Val(); ttl <= 2*time.Second || ttl > 3*time.Second {
 		t.Errorf("the mark's TTL after the hand-over is %s, want about 3s", ttl)
 	}
-	// ReleaseAndRecord never hands over within its Client, so this release
-	// finds the line only through the mark.
-	if err, _ := o.lock.ReleaseAndRecord(ctx, withlock.Run{}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	o = wait(t, second, promptly, "second waiter")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if err := o.lock.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	recordAndServe(t, l, second)
 }
 
 // A Release that hands its lock to a waiter of its own Client outside the
@@ -209,20 +191,7 @@ func TestHandOffOutsideTheLineKeepsTheMarkForThoseBehind(t *testing.T) {
 	if done, err := withlock.HandOff(ctx, holder); !done || err != nil {
 		t.Fatalf("hand-off: done %v, %v; want the lock handed to the first waiter", done, err)
 	}
-	o := wait(t, first, promptly, "first waiter")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if err, _ := o.lock.ReleaseAndRecord(ctx, withlock.Run{}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	o = wait(t, second, promptly, "second waiter")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	if err := o.lock.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	recordAndServe(t, served(t, first, "first waiter"), second)
 }
 
 // A waiter whose ACL refuses the mark's key cannot be woken by a release:
@@ -256,12 +225,9 @@ func TestWaiterJoiningAListeningQueueMarksItsFirstTry(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	o := wait(t, earlier, promptly, "earlier waiter")
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
+	l := served(t, earlier, "earlier waiter")
 	seen := withlock.ReleaseMessages(c, "linger")
-	if err := o.lock.Release(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Its own release message reaches the queue before the next waiter
@@ -273,10 +239,21 @@ func TestWaiterJoiningAListeningQueueMarksItsFirstTry(t *testing.T) {
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if o = wait(t, got, promptly, "waiter"); o.err != nil {
-		t.Fatal(o.err)
+	if err := served(t, got, "waiter").Release(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if err := o.lock.Release(ctx); err != nil {
+}
+
+// recordAndServe releases l with ReleaseAndRecord, which never hands over
+// within its Client, so that the release finds the waiters only through
+// the mark, and releases the lock next is then served.
+func recordAndServe(t *testing.T, l *withlock.Lock, next <-chan outcome) {
+	t.Helper()
+	ctx := context.Background()
+	if err, _ := l.ReleaseAndRecord(ctx, withlock.Run{}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := served(t, next, "next waiter").Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
