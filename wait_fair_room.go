@@ -38,7 +38,7 @@ func (f *fairRooms) roomFor(b fairLine, key, base string) *room {
 	if slotsPer(b) == 1 {
 		// Only a plain lock's release reads the mark (a semaphore's always
 		// serves its line), so a semaphore's waiters set none.
-		r.mark = base + ":w"
+		r.mark = waitMark(key)
 	}
 	if f.rooms == nil {
 		f.rooms = make(map[string]*room)
