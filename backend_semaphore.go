@@ -93,7 +93,9 @@ var (
 	// the first live waiter in line as releaseScript hands the key (its
 	// message, and the reply, read "<slot>:<token>"), or with nobody live
 	// in line deletes the slot and publishes on K so that waiters outside
-	// the line try. Unless it handed the slot over, it then sets the
+	// the line try; with nobody waiting (no waiting mark, see releaseScript)
+	// it deletes the slot and the mark in one DEL, and skips the line and
+	// the message (reply 2). Unless it handed the slot over, it then sets the
 	// marker's life to the longest remaining slot's (the PTTL of each), or
 	// deletes it with the last: a name a semaphore used is free for other
 	// users as soon as its last slot is. 0 when the slot was not ours.
@@ -156,7 +158,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 	if opts != nil && opts.Fence {
 		keys = append(keys, fenceKey(l.key))
 	}
-	v, err := s.one.rdb.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
+	v, markErr, err := s.take(ctx, l, keys, b)
 	if err == nil && len(v) < 2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
@@ -180,6 +182,10 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 			n = 1
 		}
 		return &SlotsError{Key: l.key, Have: n, Want: s.n}
+	case slot == 0 && isRedisReply(markErr):
+		// Refused (an ACL without the mark's key): no release would wake
+		// us, so say so rather than wait for the fallback poll.
+		return fmt.Errorf("mark the wait for %s: %w", l.key, markErr)
 	case slot == 0:
 		token, _ := v[1].(string)
 		var ttl int64
@@ -195,6 +201,25 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 		l.fence, _ = v[1].(int64)
 	}
 	return nil
+}
+
+// take sends slotsAcquireScript for l, after the waiting mark in the same
+// round trip when l.announce asks for it (as single.set does): the
+// script's reply, the mark's error, and the script's error.
+func (s *semaphore) take(ctx context.Context, l *Lock, keys []string, b string) ([]any, error, error) {
+	if l.announce == 0 {
+		v, err := s.one.rdb.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
+		return v, nil, err
+	}
+	var mark *redis.StatusCmd
+	var acquire *redis.Cmd
+	_, _ = s.one.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		mark = p.Set(ctx, waitMark(l.key), 1, l.announce)
+		acquire = p.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds())
+		return nil
+	})
+	v, err := acquire.Slice()
+	return v, mark.Err(), err
 }
 
 // abandonSlot deletes l's token from whichever slot holds it, as abandon

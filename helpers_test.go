@@ -49,6 +49,14 @@ func waitSetup(t *testing.T) (*withlock.Client, *redis.Client) {
 // given rules beside access to every key and channel.
 func aclWaitClient(t *testing.T, srv *redistest.Server, rules string) *withlock.Client {
 	t.Helper()
+	return waitClientOn(aclClient(t, srv, rules))
+}
+
+// aclClient is a client of srv logged in as a user of its own with the
+// given rules, beside access to every key and channel unless they name
+// keys.
+func aclClient(t *testing.T, srv *redistest.Server, rules string) *redis.Client {
+	t.Helper()
 	user := fmt.Sprintf("waiter%d", time.Now().UnixNano())
 	args := []any{"ACL", "SETUSER", user, "reset", "on", ">pw"}
 	for _, r := range strings.Fields(rules) {
@@ -60,7 +68,7 @@ func aclWaitClient(t *testing.T, srv *redistest.Server, rules string) *withlock.
 	if err := srv.Client().Do(context.Background(), args...).Err(); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
-	return waitClientOn(srv.ClientWith(&redis.Options{Username: user, Password: "pw"}))
+	return srv.ClientWith(&redis.Options{Username: user, Password: "pw"})
 }
 
 // waitClientOn is waitClient on rdb.

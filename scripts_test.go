@@ -40,14 +40,16 @@ func TestEveryScriptIsEmbedded(t *testing.T) {
 	}
 }
 
-// The release script sets a hand-over's waiting mark again for as long as
+// The release scripts set a hand-over's waiting mark again for as long as
 // a liveness key lives (aliveFor): the waiters behind refresh both
 // together, so the mark outlives every live entry. The script cannot be
 // told it per call (its ARGV is fixed by the finish scripts), so the number
 // is written in it and held to aliveFor here.
 func TestReleaseSetsTheMarkAgainForAliveFor(t *testing.T) {
 	want := "redis.call('set', m, 1, 'PX', " + strconv.FormatInt(aliveFor.Milliseconds(), 10) + ")"
-	if !strings.Contains(releaseScript(), want) {
-		t.Errorf("lua/release.lua does not set the mark again with %s", want)
+	for name, script := range map[string]func() string{"release": releaseScript, "slots_release": slotsReleaseScript} {
+		if !strings.Contains(script(), want) {
+			t.Errorf("lua/%s.lua does not set the mark again with %s", name, want)
+		}
 	}
 }

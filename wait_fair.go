@@ -98,7 +98,7 @@ func queues(opts *LockOptions) bool {
 // guarded by fairRooms.mu, except the channels and err.
 type room struct {
 	key, base string
-	mark      string   // the key's waiting mark, "" for a semaphore (roomFor)
+	mark      string   // the key's waiting mark (waitMark)
 	b         fairLine // the line's protocol: lineCheck, handed, mayHold
 	rdb       redis.UniversalClient
 	ps        *redis.PubSub

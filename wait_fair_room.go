@@ -34,12 +34,7 @@ func (f *fairRooms) roomFor(b fairLine, key, base string) *room {
 		f.cid = hex.EncodeToString(b[:])
 	}
 	rdb := b.lineStore()
-	r := &room{key: key, base: base, b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if slotsPer(b) == 1 {
-		// Only a plain lock's release reads the mark (a semaphore's always
-		// serves its line), so a semaphore's waiters set none.
-		r.mark = waitMark(key)
-	}
+	r := &room{key: key, base: base, mark: waitMark(key), b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	if f.rooms == nil {
 		f.rooms = make(map[string]*room)
 	}
@@ -226,9 +221,7 @@ func (f *fairRooms) listen(r *room, channel string) {
 // may skip the line.
 func (r *room) setAlive(ctx context.Context, p redis.Pipeliner, cid string) {
 	p.Set(ctx, r.alive(cid), 1, aliveFor)
-	if r.mark != "" {
-		p.Set(ctx, r.mark, 1, aliveFor)
-	}
+	p.Set(ctx, r.mark, 1, aliveFor)
 }
 
 // keep refreshes the Client's liveness key while r has waiters and runs

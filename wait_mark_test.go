@@ -7,6 +7,7 @@ package withlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,23 +21,27 @@ import (
 
 // A release nobody waits for runs the compare and one DEL of the key and
 // its mark, as Release and as ReleaseAndRecord (the CLI's): no LPOP of the
-// empty line, no release message. A name with '}' and no hash tag has no
-// mark in its slot, and its release still publishes.
+// empty line, no release message; a semaphore's likewise, beside its
+// marker's upkeep. A name with '}' and no hash tag has no mark in its slot,
+// and its release still publishes.
 func TestReleaseWithNobodyWaitingSkipsTheLineAndPublishesNothing(t *testing.T) {
 	rdb := startRedis(t)
 	c := withlock.New(rdb, nil)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name, lock string
+		c          *withlock.Client
 		record     bool
 		publishes  int
 	}{
-		{"Release", "quiet", false, 0},
-		{"ReleaseAndRecord", "quiet-rec", true, 0},
-		{"NameWithoutHashTag", "no}tag", false, 1},
+		{"Release", "quiet", c, false, 0},
+		{"ReleaseAndRecord", "quiet-rec", c, true, 0},
+		{"NameWithoutHashTag", "no}tag", c, false, 1},
+		{"Semaphore", "quiet-slots", semaphore(t, rdb, 2), false, 0},
+		{"SemaphoreReleaseAndRecord", "quiet-slots-rec", semaphore(t, rdb, 2), true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := mustAcquire(t, c, tc.lock, time.Minute)
+			l := mustAcquire(t, tc.c, tc.lock, time.Minute)
 			resetStats(t, rdb)
 			var err error
 			if tc.record {
@@ -51,7 +56,7 @@ func TestReleaseWithNobodyWaitingSkipsTheLineAndPublishesNothing(t *testing.T) {
 			if calls["lpop"] != 0 || calls["publish"] != tc.publishes || calls["spublish"] != 0 {
 				t.Errorf("release sent %v, want %d PUBLISH and no LPOP", calls, tc.publishes)
 			}
-			if sum := calls["eval"] + calls["evalsha"] + calls["get"] + calls["del"]; !tc.record && tc.publishes == 0 && (sum != 3 || len(calls) != 3) {
+			if sum := calls["eval"] + calls["evalsha"] + calls["get"] + calls["del"]; tc.c == c && !tc.record && tc.publishes == 0 && (sum != 3 || len(calls) != 3) {
 				t.Errorf("release sent %v, want one script running one GET and one DEL", calls)
 			}
 			if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
@@ -71,10 +76,13 @@ func TestWaitersOutsideTheLineAreWokenByEveryRelease(t *testing.T) {
 		name, lock string
 		opts       *withlock.LockOptions
 		acl        string
+		slots      int
 	}{
-		{"Fenced", "fenced", &withlock.LockOptions{Fence: true}, ""},
-		{"ACLWithoutSSubscribe", "acl", nil, "+@all -ssubscribe"},
-		{"NameWithoutHashTag", "no}tag", nil, ""},
+		{"Fenced", "fenced", &withlock.LockOptions{Fence: true}, "", 1},
+		{"ACLWithoutSSubscribe", "acl", nil, "+@all -ssubscribe", 1},
+		{"NameWithoutHashTag", "no}tag", nil, "", 1},
+		{"SemaphoreFenced", "slots-fenced", &withlock.LockOptions{Fence: true}, "", 2},
+		{"SemaphoreACLWithoutSSubscribe", "slots-acl", nil, "+@all -ssubscribe", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -82,9 +90,14 @@ func TestWaitersOutsideTheLineAreWokenByEveryRelease(t *testing.T) {
 			var held, overlaps, total atomic.Int32
 			var wg sync.WaitGroup
 			for range clients {
-				c := waitClient(t, srv)
+				rdb := srv.Client()
 				if tc.acl != "" {
-					c = aclWaitClient(t, srv, tc.acl)
+					rdb = aclClient(t, srv, tc.acl)
+				}
+				c := waitClientOn(rdb)
+				if tc.slots > 1 {
+					c = semaphore(t, rdb, tc.slots)
+					withlock.SetWaitTimings(c, longPoll, 100*time.Millisecond)
 				}
 				for range perClient {
 					wg.Go(func() {
@@ -94,7 +107,7 @@ func TestWaitersOutsideTheLineAreWokenByEveryRelease(t *testing.T) {
 								t.Error(err)
 								return
 							}
-							if held.Add(1) > 1 {
+							if held.Add(1) > int32(tc.slots) {
 								overlaps.Add(1)
 							}
 							total.Add(1)
@@ -115,7 +128,7 @@ func TestWaitersOutsideTheLineAreWokenByEveryRelease(t *testing.T) {
 			}
 			wg.Wait()
 			if n := overlaps.Load(); n != 0 {
-				t.Errorf("%d acquisitions overlapped another holder", n)
+				t.Errorf("%d acquisitions found all %d slots already held", n, tc.slots)
 			}
 			if n := total.Load(); n != clients*perClient*rounds {
 				t.Errorf("%d acquisitions, want %d", n, clients*perClient*rounds)
@@ -150,26 +163,49 @@ func TestLineWaiterKeepsTheMarkWhileItWaits(t *testing.T) {
 
 // A release that hands the lock over the line deletes the mark with the
 // key, and sets it again for the waiters behind: the next holder's release,
-// by a Client with no waiters of its own, hands the lock on in turn.
+// by a Client with no waiters of its own, hands the lock on in turn. A
+// semaphore's release of one slot does the same.
 func TestHandOverSetsTheMarkAgainForThoseBehind(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	ctx := context.Background()
-	holder := mustAcquire(t, withlock.New(rdb, nil), "behind", time.Minute)
-	first := acquireAsync(ctx, waitClient(t, srv), "behind", time.Minute)
-	clitest.Eventually(t, promptly, "first waiter never in line", func() bool { return inLine(t, rdb, holder.Key()) == 1 })
-	second := acquireAsync(ctx, waitClient(t, srv), "behind", time.Minute)
-	clitest.Eventually(t, promptly, "second waiter never in line", func() bool { return inLine(t, rdb, holder.Key()) == 2 })
-	if err := holder.Release(ctx); err != nil {
-		t.Fatal(err)
+	for _, slots := range []int{1, 2} {
+		t.Run(fmt.Sprint(slots, "Slots"), func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.Client()
+			ctx := context.Background()
+			client := func() *withlock.Client {
+				if slots == 1 {
+					return waitClient(t, srv)
+				}
+				c := semaphore(t, srv.Client(), slots)
+				withlock.SetWaitTimings(c, longPoll, 100*time.Millisecond)
+				return c
+			}
+			holders := client()
+			var held []*withlock.Lock
+			for range slots {
+				held = append(held, mustAcquire(t, holders, "behind", time.Minute))
+			}
+			key := held[0].Key()
+			first := acquireAsync(ctx, client(), "behind", time.Minute)
+			clitest.Eventually(t, promptly, "first waiter never in line", func() bool { return inLine(t, rdb, key) == 1 })
+			second := acquireAsync(ctx, client(), "behind", time.Minute)
+			clitest.Eventually(t, promptly, "second waiter never in line", func() bool { return inLine(t, rdb, key) == 2 })
+			if err := held[0].Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l := served(t, first, "first waiter")
+			// Set again by the hand-over for as long as a liveness key
+			// lives, 3s (or by the second waiter's refresh, for as long).
+			if ttl := rdb.PTTL(ctx, markOf(key)).Val(); ttl <= 0 || ttl > 3*time.Second {
+				t.Errorf("the mark's TTL after the hand-over is %s, want up to 3s", ttl)
+			}
+			recordAndServe(t, l, second)
+			for _, l := range held[1:] {
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
-	l := served(t, first, "first waiter")
-	// Set again by the hand-over for as long as a liveness key lives, 3s
-	// (or by the second waiter's refresh, for as long).
-	if ttl := rdb.PTTL(ctx, markOf(holder.Key())).Val(); ttl <= 0 || ttl > 3*time.Second {
-		t.Errorf("the mark's TTL after the hand-over is %s, want up to 3s", ttl)
-	}
-	recordAndServe(t, l, second)
 }
 
 // A Release that hands its lock to a waiter of its own Client outside the
@@ -196,16 +232,35 @@ func TestHandOffOutsideTheLineKeepsTheMarkForThoseBehind(t *testing.T) {
 
 // A waiter whose ACL refuses the mark's key cannot be woken by a release:
 // its wait ends at once with an error that says so, rather than falling
-// back on the minute's poll.
+// back on the minute's poll. A semaphore's waiter too, whose ACL allows
+// the slots but not the mark.
 func TestWaiterRefusedTheMarkSaysSo(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), promptly)
-	defer cancel()
-	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "narrow", time.Minute)
-	c := aclWaitClient(t, srv, "resetkeys ~lock:* resetchannels &* +@all -ssubscribe")
-	_, err := c.Acquire(ctx, "narrow", time.Minute, nil)
-	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "mark the wait for "+holder.Key()) || !strings.Contains(err.Error(), "NOPERM") {
-		t.Fatalf("Acquire = %v, want an error at once naming the refused mark", err)
+	for _, tc := range []struct {
+		name, lock string
+		slots      int
+		keys       string
+	}{
+		{"Plain", "narrow", 1, "~lock:*"},
+		{"Semaphore", "narrow-slots", 2, "~lock:* ~{lock:narrow-slots}:s:*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			ctx, cancel := context.WithTimeout(context.Background(), promptly)
+			defer cancel()
+			holders, rdb := withlock.New(srv.Client(), nil), aclClient(t, srv, "resetkeys "+tc.keys+" resetchannels &* +@all -ssubscribe")
+			c := waitClientOn(rdb)
+			if tc.slots > 1 {
+				holders, c = semaphore(t, srv.Client(), tc.slots), semaphore(t, rdb, tc.slots)
+			}
+			var key string
+			for range tc.slots {
+				key = mustAcquire(t, holders, tc.lock, time.Minute).Key()
+			}
+			_, err := c.Acquire(ctx, tc.lock, time.Minute, nil)
+			if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "mark the wait for "+key) || !strings.Contains(err.Error(), "NOPERM") {
+				t.Fatalf("Acquire = %v, want an error at once naming the refused mark", err)
+			}
+		})
 	}
 }
 

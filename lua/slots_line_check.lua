@@ -1,8 +1,9 @@
 -- The fair line's check for a semaphore (see slotsLineCheckScript). KEYS[1]:
 -- the name's key. ARGV: base, slots, our Client id, ms its liveness key
--- lives, then entries to look for. Slot and line keys are built from the base.
+-- and the waiting mark live, then entries to look for. Slot and line keys are built from the base.
 local k, b, n = KEYS[1], ARGV[1], tonumber(ARGV[2])
 redis.call('set', b .. ':c:' .. ARGV[3], 1, 'PX', ARGV[4])
+redis.call('set', b .. ':w', 1, 'PX', ARGV[4])
 local want = '#slots=' .. n
 local m = redis.call('get', k)
 if m and m ~= want then
