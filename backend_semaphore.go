@@ -182,11 +182,10 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 			n = 1
 		}
 		return &SlotsError{Key: l.key, Have: n, Want: s.n}
-	case slot == 0 && isRedisReply(markErr):
-		// Refused (an ACL without the mark's key): no release would wake
-		// us, so say so rather than wait for the fallback poll.
-		return fmt.Errorf("mark the wait for %s: %w", l.key, markErr)
 	case slot == 0:
+		if err := markRefused(l.key, markErr); err != nil {
+			return err
+		}
 		token, _ := v[1].(string)
 		var ttl int64
 		if len(v) > 2 {
@@ -204,22 +203,19 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 }
 
 // take sends slotsAcquireScript for l, after the waiting mark in the same
-// round trip when l.announce asks for it (as single.set does): the
-// script's reply, the mark's error, and the script's error.
+// round trip when l.announce asks for it (sendMarked): the script's reply,
+// the mark's error, and the script's error.
 func (s *semaphore) take(ctx context.Context, l *Lock, keys []string, b string) ([]any, error, error) {
 	if l.announce == 0 {
 		v, err := s.one.rdb.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
 		return v, nil, err
 	}
-	var mark *redis.StatusCmd
 	var acquire *redis.Cmd
-	_, _ = s.one.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		mark = p.Set(ctx, waitMark(l.key), 1, l.announce)
+	markErr := sendMarked(ctx, s.one.rdb, l, func(p redis.Pipeliner) {
 		acquire = p.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds())
-		return nil
 	})
 	v, err := acquire.Slice()
-	return v, mark.Err(), err
+	return v, markErr, err
 }
 
 // abandonSlot deletes l's token from whichever slot holds it, as abandon

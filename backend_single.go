@@ -75,21 +75,17 @@ func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) 
 	return s.sent(ctx, l, fenced, ok, err)
 }
 
-// setMarked is set with the waiting mark first, in one round trip: once
-// our SET finds the key held, the holder's release will see the mark and
-// publish.
+// setMarked is set with the waiting mark first, in one round trip
+// (sendMarked).
 func (s *single) setMarked(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
-	var mark *redis.StatusCmd
 	var fence *redis.Cmd
 	var set *redis.BoolCmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		mark = p.Set(ctx, l.waitMark(), 1, l.announce)
+	markErr := sendMarked(ctx, rdb, l, func(p redis.Pipeliner) {
 		if fenced {
 			fence = sendFenced(ctx, p, l)
 		} else {
 			set = p.SetNX(ctx, l.key, &l.token, l.ttl)
 		}
-		return nil
 	})
 	var ok bool
 	var err error
@@ -98,12 +94,37 @@ func (s *single) setMarked(ctx context.Context, rdb pipeSetter, l *Lock, fenced 
 	} else {
 		ok, err = set.Result()
 	}
-	if err == nil && !ok && isRedisReply(mark.Err()) {
-		// Refused (an ACL without the mark's key): no release would wake
-		// us, so say so rather than wait for the fallback poll.
-		return false, fmt.Errorf("mark the wait for %s: %w", l.key, mark.Err())
+	if err == nil && !ok {
+		if err := markRefused(l.key, markErr); err != nil {
+			return false, err
+		}
 	}
 	return s.sent(ctx, l, fenced, ok, err)
+}
+
+// sendMarked sends, in one round trip on rdb, l's waiting mark for
+// l.announce and then what send queues: once the try that follows finds
+// the key held, the holder's release sees the mark and publishes. It
+// returns the mark's error.
+func sendMarked(ctx context.Context, rdb pipeSetter, l *Lock, send func(redis.Pipeliner)) error {
+	var mark *redis.StatusCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		mark = p.Set(ctx, l.waitMark(), 1, l.announce)
+		send(p)
+		return nil
+	})
+	return mark.Err()
+}
+
+// markRefused is the error of a try that found the lock held while Redis
+// refused its mark (an ACL without the mark's key), or nil: no release
+// would wake that waiter, so its wait ends with this rather than fall back
+// on the poll.
+func markRefused(key string, markErr error) error {
+	if !isRedisReply(markErr) {
+		return nil
+	}
+	return fmt.Errorf("mark the wait for %s: %w", key, markErr)
 }
 
 // sendFenced sends acquireFencedScript for l through rdb.
