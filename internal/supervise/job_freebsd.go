@@ -141,18 +141,6 @@ func ownsList(pid int) bool {
 	return procctl(pid, procReapStatus, unsafe.Pointer(&rs)) == nil && rs.Flags&reaperStatusOwned != 0
 }
 
-// escapees returns the processes of the job outside the command's process
-// group (setsid, setpgid): signals to the group miss them.
-func (c *Child) escapees() []int {
-	var out []int
-	for _, pid := range c.descendants() {
-		if pg, err := unix.Getpgid(pid); err == nil && pg != c.pgid {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // reapKill sends sig to every process of the job at once: the kernel
 // walks the command's subtree, reapers inside it included, and stops each
 // process while it signals it, so that a fork in flight is not missed. It

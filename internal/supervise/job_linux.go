@@ -106,18 +106,6 @@ func (c *Child) descendants() []int {
 	return found
 }
 
-// escapees returns the processes of the job outside the command's process
-// group (setsid, setpgid): signals to the group miss them.
-func (c *Child) escapees() []int {
-	var out []int
-	for _, pid := range c.descendants() {
-		if pg, err := unix.Getpgid(pid); err == nil && pg != c.pgid {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // childrenOf lists the children of process pid from every one of its
 // threads' /proc children file (a child's parent is the thread that forked
 // it, or the one that adopted it). Without those files (a kernel built

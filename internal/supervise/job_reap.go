@@ -5,6 +5,8 @@ package supervise
 import (
 	"errors"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // reap reaps every child of this process — the command, and every orphan
@@ -42,4 +44,16 @@ func (c *Child) reap() {
 		}
 	}
 	c.jobEnded()
+}
+
+// escapees returns the processes of the job outside the command's process
+// group (setsid, setpgid): signals to the group miss them.
+func (c *Child) escapees() []int {
+	var out []int
+	for _, pid := range c.descendants() {
+		if pg, err := unix.Getpgid(pid); err == nil && pg != c.pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
