@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -47,6 +49,7 @@ func libs() []lib {
 		{name: "with-lock, a process per lock", config: "as above, but every acquisition opens a new go-redis client and Client and closes them after the release, as `with-lock -w` processes do", open: openFresh, contended: true},
 		{name: "raw go-redis floor", config: "SET NX PX + EVAL of a compare-and-delete script, nothing else", open: openRaw, uncontended: true},
 		{name: "raw go-redis floor, EVALSHA", config: "SET NX PX + the same script through redis.Script.Run: EVALSHA, EVAL only on NOSCRIPT", open: openRawSHA, uncontended: true},
+		{name: "raw go-redis floor, with-lock's commands", config: "the EVALSHA floor sending exactly what with-lock sends: its 50-byte token, and lua/release.lua with its three arguments (token, 0, the waiting mark); what is left between this row and with-lock's is with-lock's own code", open: openRawSame, uncontended: true},
 		{name: "bsm/redislock", config: "Obtain with LinearBackoff(10ms) / Release", open: openRedislock(10 * time.Millisecond), uncontended: true, contended: true},
 		{name: "bsm/redislock, spin", config: "Obtain without retry, called again at once until it succeeds", open: openRedislock(0), contended: true},
 		{name: "redsync", config: "Mutex.LockContext with default retry delays (50–250 ms) and unlimited tries / UnlockContext", open: openRedsync, uncontended: true, contended: true},
@@ -137,6 +140,43 @@ func (r *raw) lock(ctx context.Context, name string) (unlockFunc, error) {
 }
 
 func (r *raw) close() { _ = r.rdb.Close() }
+
+// rawSame is the EVALSHA floor with with-lock's commands: a token of
+// with-lock's shape and length, and with-lock's release script with the
+// arguments its uncontended release sends.
+type rawSame struct {
+	rdb     *redis.Client
+	release *redis.Script
+	prefix  string // "<host>:<pid>:", as with-lock's tokens start
+}
+
+func openRawSame(addr string) (locker, error) {
+	src, err := os.ReadFile("../lua/release.lua") // bench runs from bench/
+	if err != nil {
+		return nil, fmt.Errorf("with-lock's release script: %w", err)
+	}
+	host, _ := os.Hostname()
+	return &rawSame{rdb: newGoRedis(addr), release: redis.NewScript(string(src)), prefix: fmt.Sprintf("%s:%d:", host, os.Getpid())}, nil
+}
+
+func (r *rawSame) lock(ctx context.Context, name string) (unlockFunc, error) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := r.prefix + strconv.FormatInt(time.Now().UnixMilli(), 36) + "." + hex.EncodeToString(b[:])
+	key, mark := "lock:"+name, "{lock:"+name+"}:w"
+	ok, err := r.rdb.SetNX(ctx, key, token, lockTTL).Result()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("raw floor: lock busy (it does not wait)")
+	}
+	return func(ctx context.Context) error {
+		return r.release.Run(ctx, r.rdb, []string{key}, token, 0, mark).Err()
+	}, nil
+}
+
+func (r *rawSame) close() { _ = r.rdb.Close() }
 
 // --- bsm/redislock ---
 
