@@ -152,7 +152,7 @@ func (q *quorum) acquire(ctx context.Context, l *Lock, opts *LockOptions) error 
 	for i, r := range res {
 		if r.err == nil && r.n > 0 || r.err != nil && mayHaveLanded(r.err) {
 			wg.Go(func() {
-				cleanupScript(ctx, q.nodes[i], r.err == nil, l.key, releaseScript(), []string{l.key}, l.token, 0, "")
+				cleanupScript(ctx, q.nodes[i], r.err == nil, l.key, releaseScript(), []string{l.key}, releaseArgs(l.token, "", 0, "")...)
 			})
 		}
 	}
@@ -209,11 +209,11 @@ func (q *quorum) quorumError(op string, l *Lock, yes, no int, errs []error) erro
 func (q *quorum) release(ctx context.Context, l *Lock, keep time.Duration) error {
 	q.forget(l)
 	res, pending := q.raceScript(ctx, l.ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
-		return rdb.Eval(ctx, releaseScript(), []string{l.key}, l.token, keep.Milliseconds(), "").Int64()
+		return rdb.Eval(ctx, releaseScript(), []string{l.key}, releaseArgs(l.token, "", keep, "")...).Int64()
 	}, nil)
 	// A node that has not confirmed gets the release queued as well: it
 	// runs when the node wakes even if this process has exited by then.
-	q.queueOnPending(ctx, pending, l.key, releaseScript(), []string{l.key}, l.token, keep.Milliseconds(), "")
+	q.queueOnPending(ctx, pending, l.key, releaseScript(), []string{l.key}, releaseArgs(l.token, "", keep, "")...)
 	yes, no, errs := tally(res)
 	if yes >= q.need {
 		return nil

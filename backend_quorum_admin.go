@@ -85,7 +85,7 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 		}
 	}
 	q.queueOnPending(ctx, pending, l.key, finishScript(), append([]string{l.key}, w.keys(l.key)...),
-		append([]any{l.token, keep.Milliseconds(), "", ""}, w.args()...)...)
+		append([]any{l.token, "", keep.Milliseconds(), ""}, w.args()...)...)
 	releases := make([]nodeResult, len(res))
 	var stored int
 	var errs []error

@@ -253,7 +253,7 @@ func (q *quorum) lateClaim(l *Lock, i int, r nodeResult) {
 			earlier(&l.renewBy, freeAfter(l, r.n))
 		}
 	case r.err == nil && r.n > 0, r.err != nil && mayHaveLanded(r.err):
-		cleanupScript(context.Background(), q.nodes[i], r.err == nil, l.key, releaseScript(), []string{l.key}, l.token, 0, "")
+		cleanupScript(context.Background(), q.nodes[i], r.err == nil, l.key, releaseScript(), []string{l.key}, releaseArgs(l.token, "", 0, "")...)
 	}
 }
 

@@ -323,7 +323,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		// As a Client with waiters of its own: the key's waiting mark is
 		// kept for those behind to, and the release message published.
-		release = p.Eval(ctx, releaseScript(), []string{from.key}, from.token, 0, from.waitMark(), ownWaitersOutsideTheLine)
+		release = p.Eval(ctx, releaseScript(), []string{from.key}, releaseArgs(from.token, from.waitMark(), 0, ownWaitersOutsideTheLine)...)
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
 		return nil
 	})
@@ -358,7 +358,7 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 // when ctx is already cancelled, without waiting for a stalled server: see
 // cleanupScript. answered says whether Redis has just answered.
 func (s *single) abandon(ctx context.Context, l *Lock, answered bool) {
-	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript(), []string{l.key}, l.token, 0, l.waitMark())
+	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript(), []string{l.key}, releaseArgs(l.token, l.waitMark(), 0, "")...)
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts

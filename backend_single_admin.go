@@ -104,9 +104,10 @@ func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time
 	if !hasIndex(rdb) {
 		w = w.withoutIndex()
 	}
-	// ARGV[4] is the release's Client id in the fair line; none here.
+	// The release's ARGV is sent whole, as the record's follows it:
+	// ARGV[4] is the release's Client id in the fair line, none here.
 	v, err := rdb.Eval(ctx, finishScript(), append([]string{l.key}, w.keys(l.key)...),
-		append([]any{l.token, keep.Milliseconds(), l.waitMark(), ""}, w.args()...)...).Slice()
+		append([]any{l.token, l.waitMark(), keep.Milliseconds(), ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }
 

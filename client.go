@@ -110,7 +110,7 @@ func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOption
 	l := &Lock{c: c, name: name, token: token, ttl: ttl}
 	l.key, l.mark = c.keyAndMark(name)
 	l.relKeys[0] = l.key
-	l.relArgs = [3]any{&l.token, int64(0), &l.mark}
+	l.relArgs = [2]any{&l.token, &l.mark}
 	if opts != nil {
 		l.minHold = opts.MinHold
 	}

@@ -44,7 +44,7 @@ type Lock struct {
 	// elsewhere leaves them empty (releaseCall).
 	mark    string // waitMark(key), built with key in one allocation
 	relKeys [1]string
-	relArgs [3]any
+	relArgs [2]any
 }
 
 // Name returns the lock's name as given to TryAcquire or Acquire.
@@ -119,11 +119,21 @@ func (l *Lock) releaseCall(keep time.Duration, cid string) ([]string, []any) {
 	if keep == 0 && cid == "" && l.relArgs[0] != nil {
 		return l.relKeys[:], l.relArgs[:]
 	}
-	args := []any{l.token, keep.Milliseconds(), l.waitMark()}
-	if cid != "" {
-		args = append(args, cid)
+	return []string{l.key}, releaseArgs(l.token, l.waitMark(), keep, cid)
+}
+
+// releaseArgs is releaseScript's ARGV: the token and the waiting mark, then
+// the time to keep the key and the Client id only when one of them is
+// sent. Redis pushes every argument into the script, so the plain release
+// sends two, not four.
+func releaseArgs(token, mark string, keep time.Duration, cid string) []any {
+	switch {
+	case cid != "":
+		return []any{token, mark, keep.Milliseconds(), cid}
+	case keep > 0:
+		return []any{token, mark, keep.Milliseconds()}
 	}
-	return []string{l.key}, args
+	return []any{token, mark}
 }
 
 // waitMark is waitMark(l.key), without building it again when newLock did.

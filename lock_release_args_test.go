@@ -31,7 +31,7 @@ func TestNewLockBuildsTheKeyAndWaitingMarkTheRuleGives(t *testing.T) {
 			t.Errorf("key %q: waiting mark %q, want %q", key, got, waitMark(key))
 		}
 		keys, args := l.releaseCall(0, "")
-		want := []any{"tok", int64(0), waitMark(key)}
+		want := []any{"tok", waitMark(key)}
 		if !slices.Equal(keys, []string{key}) || !slices.Equal(derefArgs(args), want) {
 			t.Errorf("key %q: release KEYS %q ARGV %v, want %q %v", key, keys, derefArgs(args), []string{key}, want)
 		}
@@ -54,9 +54,9 @@ func TestPlainReleaseArgumentsAllocateNothing(t *testing.T) {
 		cid  string
 		want []any
 	}{
-		{l, 1500 * time.Millisecond, "", []any{"tok", int64(1500), "{lock:job}:w"}},
-		{l, 0, "c1", []any{"tok", int64(0), "{lock:job}:w", "c1"}},
-		{&Lock{key: "lock:x", token: "t2"}, 0, "", []any{"t2", int64(0), "{lock:x}:w"}},
+		{l, 1500 * time.Millisecond, "", []any{"tok", "{lock:job}:w", int64(1500)}},
+		{l, 0, "c1", []any{"tok", "{lock:job}:w", int64(0), "c1"}},
+		{&Lock{key: "lock:x", token: "t2"}, 0, "", []any{"t2", "{lock:x}:w"}},
 	} {
 		keys, args := tc.l.releaseCall(tc.keep, tc.cid)
 		if !slices.Equal(keys, []string{tc.l.key}) || !slices.Equal(derefArgs(args), tc.want) {

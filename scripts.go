@@ -32,12 +32,13 @@ func lazyScript(name string) func() string {
 var (
 	// releaseScript releases a lock only if it is still ours, in one atomic
 	// step. KEYS[1] is the lock key, ARGV[1] our token, ARGV[2] the
-	// milliseconds the key must still live (min-hold) or 0, ARGV[3] the
 	// key's waiting mark (waitMark: "<base>:w", where the base is "{key}"
 	// or the key itself when it has a hash tag; "" for a key with '}' but
-	// no hash tag, which has no line), and ARGV[4], sent only by a Client
-	// that has waiters of its own for the key, that Client's id in the fair
-	// line (wait_fair.go), or ownWaitersOutsideTheLine. It returns 0 when
+	// no hash tag, which has no line), ARGV[3], when sent, the milliseconds
+	// the key must still live (min-hold) or 0, and ARGV[4], sent only by a
+	// Client that has waiters of its own for the key, that Client's id in
+	// the fair line (wait_fair.go), or ownWaitersOutsideTheLine. A plain
+	// release sends only the first two (releaseArgs). It returns 0 when
 	// the lock was not ours (the key is left untouched). With a min-hold
 	// left, a short job keeps the key until it passes, so a server whose
 	// cron fires late does not run the same job again; it returns 1.

@@ -1,12 +1,11 @@
 -- Release if still ours; when the waiting mark says someone waits, hand the
 -- lock to the first live waiter in line (see releaseScript). KEYS[1]: key.
--- ARGV: token, ms to keep, the waiting mark or ''[, our Client id, '*' or ''].
-local k, m, cid = KEYS[1], ARGV[3] or '', ARGV[4] or ''
+-- ARGV: token, the waiting mark or ''[, ms to keep[, our Client id, '*' or '']].
+local k, m, keep, cid = KEYS[1], ARGV[2], ARGV[3], ARGV[4] or ''
 if redis.call('get', k) ~= ARGV[1] then
   return 0
 end
-local keep = tonumber(ARGV[2])
-if keep > 0 then
+if keep and tonumber(keep) > 0 then
   redis.call('pexpire', k, keep)
   return 1
 end

@@ -187,7 +187,7 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 			t.Errorf("SET = %q, want %q", set, wantSet)
 		}
 		if !tc.record {
-			wantEval := []string{"eval", string(script), "1", "lock:x", set[2], "0", "{lock:x}:w"}
+			wantEval := []string{"eval", string(script), "1", "lock:x", set[2], "{lock:x}:w"}
 			if !slices.Equal(eval, wantEval) {
 				t.Errorf("EVAL = %q, want release.lua with key lock:x, the SET's token and the waiting mark", eval)
 			}
@@ -201,7 +201,7 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 		// token; the other keys are the record's, history's, last success's
 		// once-per marker's and leftovers note's, all in the lock's slot, and
 		// the index of the prefix's names that --list reads.
-		want := []string{"7", "lock:x", "{lock:x}:last", "{lock:x}:runs", "{lock:x}:ok", "{lock:x}:done", "{lock:x}:left", "{lock:}:index", set[2], "0"}
+		want := []string{"7", "lock:x", "{lock:x}:last", "{lock:x}:runs", "{lock:x}:ok", "{lock:x}:done", "{lock:x}:left", "{lock:}:index", set[2], "{lock:x}:w", "0"}
 		if len(eval) < 2+len(want) || !strings.Contains(eval[1], string(script)) || !slices.Equal(eval[2:2+len(want)], want) {
 			t.Errorf("EVAL = %q, want release.lua and the record's keys %q with the SET's token", eval, want[2:8])
 		}

@@ -49,7 +49,7 @@ func libs() []lib {
 		{name: "with-lock, a process per lock", config: "as above, but every acquisition opens a new go-redis client and Client and closes them after the release, as `with-lock -w` processes do", open: openFresh, contended: true},
 		{name: "raw go-redis floor", config: "SET NX PX + EVAL of a compare-and-delete script, nothing else", open: openRaw, uncontended: true},
 		{name: "raw go-redis floor, EVALSHA", config: "SET NX PX + the same script through redis.Script.Run: EVALSHA, EVAL only on NOSCRIPT", open: openRawSHA, uncontended: true},
-		{name: "raw go-redis floor, with-lock's commands", config: "the EVALSHA floor sending exactly what with-lock sends: its 50-byte token, and lua/release.lua with its three arguments (token, 0, the waiting mark); what is left between this row and with-lock's is with-lock's own code", open: openRawSame, uncontended: true},
+		{name: "raw go-redis floor, with-lock's commands", config: "the EVALSHA floor sending exactly what with-lock sends: its 50-byte token, and lua/release.lua with its two arguments (token, the waiting mark); what is left between this row and with-lock's is with-lock's own code", open: openRawSame, uncontended: true},
 		{name: "bsm/redislock", config: "Obtain with LinearBackoff(10ms) / Release", open: openRedislock(10 * time.Millisecond), uncontended: true, contended: true},
 		{name: "bsm/redislock, spin", config: "Obtain without retry, called again at once until it succeeds", open: openRedislock(0), contended: true},
 		{name: "redsync", config: "Mutex.LockContext with default retry delays (50–250 ms) and unlimited tries / UnlockContext", open: openRedsync, uncontended: true, contended: true},
@@ -172,7 +172,7 @@ func (r *rawSame) lock(ctx context.Context, name string) (unlockFunc, error) {
 		return nil, errors.New("raw floor: lock busy (it does not wait)")
 	}
 	return func(ctx context.Context) error {
-		return r.release.Run(ctx, r.rdb, []string{key}, token, 0, mark).Err()
+		return r.release.Run(ctx, r.rdb, []string{key}, token, mark).Err()
 	}, nil
 }
 
