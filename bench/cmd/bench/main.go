@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,8 +88,11 @@ func run(c config) error {
 		res.libs = append(res.libs, &libResult{lib: lb, modes: map[string]*modeResult{}})
 	}
 
-	// Uncontended: interleaved rounds, each library once per round in a
-	// rotating order, after a warm-up that fills connection pools.
+	// Uncontended: interleaved rounds, each library once per round, after
+	// a warm-up that fills connection pools. The order is shuffled every
+	// round (with a fixed seed: every run sees the same orders), so that
+	// no library always runs right after the same other one, whose
+	// garbage and background goroutines it would pay for in every round.
 	if c.only != "" {
 		c.out, c.svg = "", ""
 		if c.only != "uncontended" {
@@ -108,9 +112,10 @@ func run(c config) error {
 		}
 	}
 	fmt.Printf("uncontended: %d rounds of %d pairs, 1 and 16 goroutines\n", c.rounds, c.pairs)
+	order := rand.New(rand.NewPCG(1, 2))
 	for round := -1; round < c.rounds && c.rounds > 0; round++ {
-		for i := range res.libs {
-			lr := res.libs[(i+max(round, 0))%len(res.libs)]
+		for _, i := range order.Perm(len(res.libs)) {
+			lr := res.libs[i]
 			if !lr.lib.uncontended {
 				continue
 			}
