@@ -4,6 +4,7 @@ package withlock
 // reply becomes ErrLockNotHeld (opError).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -75,6 +76,24 @@ func (e *NotObtainedError) Error() string {
 
 // Is makes errors.Is(err, ErrNotObtained) true.
 func (e *NotObtainedError) Is(target error) bool { return target == ErrNotObtained }
+
+// waitEnded is the end of a wait that its context cut short, in words:
+// whether it ran out of time or was cancelled, or the caller's own cause.
+// It unwraps to the cause, so errors.Is still matches
+// context.DeadlineExceeded, context.Canceled or what the caller set.
+type waitEnded struct{ cause error }
+
+func (e waitEnded) Error() string {
+	switch {
+	case errors.Is(e.cause, context.DeadlineExceeded):
+		return "the wait's deadline passed"
+	case errors.Is(e.cause, context.Canceled):
+		return "the wait was cancelled"
+	}
+	return e.cause.Error()
+}
+
+func (e waitEnded) Unwrap() error { return e.cause }
 
 // notObtained describes the lock on key held by the owner of token ("" when
 // unknown) with ttl left.

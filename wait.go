@@ -51,7 +51,7 @@ type waitLine struct {
 // so a try whose reply was lost is recognised as ours by the next one.
 func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("acquire %s: %w", c.Key(name), context.Cause(ctx))
+		return nil, fmt.Errorf("acquire %s: not tried: %w", c.Key(name), waitEnded{context.Cause(ctx)})
 	}
 	// A try is never cut short by ctx: a SET abandoned in flight may still
 	// land and leave a lock nobody releases. Each try is bounded by the

@@ -315,11 +315,11 @@ func (f *fairRooms) leaveLine(ctx, tctx context.Context, r *room, w *liner, join
 			held = notObtained(r.key, get.Val(), max(pttl.Val(), 0))
 		}
 	}
-	err := context.Cause(ctx)
-	if err == nil {
-		err = errors.New("could not join the line")
+	var ended error = errors.New("could not join the line")
+	if cause := context.Cause(ctx); cause != nil {
+		ended = waitEnded{cause}
 	}
-	return nil, fmt.Errorf("%w; gave up waiting: %w", held, err)
+	return nil, fmt.Errorf("%w; gave up waiting: %w", held, ended)
 }
 
 // entryToken is the token of a line entry "<client id>|<ttl ms>|<token>".

@@ -198,5 +198,5 @@ func (lq *localQueues) giveUp(ctx context.Context, q *queue, w *waiter) (*Lock, 
 	if held.Holder.ID == "" {
 		held.Holder.ID = "unknown"
 	}
-	return nil, fmt.Errorf("%w; gave up waiting: %w", held, context.Cause(ctx))
+	return nil, fmt.Errorf("%w; gave up waiting: %w", held, waitEnded{context.Cause(ctx)})
 }
