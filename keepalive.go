@@ -5,6 +5,7 @@ package withlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -207,7 +208,12 @@ func (k *KeepAlive) run(ctx context.Context) {
 		case <-deadline.C:
 			// Independent of any call in flight: a renewal stuck on a
 			// paused or unreachable Redis cannot postpone this.
-			if busy {
+			switch {
+			case busy && lastErr != nil:
+				// An earlier renewal's answer (no quorum, a refused
+				// command) says more about the loss than the silence.
+				lastErr = fmt.Errorf("%w; then %w", lastErr, errNoAnswer)
+			case busy:
 				lastErr = errNoAnswer
 			}
 			k.lose(lastErr, "")
