@@ -133,6 +133,8 @@ func run(c config) error {
 				} else {
 					lr.us16, lr.allocs16 = append(lr.us16, u.usPerPair), append(lr.allocs16, u.allocsPerPair)
 					lr.clientCPU16, lr.serverCPU16 = append(lr.clientCPU16, u.clientCPU), append(lr.serverCPU16, u.serverCPU)
+					lr.scriptUs16 = append(lr.scriptUs16, u.scriptUs)
+					lr.bytes16 = append(lr.bytes16, u.bytesPerPair)
 				}
 			}
 		}

@@ -43,6 +43,36 @@ func serverCPU(rdb *redis.Client) time.Duration {
 	return time.Duration(sum * float64(time.Second))
 }
 
+// scriptTime reads INFO commandstats: how many EVAL and EVALSHA calls the
+// server ran and the µs it spent in them, the commands the scripts ran
+// included. Redis times each command on its own, so this is the release
+// script's cost apart from reading, parsing and replying.
+func scriptTime(rdb *redis.Client) (calls, usec int64) {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:"} {
+			stats, ok := strings.CutPrefix(line, cmd)
+			if !ok {
+				continue
+			}
+			for _, field := range strings.Split(stats, ",") {
+				k, v, _ := strings.Cut(field, "=")
+				n, _ := strconv.ParseInt(v, 10, 64)
+				switch k {
+				case "calls":
+					calls += n
+				case "usec":
+					usec += n
+				}
+			}
+		}
+	}
+	return calls, usec
+}
+
 func redisVersion(rdb *redis.Client) string {
 	info, _ := rdb.Info(context.Background(), "server").Result()
 	for _, line := range strings.Split(info, "\r\n") {

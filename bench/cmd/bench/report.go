@@ -140,10 +140,10 @@ func (r *results) cpuTable() string {
 			continue
 		}
 		c, s := medianF(l.clientCPU16), medianF(l.serverCPU16)
-		rows = append(rows, []string{l.lib.name, fmt.Sprintf("%.1f", c), fmt.Sprintf("%.1f", s), fmt.Sprintf("%.1f", c+s)})
+		rows = append(rows, []string{l.lib.name, fmt.Sprintf("%.1f", c), fmt.Sprintf("%.1f", s), fmt.Sprintf("%.1f", c+s), fmt.Sprintf("%.2f", medianF(l.scriptUs16)), fmt.Sprintf("%.0f", medianF(l.bytes16))})
 	}
-	return "\nCPU per pair at 16 goroutines, µs (medians over rounds):\n\n" +
-		mdTable([]string{"library", "bench process", "redis-server", "sum"}, rows)
+	return "\nCPU per pair at 16 goroutines, µs (medians over rounds); \"release script in Redis\" is redis-server's time in one EVAL or EVALSHA (the commands it ran included), from INFO commandstats; the last column is the bench process's heap allocation per pair:\n\n" +
+		mdTable([]string{"library", "bench process", "redis-server", "sum", "release script in Redis", "bytes/pair"}, rows)
 }
 
 func (r *results) contendedTable() string {

@@ -20,6 +20,12 @@ type uncontended struct {
 	// go-redis client included) and redis-server's (INFO cpu). On a
 	// machine shared with other work they vary far less than wall time.
 	clientCPU, serverCPU float64
+	// scriptUs is the µs redis-server spent in one EVAL or EVALSHA, the
+	// release script (INFO commandstats), or 0 when none ran.
+	scriptUs float64
+	// bytesPerPair is the process's heap allocation per pair
+	// (runtime.MemStats.TotalAlloc): what drives how often the GC runs.
+	bytesPerPair float64
 }
 
 // runUncontended does pairs lock+unlock pairs spread over goroutines, each
@@ -34,8 +40,10 @@ func runUncontended(l locker, adm *redis.Client, goroutines, pairs int) (unconte
 		cmds = commandsProcessed(adm)
 	}
 	var srvCPU time.Duration
+	var scripts, scriptUsec int64
 	if adm != nil {
 		srvCPU = serverCPU(adm)
+		scripts, scriptUsec = scriptTime(adm)
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -65,6 +73,8 @@ func runUncontended(l locker, adm *redis.Client, goroutines, pairs int) (unconte
 	runtime.ReadMemStats(&after)
 	if adm != nil {
 		srvCPU = serverCPU(adm) - srvCPU
+		calls, usec := scriptTime(adm)
+		scripts, scriptUsec = calls-scripts, usec-scriptUsec
 		cmds = commandsProcessed(adm) - cmds - 3 // the first INFO stats and both INFO cpu count one each
 	}
 	close(errs)
@@ -72,7 +82,13 @@ func runUncontended(l locker, adm *redis.Client, goroutines, pairs int) (unconte
 		return uncontended{}, err
 	}
 	n := float64(per * goroutines)
+	var scriptUs float64
+	if scripts > 0 {
+		scriptUs = float64(scriptUsec) / float64(scripts)
+	}
 	return uncontended{
+		scriptUs:      scriptUs,
+		bytesPerPair:  float64(after.TotalAlloc-before.TotalAlloc) / n,
 		usPerPair:     float64(elapsed.Microseconds()) * float64(goroutines) / n,
 		allocsPerPair: float64(after.Mallocs-before.Mallocs) / n,
 		cmdsPerPair:   float64(cmds) / n,
