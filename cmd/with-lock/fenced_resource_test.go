@@ -105,6 +105,17 @@ func (r *frResource) serve(conn net.Conn) {
 	defer conn.Close()
 	lines := bufio.NewScanner(conn)
 	var h *frHolder
+	// The worker's socket closes when it dies, which ends this either way:
+	// in Scan, or in the Write of a reply to a worker killed since its
+	// last line. Both are its end.
+	defer func() {
+		if h != nil {
+			r.mu.Lock()
+			h.End = time.Now()
+			r.mu.Unlock()
+			close(h.ended)
+		}
+	}()
 	for lines.Scan() {
 		var verb string
 		var a, b int64
@@ -125,12 +136,6 @@ func (r *frResource) serve(conn net.Conn) {
 			r.t.Errorf("resource: bad line %q", lines.Text())
 			return
 		}
-	}
-	if h != nil { // the worker's socket closes when it dies
-		r.mu.Lock()
-		h.End = time.Now()
-		r.mu.Unlock()
-		close(h.ended)
 	}
 }
 
