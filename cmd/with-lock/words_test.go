@@ -1,6 +1,10 @@
 package main_test
 
 import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +20,17 @@ import (
 // answer in time and the setting that bounds it; never Go's "dial tcp",
 // "connect: connection refused", "i/o timeout" or "no such host" on its
 // own. Each exits 69.
+// everyRedisPath is a run and each admin path that talks to Redis.
+var everyRedisPath = []struct {
+	name string
+	args []string
+}{
+	{"run", []string{"x", "true"}},
+	{"--status", []string{"--status", "x"}},
+	{"--list", []string{"--list"}},
+	{"--break", []string{"--break", "x"}},
+}
+
 func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 	paused := redistest.Start(t)
 	paused.Signal(syscall.SIGSTOP)
@@ -33,15 +48,7 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 			[]string{"nothing listens at " + refused + " (connection refused)"}},
 		{"no answer", paused.URL(), []string{"timed out after 1s (--redis-timeout)"}},
 	} {
-		for _, path := range []struct {
-			name string
-			args []string
-		}{
-			{"run", []string{"x", "true"}},
-			{"--status", []string{"--status", "x"}},
-			{"--list", []string{"--list"}},
-			{"--break", []string{"--break", "x"}},
-		} {
+		for _, path := range everyRedisPath {
 			t.Run(failure.name+"/"+path.name, func(t *testing.T) {
 				r := clitest.Run(t, nil, append([]string{"--redis", failure.redis, "--redis-timeout", "1s"}, path.args...)...)
 				if r.Code != 69 {
@@ -58,4 +65,62 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Something other than Redis at the address (a web server, an SSH daemon:
+// the wrong port) is a configuration to mend, not an outage to wait out:
+// every path names the address and what answered there and exits 78,
+// never in go-redis's "invalid reply" or "can't parse".
+func TestSomethingElseAtTheAddressIsSaidToBeNotRedis(t *testing.T) {
+	web := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(web.Close)
+	for _, server := range []struct {
+		name, addr, answer string
+	}{
+		// Go's HTTP server answers the handshake's HELLO as a bad request.
+		{"a web server", web.Listener.Addr().String(), `"HTTP/1.1 400 Bad Request"`},
+		{"a server that speaks first", bannerServer(t, "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n"), `"SSH-2.0-OpenSSH_9.2p1 Debian-2"`},
+	} {
+		for _, path := range everyRedisPath {
+			t.Run(server.name+"/"+path.name, func(t *testing.T) {
+				r := clitest.Run(t, nil, append([]string{"--redis", "redis://" + server.addr + "/0", "--redis-timeout", "2s"}, path.args...)...)
+				if r.Code != 78 {
+					t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
+				}
+				oneLine(t, r, server.addr+" is not Redis (it answered "+server.answer+"): check the port")
+				for _, goWords := range []string{"invalid reply", "can't parse", "EOF"} {
+					if strings.Contains(r.Stderr, goWords) {
+						t.Errorf("stderr %q says %q", r.Stderr, goWords)
+					}
+				}
+			})
+		}
+	}
+}
+
+// bannerServer listens on a free port and greets every connection with
+// banner before it reads a byte, as SSH and SMTP servers do; it returns
+// the address.
+func bannerServer(t *testing.T, banner string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := io.WriteString(c, banner); err == nil {
+					_, _ = io.Copy(io.Discard, c) // until the client hangs up
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
 }

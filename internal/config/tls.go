@@ -29,6 +29,8 @@ func (c *Config) secure(opt *redis.Options, rawURL string) error {
 			return err
 		}
 		opt.Dialer = tlsDialer(opt.TLSConfig, c.RedisTimeout)
+	} else {
+		opt.Dialer = plainDialer(c.RedisTimeout)
 	}
 	urlPassword := opt.Password
 	if opt.Password, err = c.password(urlPassword); err != nil {
