@@ -141,6 +141,10 @@ func (r *runner) inUserWords(err error) string {
 		op := e.(*net.OpError)
 		msg = strings.ReplaceAll(msg, op.Error(), "nothing listens at "+op.Addr.String()+" (connection refused)")
 	}
+	for _, e := range outermost(err, isNoSocket, nil) { // words.go
+		op := e.(*net.OpError)
+		msg = strings.ReplaceAll(msg, op.Error(), "no socket at "+op.Addr.String()+" (no such file or directory)")
+	}
 	// What a wrapper said in words of its own, not as a wrapped error.
 	return strings.NewReplacer("context deadline exceeded", said, "i/o timeout", said).Replace(msg)
 }

@@ -49,6 +49,13 @@ func isRefused(err error) bool {
 	return ok && op.Addr != nil && errors.Is(op.Err, syscall.ECONNREFUSED)
 }
 
+// isNoSocket reports whether err itself is a dial of a unix socket that is
+// not there: Redis is not running, or the path is wrong.
+func isNoSocket(err error) bool {
+	op, ok := err.(*net.OpError)
+	return ok && op.Op == "dial" && op.Addr != nil && op.Addr.Network() == "unix" && errors.Is(op.Err, syscall.ENOENT)
+}
+
 // outermost appends to found the outermost errors in err's tree for which
 // match holds: each node of a quorum's joined errors has its own.
 func outermost(err error, match func(error) bool, found []error) []error {

@@ -16,10 +16,10 @@ import (
 
 // A run and every admin path (--status, --list, --break) say one failure
 // to reach Redis in the same words, a user's: a host name that does not
-// resolve, nothing listening at the address, a server that does not
-// answer in time and the setting that bounds it; never Go's "dial tcp",
-// "connect: connection refused", "i/o timeout" or "no such host" on its
-// own. Each exits 69.
+// resolve, nothing listening at the address, no socket at a unix://
+// path, a server that does not answer in time and the setting that bounds
+// it; never Go's "dial tcp", "connect: connection refused", "i/o timeout"
+// or "no such host" on its own. Each exits 69.
 // everyRedisPath is a run and each admin path that talks to Redis.
 var everyRedisPath = []struct {
 	name string
@@ -36,6 +36,7 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 	paused.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { paused.Signal(syscall.SIGCONT) })
 	refused := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	noSocket := t.TempDir() + "/redis.sock"
 	for _, failure := range []struct {
 		name  string
 		redis string
@@ -47,6 +48,7 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 		{"nothing listens", "redis://" + refused + "/0",
 			[]string{"nothing listens at " + refused + " (connection refused)"}},
 		{"no answer", paused.URL(), []string{"timed out after 1s (--redis-timeout)"}},
+		{"no socket at the path", "unix://" + noSocket, []string{"no socket at " + noSocket + " (no such file or directory)"}},
 	} {
 		for _, path := range everyRedisPath {
 			t.Run(failure.name+"/"+path.name, func(t *testing.T) {
@@ -57,7 +59,7 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 				for _, w := range failure.want {
 					oneLine(t, r, w)
 				}
-				for _, goWords := range []string{"dial tcp", "connect: connection refused", "i/o timeout", "deadline exceeded", "lookup "} {
+				for _, goWords := range []string{"dial tcp", "dial unix", "connect: ", "i/o timeout", "deadline exceeded", "lookup "} {
 					if strings.Contains(r.Stderr, goWords) {
 						t.Errorf("stderr %q says %q", r.Stderr, goWords)
 					}
