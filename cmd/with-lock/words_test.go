@@ -14,12 +14,6 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// A run and every admin path (--status, --list, --break) say one failure
-// to reach Redis in the same words, a user's: a host name that does not
-// resolve, nothing listening at the address, no socket at a unix://
-// path, a server that does not answer in time and the setting that bounds
-// it; never Go's "dial tcp", "connect: connection refused", "i/o timeout"
-// or "no such host" on its own. Each exits 69.
 // everyRedisPath is a run and each admin path that talks to Redis.
 var everyRedisPath = []struct {
 	name string
@@ -31,12 +25,18 @@ var everyRedisPath = []struct {
 	{"--break", []string{"--break", "x"}},
 }
 
+// A run and every admin path (--status, --list, --break) say one failure
+// to reach Redis in the same words, a user's: a host name that does not
+// resolve, nothing listening at the address, no socket at a unix://
+// path, a server that does not answer in time and the setting that bounds
+// it; never Go's "dial tcp", "connect: connection refused", "i/o timeout"
+// or "no such host" on its own. Each exits 69.
 func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 	paused := redistest.Start(t)
 	paused.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { paused.Signal(syscall.SIGCONT) })
 	refused := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	noSocket := t.TempDir() + "/redis.sock"
+	const noSocket = "/nonexistent/redis.sock"
 	for _, failure := range []struct {
 		name  string
 		redis string

@@ -12,7 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// secure applies TLS and the password to opt, parsed from rawURL.
+// secure applies TLS, or the plain dialer, and the password to opt, parsed
+// from rawURL.
 func (c *Config) secure(opt *redis.Options, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil { // redis.ParseURL accepted it, so this cannot happen
