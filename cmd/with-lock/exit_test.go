@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
@@ -25,6 +27,8 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 	plainTLS := "rediss://" + e.srv.Addr() + "/0"
 	db := func(n int) string { return "redis://" + e.srv.Addr() + "/" + strconv.Itoa(n) }
 	nobody := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	web := httptest.NewServer(http.NotFoundHandler()) // not Redis
+	t.Cleanup(web.Close)
 	// jobAt runs the job with flags that name its Redis; job on the test's.
 	jobAt := func(flags ...string) []string { return append(flags, "x", "touch", e.path("ran")) }
 	job := func(flags ...string) []string { return jobAt(append([]string{"--redis", url}, flags...)...) }
@@ -91,8 +95,10 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 		{"--password-file is a directory", nil, job("--password-file", e.dir), 78, "--password-file " + e.dir + " is a directory"},
 		{"--sentinel-password-file is a directory", nil, job(append(sentinel, "--sentinel-password-file", e.dir)...), 78, "--sentinel-password-file " + e.dir + " is a directory"},
 		{"rediss:// to plain Redis", nil, jobAt("--redis", plainTLS), 78, "speaks plain Redis, not TLS: use redis://"},
+		{"a web server at the address", nil, jobAt("--redis", "redis://"+web.Listener.Addr().String()+"/0"), 78, web.Listener.Addr().String() + ` is not Redis (it answered "HTTP/1.1 400 Bad Request"): check the port`},
 
 		{"nothing listening", nil, jobAt("--redis", "redis://"+nobody+"/0", "--redis-timeout", "1s"), 69, "nothing listens at " + nobody + " (connection refused)"},
+		{"no socket at the unix:// path", nil, jobAt("--redis", "unix:///nonexistent/redis.sock"), 69, "no socket at /nonexistent/redis.sock (no such file or directory)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
