@@ -92,6 +92,7 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 		{"bad URL in WITH_LOCK_REDIS", []string{"WITH_LOCK_REDIS=foo://:" + secret + "@x"}, jobAt(), 78, "WITH_LOCK_REDIS URL"},
 		{"sentinel port 99999", nil, job("--sentinel", "127.0.0.1:99999", "--sentinel-master", "m"), 78, `--sentinel: port "99999"`},
 		{"database the server does not have", nil, jobAt("--redis", db(999)), 78, "database that server does not have: see its databases setting"},
+		{"missing --password-file", nil, job("--password-file", e.path("none")), 78, "--password-file " + e.path("none") + ": no such file or directory"},
 		{"--password-file is a directory", nil, job("--password-file", e.dir), 78, "--password-file " + e.dir + " is a directory"},
 		{"--sentinel-password-file is a directory", nil, job(append(sentinel, "--sentinel-password-file", e.dir)...), 78, "--sentinel-password-file " + e.dir + " is a directory"},
 		{"rediss:// to plain Redis", nil, jobAt("--redis", plainTLS), 78, "speaks plain Redis, not TLS: use redis://"},

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -42,7 +43,10 @@ func (c *Config) readSecret(flag, path string) (string, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrConfig, flag, err)
+		if pe, ok := err.(*fs.PathError); ok {
+			err = pe.Err // "FLAG PATH: no such file or directory", not "FLAG: open PATH: ..."
+		}
+		return "", fmt.Errorf("%w: %s %s: %w", ErrConfig, flag, path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
