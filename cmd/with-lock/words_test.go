@@ -14,15 +14,32 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// everyRedisPath is a run and each admin path that talks to Redis.
+// everyRedisPath is a run, a waiting run and each admin path that talks to
+// Redis, all on the lock x, each of which says a failure on stderr. --check
+// says it on stdout, as a monitoring plugin: see checkSays.
 var everyRedisPath = []struct {
 	name string
 	args []string
 }{
 	{"run", []string{"x", "true"}},
+	{"-w run", []string{"-w", "2s", "x", "true"}},
 	{"--status", []string{"--status", "x"}},
+	{"--status --json", []string{"--status", "--json", "x"}},
 	{"--list", []string{"--list"}},
 	{"--break", []string{"--break", "x"}},
+	{"--history", []string{"--history", "x"}},
+}
+
+// checkSays runs --check x with flags and checks that it says, as a
+// plugin does, that it cannot read the records, in the words want: exit 3
+// (UNKNOWN) and one line on stdout.
+func checkSays(t *testing.T, env []string, flags []string, want string) {
+	t.Helper()
+	r := clitest.Run(t, env, append(flags, "--check", "x")...)
+	if r.Code != 3 || r.Stderr != "" || strings.Count(r.Stdout, "\n") != 1 ||
+		!strings.HasPrefix(r.Stdout, "WITH-LOCK UNKNOWN - cannot read the records: ") || !strings.Contains(r.Stdout, want) {
+		t.Errorf("--check: exit %d, stdout %q, stderr %q; want 3 and one line: UNKNOWN - cannot read the records: ...%s", r.Code, r.Stdout, r.Stderr, want)
+	}
 }
 
 // A run and every admin path (--status, --list, --break) say one failure
@@ -52,6 +69,7 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 	} {
 		for _, path := range everyRedisPath {
 			t.Run(failure.name+"/"+path.name, func(t *testing.T) {
+				t.Parallel() // each path waits out its timeout on the paused server
 				r := clitest.Run(t, nil, append([]string{"--redis", failure.redis, "--redis-timeout", "1s"}, path.args...)...)
 				if r.Code != 69 {
 					t.Errorf("exit %d, want 69", r.Code)
@@ -120,6 +138,64 @@ func bannerServer(t *testing.T, banner string) string {
 				defer c.Close()
 				if _, err := io.WriteString(c, banner); err == nil {
 					_, _ = io.Copy(io.Discard, c) // until the client hangs up
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// A redis:// URL that names a TLS port (the opposite of rediss:// at a
+// plain port) is a configuration to mend: every path says the port speaks
+// TLS and to use rediss://, exit 78, never go-redis's "EOF" or "is Redis
+// up?". Redis's TLS port hangs up on a plain HELLO; other TLS servers
+// answer it with an alert first.
+func TestRedisURLAtATLSPortIsSaidToSpeakTLS(t *testing.T) {
+	tlsRedis := redistest.StartTLS(t, redistest.NewCA(t, "with-lock test CA"), false)
+	for _, server := range []struct{ name, addr string }{
+		{"Redis's TLS port", tlsRedis.Addr()},
+		{"a TLS server that sends an alert", alertServer(t)},
+	} {
+		want := server.addr + " speaks TLS, not plain Redis: use rediss://, not redis://"
+		flags := []string{"--redis", "redis://" + server.addr + "/0", "--redis-timeout", "2s"}
+		for _, path := range everyRedisPath {
+			t.Run(server.name+"/"+path.name, func(t *testing.T) {
+				r := clitest.Run(t, nil, append(flags, path.args...)...)
+				if r.Code != 78 {
+					t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
+				}
+				oneLine(t, r, want)
+				for _, goWords := range []string{"EOF", "is Redis up", "reset by peer"} {
+					if strings.Contains(r.Stderr, goWords) {
+						t.Errorf("stderr %q says %q", r.Stderr, goWords)
+					}
+				}
+			})
+		}
+		t.Run(server.name+"/--check", func(t *testing.T) { checkSays(t, nil, flags, want) })
+	}
+}
+
+// alertServer listens on a free port and answers whatever a connection
+// sends first with a TLS alert record (protocol_version), as TLS servers
+// other than Redis do with a plain-text client; it returns the address.
+func alertServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := c.Read(make([]byte, 512)); err == nil {
+					_, _ = c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x46})
 				}
 			}()
 		}

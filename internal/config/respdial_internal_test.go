@@ -12,7 +12,8 @@ import (
 
 // A connection to a redis:// address passes Redis's replies through as they
 // are, and turns a first reply that is not RESP into ErrConfig naming the
-// address and the answer's first line: every read after says the same.
+// address and the answer's first line, or that it speaks TLS: every read
+// after says the same.
 func TestPlainConnectionTellsRedisFromSomethingElse(t *testing.T) {
 	type conversation struct {
 		name    string
@@ -31,6 +32,9 @@ func TestPlainConnectionTellsRedisFromSomethingElse(t *testing.T) {
 			`bad configuration: test:1 is not Redis (it answered "HTTP/1.1 400 Bad Request"): check the port`},
 		{"a long first line", []string{strings.Repeat("x", 100)},
 			`(it answered "` + strings.Repeat("x", 40) + `")`},
+		{"a TLS alert", []string{"\x15\x03\x01\x00\x02\x02\x46"},
+			"bad configuration: test:1 speaks TLS, not plain Redis: use rediss://, not redis://"},
+		{"a hang-up where no TLS server listens", nil, ""},
 	}...) {
 		t.Run(tc.name, func(t *testing.T) {
 			client, server := net.Pipe()
