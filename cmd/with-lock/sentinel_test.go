@@ -154,3 +154,67 @@ func TestSentinelAuth(t *testing.T) {
 		})
 	}
 }
+
+// A --sentinel-master name the sentinels do not know (a typo) is bad
+// configuration, said as such on every path, exit 78: never "all
+// sentinels ... are unreachable: redis: nil" though they answered, and
+// never an answer made up from that failure, such as --break's "was not
+// held" for a lock that is held.
+func TestUnknownSentinelMasterIsSaidOnEveryPath(t *testing.T) {
+	ctx := context.Background()
+	master := redistest.Start(t)
+	s := redistest.StartSentinel(t, master.Port, 1, "")
+	if err := master.Client().Set(ctx, "lock:x", foreign, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	flags := func(name string, sentinels ...string) []string {
+		f := []string{"--redis-timeout", "2s"}
+		for _, addr := range sentinels {
+			f = append(f, "--sentinel", addr)
+		}
+		if name != "" {
+			f = append(f, "--sentinel-master", name)
+		}
+		return f
+	}
+	// The sentinel answers for the name it monitors.
+	if r := clitest.Run(t, nil, append(flags(redistest.MasterName, s.Addr()), "--status", "x")...); r.Code != 0 {
+		t.Fatalf("--status with the right name: exit %d, stderr %q; want 0, held", r.Code, r.Stderr)
+	}
+	typo := flags("mymastr", s.Addr())
+	want := `--sentinel-master "mymastr": the sentinels (` + s.Addr() + `) know no master of that name`
+	falseAnswers := []string{"unreachable", "redis: nil", "not held", "fence counter", "is Redis up"}
+	for _, path := range everyRedisPath {
+		t.Run(path.name, func(t *testing.T) {
+			r := clitest.Run(t, nil, append(typo, path.args...)...)
+			if r.Code != 78 {
+				t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
+			}
+			oneLine(t, r, want)
+			for _, wrong := range falseAnswers {
+				if strings.Contains(r.Stderr, wrong) {
+					t.Errorf("stderr %q says %q", r.Stderr, wrong)
+				}
+			}
+		})
+	}
+	t.Run("--check", func(t *testing.T) { checkSays(t, nil, typo, want) })
+	t.Run("the name from WITH_LOCK_SENTINEL_MASTER", func(t *testing.T) {
+		r := clitest.Run(t, []string{"WITH_LOCK_SENTINEL_MASTER=mymastr"}, append(flags("", s.Addr()), "x", "true")...)
+		if r.Code != 78 {
+			t.Errorf("exit %d, want 78", r.Code)
+		}
+		oneLine(t, r, `WITH_LOCK_SENTINEL_MASTER "mymastr": the sentinels (`+s.Addr()+`) know no master of that name`)
+	})
+	t.Run("one sentinel of two down", func(t *testing.T) {
+		down := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+		r := clitest.Run(t, nil, append(flags("mymastr", s.Addr(), down), "x", "true")...)
+		if r.Code != 78 {
+			t.Errorf("exit %d, want 78", r.Code)
+		}
+		oneLine(t, r, "the sentinels ("+s.Addr()+", "+down+") that answered (1 of 2) know no master of that name")
+	})
+	if v, err := master.Client().Get(ctx, "lock:x").Result(); err != nil || v != foreign {
+		t.Errorf("lock:x holds %q (%v) after every path; want the holder's value untouched", v, err)
+	}
+}

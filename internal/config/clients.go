@@ -37,7 +37,9 @@ func (c *Config) RedisClients() ([]redis.UniversalClient, error) {
 			return nil, err
 		}
 		c.verifyEachHost(u)
-		return []redis.UniversalClient{redis.NewFailoverClient(u.Failover())}, nil
+		rdb := redis.NewFailoverClient(u.Failover())
+		rdb.AddHook(unknownMaster{c}) // sentinelmaster.go
+		return []redis.UniversalClient{rdb}, nil
 	case Cluster:
 		u, _, err := c.universalOptions(c.RedisURLs[0]) // the seeds share the first one's credentials and TLS
 		if err != nil {
