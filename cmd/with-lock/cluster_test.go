@@ -167,4 +167,48 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q; want 78", res.Code, res.Stderr)
 		}
 	})
+
+	// A node named without --cluster redirects every key it does not
+	// serve: each path says it is a Cluster node and to add --cluster,
+	// exit 78, never a bare MOVED or a transaction's EXECABORT (69).
+	t.Run("a node without --cluster is said to be one on every path", func(t *testing.T) {
+		var node *redistest.Server // serves neither lock:x nor the index --list reads
+		for _, n := range cl.Nodes {
+			if n != cl.NodeFor("lock:x") && n != cl.NodeFor("{lock:}:index") {
+				node = n
+			}
+		}
+		flags := []string{"--redis", node.URL(), "--redis-timeout", "2s"}
+		want := node.Addr() + " is a Redis Cluster node (it answered MOVED "
+		for _, path := range everyRedisPath {
+			t.Run(path.name, func(t *testing.T) {
+				r := clitest.Run(t, nil, append(flags, path.args...)...)
+				if r.Code != 78 {
+					t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
+				}
+				oneLine(t, r, want)
+				if !strings.HasSuffix(r.Stderr, "): add --cluster\n") && !strings.HasSuffix(r.Stderr, "): add --cluster; command not run\n") {
+					t.Errorf("stderr %q does not end with what to do: add --cluster", r.Stderr)
+				}
+				if strings.Contains(r.Stderr, "EXECABORT") {
+					t.Errorf("stderr %q says EXECABORT", r.Stderr)
+				}
+			})
+		}
+		t.Run("--check", func(t *testing.T) { checkSays(t, nil, flags, want) })
+		// A name whose keys the node serves gets further: as far as the
+		// first command that spans slots (CROSSSLOT), which says the same.
+		t.Run("a name the node serves", func(t *testing.T) {
+			name := ""
+			for i := 0; name == ""; i++ {
+				if cl.NodeFor(fmt.Sprint("lock:own-", i)) == node {
+					name = fmt.Sprint("own-", i)
+				}
+			}
+			r := clitest.Run(t, nil, append(flags, name, "true")...)
+			if (r.Code != 0 && r.Code != 78) || !hasLine(r.Stderr, node.Addr()+" is a Redis Cluster node (it answered ", "add --cluster") {
+				t.Errorf("exit %d, stderr %q; want 0 or 78 and a line saying the node is a Cluster node", r.Code, r.Stderr)
+			}
+		})
+	})
 }

@@ -69,7 +69,9 @@ func (c *Config) RedisClients() ([]redis.UniversalClient, error) {
 			}
 			return nil, err
 		}
-		clients = append(clients, redis.NewClient(opt))
+		rdb := redis.NewClient(opt)
+		rdb.AddHook(clusterNode{addr: opt.Addr}) // clusternode.go
+		clients = append(clients, rdb)
 	}
 	return clients, nil
 }
