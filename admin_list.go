@@ -122,7 +122,9 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 	case isWrongType(err):
 		return "", nil, wrongType(ctx, rdb, key, "key", err)
 	case err != nil:
-		return "", nil, opError("break", key, err)
+		// Not opError: a READONLY here says the server is a replica, not
+		// that a lock of ours was lost.
+		return "", nil, fmt.Errorf("break %s: %w", key, err)
 	}
 	switch v := v.(type) {
 	case string:

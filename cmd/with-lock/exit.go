@@ -85,7 +85,7 @@ func hint(code int, err error) string {
 	case redis.IsLoadingError(err):
 		return " (Redis is loading its data set; try again when it is done)"
 	case redis.IsReadOnlyError(err):
-		return " (that server is a read-only replica: point --redis / WITH_LOCK_REDIS at the master)"
+		return " (that server is a read-only replica: point --redis / WITH_LOCK_REDIS at the master, or use --sentinel to find it)"
 	case redis.IsMasterDownError(err), redis.IsClusterDownError(err), redis.IsTryAgainError(err):
 		return " (Redis is failing over or resharding; try again)"
 	case redis.IsOOMError(err):

@@ -107,3 +107,31 @@ func TestLostLockSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// --break through a replica says it is a replica and what to do, exit 69;
+// not that a lock of ours was lost to a demotion, while the lock is held
+// on the master and stays so.
+func TestBreakThroughAReplicaSaysItIsAReplica(t *testing.T) {
+	ctx := context.Background()
+	master := redistest.Start(t, "repl-diskless-sync-delay", "0") // the replica in sync at once
+	replica := redistest.Start(t, "replicaof", "127.0.0.1 "+strconv.Itoa(master.Port))
+	if err := master.Client().Set(ctx, "lock:x", foreign, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Eventually(t, 10*time.Second, "the replica never had lock:x", func() bool {
+		return replica.Client().Get(ctx, "lock:x").Val() == foreign
+	})
+	r := clitest.Run(t, nil, "--redis", replica.URL(), "--break", "x")
+	if r.Code != 69 {
+		t.Errorf("exit %d, want 69", r.Code)
+	}
+	oneLine(t, r, "(that server is a read-only replica: point --redis / WITH_LOCK_REDIS at the master, or use --sentinel to find it)")
+	for _, wrong := range []string{"demoted", "no longer held", "not held"} {
+		if strings.Contains(r.Stderr, wrong) {
+			t.Errorf("stderr %q says %q", r.Stderr, wrong)
+		}
+	}
+	if v := master.Client().Get(ctx, "lock:x").Val(); v != foreign {
+		t.Errorf("the master's lock:x holds %q, want the holder's value", v)
+	}
+}
