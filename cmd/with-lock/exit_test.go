@@ -44,6 +44,9 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 	passwordKey := conf("password.conf", "password = \""+secret+"\"\n")
 	wrongType := conf("type.conf", "wait = true\n")
 	shortTTL := conf("short.conf", "\nttl = \"100ms\"\n")
+	passwordFile := conf("password-file.conf", "ttl = \"5s\"\npassword-file = \""+e.path("none")+"\"\n")
+	sentinelPasswordFile := conf("sentinel-password-file.conf", "sentinel-password-file = \""+e.dir+"\"\n")
+	caNoTLS := conf("cacert.conf", "tls-cacert = \""+e.path("ca.pem")+"\"\n")
 	tests := []struct {
 		name string
 		env  []string
@@ -95,6 +98,10 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 		{"missing --password-file", nil, job("--password-file", e.path("none")), 78, "--password-file " + e.path("none") + ": no such file or directory"},
 		{"--password-file is a directory", nil, job("--password-file", e.dir), 78, "--password-file " + e.dir + " is a directory"},
 		{"--sentinel-password-file is a directory", nil, job(append(sentinel, "--sentinel-password-file", e.dir)...), 78, "--sentinel-password-file " + e.dir + " is a directory"},
+		{"password-file in the config file", nil, job("--config", passwordFile), 78, passwordFile + ":2: password-file " + e.path("none") + ": no such file or directory"},
+		{"WITH_LOCK_PASSWORD_FILE", []string{"WITH_LOCK_PASSWORD_FILE=" + e.path("none")}, job(), 78, "WITH_LOCK_PASSWORD_FILE " + e.path("none") + ": no such file or directory"},
+		{"sentinel-password-file in the config file", nil, job(append(sentinel, "--config", sentinelPasswordFile)...), 78, sentinelPasswordFile + ":1: sentinel-password-file " + e.dir + " is a directory"},
+		{"tls-cacert in the config file with a redis:// URL", nil, job("--config", caNoTLS), 78, caNoTLS + ":1: tls-cacert needs a rediss:// URL"},
 		{"rediss:// to plain Redis", nil, jobAt("--redis", plainTLS), 78, "speaks plain Redis, not TLS: use redis://"},
 		{"a web server at the address", nil, jobAt("--redis", "redis://"+web.Listener.Addr().String()+"/0"), 78, web.Listener.Addr().String() + ` is not Redis (it answered "HTTP/1.1 400 Bad Request"): check the port`},
 

@@ -23,7 +23,11 @@ func (c *Config) secure(opt *redis.Options, rawURL string) error {
 		return fmt.Errorf("%w: skip_verify in the %s URL turns off TLS certificate checks; add --tls-insecure if that is really meant", ErrConfig, c.origin("redis"))
 	}
 	if opt.TLSConfig == nil && (c.TLSCACert != "" || c.TLSCert != "") {
-		return fmt.Errorf("%w: --tls-cacert and --tls-cert need a rediss:// URL", ErrConfig)
+		name := "tls-cacert"
+		if c.TLSCACert == "" {
+			name = "tls-cert"
+		}
+		return fmt.Errorf("%w: %s needs a rediss:// URL", ErrConfig, c.origin(name))
 	}
 	if opt.TLSConfig != nil {
 		if err := c.configureTLS(opt.TLSConfig); err != nil {
@@ -50,18 +54,18 @@ func (c *Config) configureTLS(cfg *tls.Config) error {
 	if c.TLSCACert != "" {
 		pem, err := os.ReadFile(c.TLSCACert)
 		if err != nil {
-			return fmt.Errorf("%w: --tls-cacert: %w", ErrConfig, err)
+			return fmt.Errorf("%w: %s: %w", ErrConfig, c.origin("tls-cacert"), err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("%w: --tls-cacert %s holds no PEM certificate", ErrConfig, c.TLSCACert)
+			return fmt.Errorf("%w: %s %s holds no PEM certificate", ErrConfig, c.origin("tls-cacert"), c.TLSCACert)
 		}
 		cfg.RootCAs = pool
 	}
 	if c.TLSCert != "" {
 		pair, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
 		if err != nil {
-			return fmt.Errorf("%w: --tls-cert %s / --tls-key %s: %w", ErrConfig, c.TLSCert, c.TLSKey, err)
+			return fmt.Errorf("%w: %s %s / %s %s: %w", ErrConfig, c.origin("tls-cert"), c.TLSCert, c.origin("tls-key"), c.TLSKey, err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
