@@ -294,8 +294,9 @@ Passwords: --password-file, the URL, $`+EnvPassword+` or $`+EnvRedisCLIAuth+`;
 
 Exit codes: the command's own; 128+N if it died of signal N; 75 lock busy;
 64 usage; 69 Redis unavailable; 70 internal error; 77 Redis refused
-credentials; 78 bad configuration; 125 lock lost while the command ran (it
-was stopped); 126 not executable; 127 not found. --status: 0 held, 1 free.
+credentials; 78 bad configuration; 124 --max-run stopped the job; 125 lock
+lost while the command ran (it was stopped); 126 not executable; 127 not
+found. --status: 0 held, 1 free.
 
 Examples:
   with-lock nightly-report /opt/jobs/report.sh
