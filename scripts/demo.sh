@@ -3,7 +3,9 @@
 # show that exactly one ran while the other two were refused with 75.
 set -euo pipefail
 BIN=${BIN:-/usr/local/bin/with-lock}
-PORT=6379
+PORT=${DEMO_PORT:-6379}
+# This Redis, whatever the environment or /etc/with-lock.conf name.
+export WITH_LOCK_REDIS=redis://127.0.0.1:$PORT/0 WITH_LOCK_CONFIG=/dev/null
 JOB=demo-nightly-report
 
 if ! redis-cli -p "$PORT" ping >/dev/null 2>&1; then
@@ -23,7 +25,10 @@ done
 
 for _ in $(seq 100); do redis-cli -p "$PORT" exists "lock:$JOB" | grep -q 1 && break; sleep 0.05; done
 echo "== while the job runs, Redis holds:"
-echo "   GET lock:$JOB -> $(redis-cli -p "$PORT" get "lock:$JOB" | sed -E 's/:[0-9a-f]{32}$/:<128 random bits>/')"
+# The token is <host>:<pid>:<start>.<128 random bits>; the random part
+# proves ownership and is never shown.
+token=$(redis-cli -p "$PORT" get "lock:$JOB")
+echo "   GET lock:$JOB -> ${token%.*}.<128 random bits, not shown>"
 echo "   TTL lock:$JOB -> $(redis-cli -p "$PORT" ttl "lock:$JOB") s"
 wait
 
