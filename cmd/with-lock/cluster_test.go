@@ -187,6 +187,9 @@ func TestCluster(t *testing.T) {
 					t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
 				}
 				oneLine(t, r, want)
+				if path.name == "run" {
+					matchesDoc(t, r, "a Cluster node without `--cluster`")
+				}
 				if !strings.HasSuffix(r.Stderr, "): add --cluster\n") && !strings.HasSuffix(r.Stderr, "): add --cluster; command not run\n") {
 					t.Errorf("stderr %q does not end with what to do: add --cluster", r.Stderr)
 				}

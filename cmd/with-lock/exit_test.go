@@ -275,6 +275,9 @@ func TestCommandNotStartable(t *testing.T) {
 			if !strings.Contains(r.Stderr, tc.says) {
 				t.Errorf("stderr %q does not say %q", r.Stderr, tc.says)
 			}
+			if tc.name == "missing interpreter" {
+				matchesDoc(t, r, "a script's interpreter is missing", "/opt/jobs/x.sh", tc.command, "/usr/local/bin/python3", "/nonexistent/interpreter")
+			}
 			e.notRun("ran")
 			if n := e.rdb.Exists(ctx, "lock:x").Val(); n != 0 {
 				t.Error("lock:x was left behind")

@@ -58,6 +58,7 @@ func TestWaitRunOutSaysWhoAndSinceWhen(t *testing.T) {
 	if !want.MatchString(strings.TrimSuffix(r.Stderr, "\n")) {
 		t.Errorf("stderr %q does not match %s", r.Stderr, want)
 	}
+	matchesDoc(t, r, "a wait ran out", "lock:nightly", "lock:busy", "web2:4711", holderOf(holder.Token()))
 	if exists(marker) {
 		t.Error("the command ran")
 	}
@@ -74,21 +75,22 @@ func TestLostLockSaysWhy(t *testing.T) {
 		name  string
 		fault func(t *testing.T, key string, p *clitest.Proc)
 		want  *regexp.Regexp
+		doc   string // the situation in docs/logs.md's table
 	}{
 		{"taken over", func(t *testing.T, key string, _ *clitest.Proc) {
 			e.rdb.Set(ctx, key, taker, time.Minute)
-		}, regexp.MustCompile(`lost: taken over by otherhost:4242 since \d\d:\d\d:\d\d \(1m ago\); stopping`)},
+		}, regexp.MustCompile(`lost: taken over by otherhost:4242 since \d\d:\d\d:\d\d \(1m ago\); stopping`), logsRow("taken over")},
 		{"deleted", func(t *testing.T, key string, _ *clitest.Proc) {
 			e.rdb.Del(ctx, key)
-		}, regexp.MustCompile(`lost: the key vanished \S+ before it was due to expire \(Redis restarted or flushed, or the key deleted\?\); stopping`)},
+		}, regexp.MustCompile(`lost: the key vanished \S+ before it was due to expire \(Redis restarted or flushed, or the key deleted\?\); stopping`), logsRow("the key vanished")},
 		{"not renewed in time", func(t *testing.T, key string, p *clitest.Proc) {
 			p.Signal(syscall.SIGSTOP) // paused past its TTL, nobody else takes the lock
 			clitest.Eventually(t, 5*time.Second, "the key did not expire", func() bool { return e.rdb.Exists(ctx, key).Val() == 0 })
 			p.Signal(syscall.SIGCONT)
-		}, regexp.MustCompile(`lost: it expired: not renewed for \S+ of its 1s TTL \(was with-lock paused or starved of CPU\?\); stopping`)},
+		}, regexp.MustCompile(`lost: it expired: not renewed for \S+ of its 1s TTL \(was with-lock paused or starved of CPU\?\); stopping`), logsRow("it expired")},
 		{"Redis unreachable", func(t *testing.T, key string, _ *clitest.Proc) {
 			e.srv.Kill()
-		}, regexp.MustCompile(`presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for \S+ of its 1s TTL \(last attempt: .*nothing listens at \S+ \(connection refused\)\); stopping`)},
+		}, regexp.MustCompile(`presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for \S+ of its 1s TTL \(last attempt: .*nothing listens at \S+ \(connection refused\)\); stopping`), logsRow("Redis unreachable")},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +106,7 @@ func TestLostLockSaysWhy(t *testing.T) {
 			if !tc.want.MatchString(r.Stderr) {
 				t.Errorf("stderr %q does not match %s", r.Stderr, tc.want)
 			}
+			matchesDoc(t, r, tc.doc, "lock:x", "lock:"+name, "web2:4711", "otherhost:4242")
 		})
 	}
 }

@@ -191,6 +191,9 @@ func TestUnknownSentinelMasterIsSaidOnEveryPath(t *testing.T) {
 				t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
 			}
 			oneLine(t, r, want)
+			if path.name == "run" {
+				matchesDoc(t, r, "a `--sentinel-master` name the sentinels do not know", "10.0.0.5:26379, 10.0.0.6:26379, 10.0.0.7:26379", s.Addr())
+			}
 			for _, wrong := range falseAnswers {
 				if strings.Contains(r.Stderr, wrong) {
 					t.Errorf("stderr %q says %q", r.Stderr, wrong)

@@ -58,14 +58,16 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 		name  string
 		redis string
 		want  []string
+		doc   []string // docs/logs.md's situation, and its example values with the test's
 	}{
 		// .invalid never resolves (RFC 6761).
 		{"host name does not resolve", "redis://no-such-host.invalid:6379/0",
-			[]string{"the host name no-such-host.invalid ", "resolve", "(check the host name in --redis / WITH_LOCK_REDIS)"}},
+			[]string{"the host name no-such-host.invalid ", "resolve", "(check the host name in --redis / WITH_LOCK_REDIS)"},
+			[]string{logsRow("a host name that does not resolve"), "redis-01", "no-such-host.invalid"}},
 		{"nothing listens", "redis://" + refused + "/0",
-			[]string{"nothing listens at " + refused + " (connection refused)"}},
-		{"no answer", paused.URL(), []string{"timed out after 1s (--redis-timeout)"}},
-		{"no socket at the path", "unix://" + noSocket, []string{"no socket at " + noSocket + " (no such file or directory)"}},
+			[]string{"nothing listens at " + refused + " (connection refused)"}, nil},
+		{"no answer", paused.URL(), []string{"timed out after 1s (--redis-timeout)"}, []string{logsRow("Redis too slow")}},
+		{"no socket at the path", "unix://" + noSocket, []string{"no socket at " + noSocket + " (no such file or directory)"}, nil},
 	} {
 		for _, path := range everyRedisPath {
 			t.Run(failure.name+"/"+path.name, func(t *testing.T) {
@@ -76,6 +78,9 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 				}
 				for _, w := range failure.want {
 					oneLine(t, r, w)
+				}
+				if path.name == "run" && failure.doc != nil {
+					matchesDoc(t, r, failure.doc[0], failure.doc[1:]...) // log_test.go
 				}
 				for _, goWords := range []string{"dial tcp", "dial unix", "connect: ", "i/o timeout", "deadline exceeded", "lookup "} {
 					if strings.Contains(r.Stderr, goWords) {
@@ -165,6 +170,9 @@ func TestRedisURLAtATLSPortIsSaidToSpeakTLS(t *testing.T) {
 					t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
 				}
 				oneLine(t, r, want)
+				if path.name == "run" {
+					matchesDoc(t, r, "`redis://` at a TLS port")
+				}
 				for _, goWords := range []string{"EOF", "is Redis up", "reset by peer"} {
 					if strings.Contains(r.Stderr, goWords) {
 						t.Errorf("stderr %q says %q", r.Stderr, goWords)
