@@ -183,10 +183,12 @@ func TestUnknownSentinelMasterIsSaidOnEveryPath(t *testing.T) {
 	}
 	typo := flags("mymastr", s.Addr())
 	want := `--sentinel-master "mymastr": the sentinels (` + s.Addr() + `) know no master of that name`
-	falseAnswers := []string{"unreachable", "redis: nil", "not held", "fence counter", "is Redis up"}
+	const secret = "master-pw-123" // the master's, never shown
+	env := []string{"WITH_LOCK_PASSWORD=" + secret}
+	falseAnswers := []string{"unreachable", "redis: nil", "not held", "fence counter", "is Redis up", secret}
 	for _, path := range everyRedisPath {
 		t.Run(path.name, func(t *testing.T) {
-			r := clitest.Run(t, nil, append(typo, path.args...)...)
+			r := clitest.Run(t, env, append(typo, path.args...)...)
 			if r.Code != 78 {
 				t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
 			}
@@ -201,7 +203,7 @@ func TestUnknownSentinelMasterIsSaidOnEveryPath(t *testing.T) {
 			}
 		})
 	}
-	t.Run("--check", func(t *testing.T) { checkSays(t, nil, typo, want) })
+	t.Run("--check", func(t *testing.T) { checkSays(t, env, typo, want) })
 	t.Run("the name from WITH_LOCK_SENTINEL_MASTER", func(t *testing.T) {
 		r := clitest.Run(t, []string{"WITH_LOCK_SENTINEL_MASTER=mymastr"}, append(flags("", s.Addr()), "x", "true")...)
 		if r.Code != 78 {

@@ -36,6 +36,11 @@ var everyRedisPath = []struct {
 func checkSays(t *testing.T, env []string, flags []string, want string) {
 	t.Helper()
 	r := clitest.Run(t, env, append(flags, "--check", "x")...)
+	for _, kv := range env {
+		if _, secret, _ := strings.Cut(kv, "="); strings.Contains(kv, "PASSWORD=") && strings.Contains(r.Stdout, secret) {
+			t.Errorf("--check shows the password: %q", r.Stdout)
+		}
+	}
 	if r.Code != 3 || r.Stderr != "" || strings.Count(r.Stdout, "\n") != 1 ||
 		!strings.HasPrefix(r.Stdout, "WITH-LOCK UNKNOWN - cannot read the records: ") || !strings.Contains(r.Stdout, want) {
 		t.Errorf("--check: exit %d, stdout %q, stderr %q; want 3 and one line: UNKNOWN - cannot read the records: ...%s", r.Code, r.Stdout, r.Stderr, want)
@@ -153,19 +158,21 @@ func bannerServer(t *testing.T, banner string) string {
 // A redis:// URL that names a TLS port (the opposite of rediss:// at a
 // plain port) is a configuration to mend: every path says the port speaks
 // TLS and to use rediss://, exit 78, never go-redis's "EOF" or "is Redis
-// up?". Redis's TLS port hangs up on a plain HELLO; other TLS servers
-// answer it with an alert first.
+// up?", and never the password. Redis's TLS port hangs up on a plain
+// HELLO; other TLS servers answer it with an alert first.
 func TestRedisURLAtATLSPortIsSaidToSpeakTLS(t *testing.T) {
+	const secret = "tls-port-pw-123"
 	tlsRedis := redistest.StartTLS(t, redistest.NewCA(t, "with-lock test CA"), false)
 	for _, server := range []struct{ name, addr string }{
 		{"Redis's TLS port", tlsRedis.Addr()},
 		{"a TLS server that sends an alert", alertServer(t)},
 	} {
 		want := server.addr + " speaks TLS, not plain Redis: use rediss://, not redis://"
-		flags := []string{"--redis", "redis://" + server.addr + "/0", "--redis-timeout", "2s"}
+		flags := []string{"--redis", "redis://locker@" + server.addr + "/0", "--redis-timeout", "2s"}
+		env := []string{"WITH_LOCK_PASSWORD=" + secret}
 		for _, path := range everyRedisPath {
 			t.Run(server.name+"/"+path.name, func(t *testing.T) {
-				r := clitest.Run(t, nil, append(flags, path.args...)...)
+				r := clitest.Run(t, env, append(flags, path.args...)...)
 				if r.Code != 78 {
 					t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
 				}
@@ -173,14 +180,14 @@ func TestRedisURLAtATLSPortIsSaidToSpeakTLS(t *testing.T) {
 				if path.name == "run" {
 					matchesDoc(t, r, "`redis://` at a TLS port")
 				}
-				for _, goWords := range []string{"EOF", "is Redis up", "reset by peer"} {
+				for _, goWords := range []string{"EOF", "is Redis up", "reset by peer", secret} {
 					if strings.Contains(r.Stderr, goWords) {
 						t.Errorf("stderr %q says %q", r.Stderr, goWords)
 					}
 				}
 			})
 		}
-		t.Run(server.name+"/--check", func(t *testing.T) { checkSays(t, nil, flags, want) })
+		t.Run(server.name+"/--check", func(t *testing.T) { checkSays(t, env, flags, want) })
 	}
 }
 
