@@ -114,15 +114,7 @@ func TestSomethingElseAtTheAddressIsSaidToBeNotRedis(t *testing.T) {
 		for _, path := range everyRedisPath {
 			t.Run(server.name+"/"+path.name, func(t *testing.T) {
 				r := clitest.Run(t, nil, append([]string{"--redis", "redis://" + server.addr + "/0", "--redis-timeout", "2s"}, path.args...)...)
-				if r.Code != 78 {
-					t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
-				}
-				oneLine(t, r, server.addr+" is not Redis (it answered "+server.answer+"): check the port")
-				for _, goWords := range []string{"invalid reply", "can't parse", "EOF"} {
-					if strings.Contains(r.Stderr, goWords) {
-						t.Errorf("stderr %q says %q", r.Stderr, goWords)
-					}
-				}
+				saysConfigError(t, r, server.addr+" is not Redis (it answered "+server.answer+"): check the port", "invalid reply", "can't parse", "EOF")
 			})
 		}
 	}
@@ -132,6 +124,16 @@ func TestSomethingElseAtTheAddressIsSaidToBeNotRedis(t *testing.T) {
 // banner before it reads a byte, as SSH and SMTP servers do; it returns
 // the address.
 func bannerServer(t *testing.T, banner string) string {
+	return fakeServer(t, func(c net.Conn) {
+		if _, err := io.WriteString(c, banner); err == nil {
+			_, _ = io.Copy(io.Discard, c) // until the client hangs up
+		}
+	})
+}
+
+// fakeServer listens on a free port, serves each connection with serve
+// and closes it after; it returns the address.
+func fakeServer(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -146,13 +148,26 @@ func bannerServer(t *testing.T, banner string) string {
 			}
 			go func() {
 				defer c.Close()
-				if _, err := io.WriteString(c, banner); err == nil {
-					_, _ = io.Copy(io.Discard, c) // until the client hangs up
-				}
+				serve(c)
 			}()
 		}
 	}()
 	return l.Addr().String()
+}
+
+// saysConfigError checks that r is a configuration error: exit 78 and one
+// line that says want and none of wrong.
+func saysConfigError(t *testing.T, r clitest.Result, want string, wrong ...string) {
+	t.Helper()
+	if r.Code != 78 {
+		t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
+	}
+	oneLine(t, r, want)
+	for _, w := range wrong {
+		if strings.Contains(r.Stderr, w) {
+			t.Errorf("stderr %q says %q", r.Stderr, w)
+		}
+	}
 }
 
 // A redis:// URL that names a TLS port (the opposite of rediss:// at a
@@ -173,17 +188,9 @@ func TestRedisURLAtATLSPortIsSaidToSpeakTLS(t *testing.T) {
 		for _, path := range everyRedisPath {
 			t.Run(server.name+"/"+path.name, func(t *testing.T) {
 				r := clitest.Run(t, env, append(flags, path.args...)...)
-				if r.Code != 78 {
-					t.Errorf("exit %d, want 78 (bad configuration)", r.Code)
-				}
-				oneLine(t, r, want)
+				saysConfigError(t, r, want, "EOF", "is Redis up", "reset by peer", secret)
 				if path.name == "run" {
 					matchesDoc(t, r, "`redis://` at a TLS port")
-				}
-				for _, goWords := range []string{"EOF", "is Redis up", "reset by peer", secret} {
-					if strings.Contains(r.Stderr, goWords) {
-						t.Errorf("stderr %q says %q", r.Stderr, goWords)
-					}
 				}
 			})
 		}
@@ -195,25 +202,9 @@ func TestRedisURLAtATLSPortIsSaidToSpeakTLS(t *testing.T) {
 // sends first with a TLS alert record (protocol_version), as TLS servers
 // other than Redis do with a plain-text client; it returns the address.
 func alertServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := c.Read(make([]byte, 512)); err == nil {
-					_, _ = c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x46})
-				}
-			}()
+	return fakeServer(t, func(c net.Conn) {
+		if _, err := c.Read(make([]byte, 512)); err == nil {
+			_, _ = c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x46})
 		}
-	}()
-	return l.Addr().String()
+	})
 }
