@@ -74,7 +74,8 @@ type Status struct {
 
 // Status reads the lock called name, its remaining time, its fencing
 // counter and its last recorded run as of one moment: on one deployment in
-// one MULTI/EXEC (the keys are in one Redis Cluster slot). On a quorum
+// one script that only reads (the keys are in one Redis Cluster slot), so
+// that it answers when Redis is out of memory. On a quorum
 // (NewQuorum) it asks every node and reports the lock held when one token
 // is on a majority of them, with the time until fewer than a majority of
 // its keys remain, as Lock.TTL does, and the newest record of the nodes.
@@ -149,21 +150,34 @@ type nodeStatus struct {
 	left    string // the leftovers note, "" when none
 }
 
+// statusScript reads keys at one moment, for Status: KEYS are the keys,
+// ARGV[1] how many of them, from the first, to read the PTTL of too. It
+// replies, per key, its value (nil when missing, an error reply for a key
+// of another type) and, for the first ARGV[1], its PTTL.
+//
+// A script and not MULTI/EXEC: Redis refuses to queue any command of a
+// transaction while its used memory is above maxmemory (each queued GET
+// answers OOM and EXEC then EXECABORT), yet still runs reads and scripts
+// that only read. So Status answers when Redis is out of memory.
+var statusScript = lazyScript("status.lua")
+
+// readStatus reads key's status on one node with statusScript.
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
-	var q *statusReads
-	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		q = queueStatus(ctx, p, key)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	keys := []string{key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)}
+	v, err := rdb.Eval(ctx, statusScript(), keys, 1).Slice()
+	if err == nil && len(v) != len(keys)+1 {
+		err = fmt.Errorf("unexpected reply %v", v)
+	}
+	if err != nil {
 		return nodeStatus{err: err}
 	}
-	return q.result()
+	ms, _ := v[1].(int64)
+	return statusOf(holderTTL(ms), scriptRead(v[0]),
+		scriptRead(v[2]), scriptRead(v[3]), scriptRead(v[4]), scriptRead(v[5]), scriptRead(v[6]))
 }
 
-// statusReads are the reads of one lock's status, queued on a pipeline:
-// in a MULTI/EXEC for Status, in one plain pipeline for many keys in List
-// (admin_index.go).
+// statusReads are the reads of one lock's status, queued in one plain
+// pipeline for many keys in List (admin_index.go).
 type statusReads struct {
 	get, fence, record, success, done, left *redis.StringCmd
 	pttl                                    *redis.DurationCmd
@@ -181,30 +195,75 @@ func queueStatus(ctx context.Context, p redis.Pipeliner, key string) *statusRead
 	}
 }
 
-// result reads the replies; the first error other than a missing key is
-// the node's.
+// result reads the replies as readStatus reads its script's.
 func (q *statusReads) result() nodeStatus {
-	for _, c := range []redis.Cmder{q.get, q.pttl, q.fence, q.record, q.success, q.done, q.left} {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return nodeStatus{err: err}
+	if err := q.pttl.Err(); err != nil {
+		return nodeStatus{err: err}
+	}
+	d := q.pttl.Val()
+	ms := d.Milliseconds()
+	if d < 0 {
+		ms = int64(d) // go-redis keeps PTTL's -1 and -2 as -1ns and -2ns
+	}
+	return statusOf(holderTTL(ms), cmdRead(q.get), cmdRead(q.fence), cmdRead(q.record),
+		cmdRead(q.success), cmdRead(q.done), cmdRead(q.left))
+}
+
+// read is one GET's reply: its value, or its error (redis.Nil when the key
+// is missing).
+type read struct {
+	val string
+	err error
+}
+
+func cmdRead(c *redis.StringCmd) read { return read{c.Val(), c.Err()} }
+
+// scriptRead is read for one GET's reply in a script's array reply.
+func scriptRead(v any) read {
+	switch v := v.(type) {
+	case string:
+		return read{val: v}
+	case error:
+		return read{err: v}
+	case nil:
+		return read{err: redis.Nil}
+	}
+	return read{err: fmt.Errorf("unexpected reply %v", v)}
+}
+
+// holderTTL is a PTTL reply of ms milliseconds as Holder.TTL says it: -1
+// for a key without expiry, 0 for a missing key.
+func holderTTL(ms int64) time.Duration {
+	switch {
+	case ms > 0:
+		return time.Duration(ms) * time.Millisecond
+	case ms == -1:
+		return -1
+	}
+	return 0
+}
+
+// statusOf is a node's status of what was read: the lock key's value and
+// remaining time, then its fence counter, last-run record, last success,
+// once-per marker and leftovers note. The first error other than a missing
+// key is the node's.
+func statusOf(ttl time.Duration, key, fence, record, success, done, left read) nodeStatus {
+	for _, r := range []read{key, fence, record, success, done, left} {
+		if r.err != nil && !errors.Is(r.err, redis.Nil) {
+			return nodeStatus{err: r.err}
 		}
 	}
 	var v nodeStatus
-	if token, err := q.get.Result(); err == nil {
-		v.token = token
-		switch d := q.pttl.Val(); {
-		case d > 0:
-			v.ttl = d
-		case d == -1: // go-redis keeps PTTL's "no expiry" reply as -1ns
-			v.ttl = -1
+	if key.err == nil {
+		v.token, v.ttl = key.val, ttl
+	}
+	if fence.err == nil {
+		var err error
+		if v.fence, err = strconv.ParseInt(fence.val, 10, 64); err != nil {
+			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", fence.val)}
 		}
 	}
-	if f, err := q.fence.Result(); err == nil {
-		if v.fence, err = strconv.ParseInt(f, 10, 64); err != nil {
-			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", f)}
-		}
-	}
-	v.record, v.success, v.done, v.left = q.record.Val(), q.success.Val(), q.done.Val(), q.left.Val()
+	v.record, v.success, v.done, v.left = record.val, success.val, done.val, left.val
 	return v
 }
 

@@ -4,50 +4,42 @@ package withlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Reading and breaking a semaphore's name, for any Client of the
 // deployment: the key's marker says how many slots to read.
 
 // viewSlots completes v, the view of a key that holds the marker of n
-// slots, with the slots' holders, read in one MULTI/EXEC.
+// slots, with the slots' holders, read at one moment by statusScript (not
+// a MULTI/EXEC, which Redis refuses when out of memory).
 func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, error) {
 	key := v.st.Key
 	b, ok := lineBase(key)
 	if !ok {
 		return v, nil
 	}
-	gets := make([]*redis.StringCmd, n)
-	pttls := make([]*redis.DurationCmd, n)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range n {
-			gets[i] = p.Get(ctx, slotKey(b, i+1))
-			pttls[i] = p.PTTL(ctx, slotKey(b, i+1))
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = slotKey(b, i+1)
+	}
+	res, err := s.rdb.Eval(ctx, statusScript(), keys, n).Slice()
+	if err == nil && len(res) != 2*n {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
+	if err != nil {
 		return lockView{}, fmt.Errorf("status of %s: %w", key, err)
 	}
 	st := v.st
 	st.Slots, st.Held, st.Holder = n, false, Holder{}
 	v.token = ""
 	for i := range n {
-		token, err := gets[i].Result()
-		if err != nil {
+		token, ok := res[2*i].(string)
+		if !ok {
 			continue
 		}
-		h := Holder{Slot: i + 1, ID: holderOf(token), Since: sinceOf(token)}
-		switch d := pttls[i].Val(); {
-		case d > 0:
-			h.TTL = d
-		case d == -1:
-			h.TTL = -1
-		}
+		ms, _ := res[2*i+1].(int64)
+		h := Holder{Slot: i + 1, ID: holderOf(token), TTL: holderTTL(ms), Since: sinceOf(token)}
 		st.Holders = append(st.Holders, h)
 		if !st.Held {
 			st.Held, st.Holder = true, h

@@ -17,7 +17,7 @@ func TestEveryScriptIsEmbedded(t *testing.T) {
 		"slots_acquire": slotsAcquireScript, "slots_release": slotsReleaseScript,
 		"slots_extend": slotsExtendScript, "slots_line_check": slotsLineCheckScript,
 		"left": leftScript, "break": breakScript, "record": recordScript,
-		"extend_index": extendIndexScript, "unindex": unindexScript,
+		"extend_index": extendIndexScript, "unindex": unindexScript, "status": statusScript,
 	}
 	for name, script := range scripts {
 		if s := script(); !strings.Contains(s, "redis.call") && !strings.Contains(s, "redis.pcall") {

@@ -122,6 +122,7 @@ func (r *runner) inUserWords(err error) string {
 	msg := err.Error()
 	said := fmt.Sprintf("timed out after %s (--redis-timeout)", r.cfg.RedisTimeout)
 	msg = unresolvedInWords(err, msg, said) // words.go
+	msg = oomInWords(err, msg)              // words.go
 	for _, t := range timeouts(err, nil) {
 		words := said
 		var op *net.OpError

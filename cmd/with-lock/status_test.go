@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -63,5 +64,52 @@ func TestStatusReportsFreeOrHolderTTLAndFence(t *testing.T) {
 	res = clitest.Run(t, []string{"WITH_LOCK_REDIS=redis://127.0.0.1:" + strconv.Itoa(down) + "/0"}, "--status", "st")
 	if res.Code != 69 || res.Stderr == "" {
 		t.Errorf("Redis down: exit %d, stderr %q; want 69", res.Code, res.Stderr)
+	}
+}
+
+// A Redis out of memory (maxmemory reached under noeviction) refuses a new
+// lock, in words, but answers every read: --status, --status --json,
+// --list and --check answer as usual, and a holder keeps renewing and
+// releases, its run recorded.
+func TestOutOfMemoryRedisStillAnswers(t *testing.T) {
+	e := setup(t, "maxmemory", "4mb", "maxmemory-policy", "noeviction")
+	holder := e.startJob(0, "--ttl", "1s", "job")
+	e.srv.FillUntilOOM()
+
+	pttl := func() time.Duration { return e.rdb.PTTL(context.Background(), "lock:job").Val() } // lookAt's MULTI would be refused
+	low := pttl()
+	clitest.Eventually(t, 5*time.Second, "a renewal when out of memory", func() bool {
+		p := pttl()
+		low = min(low, p)
+		return p > low+100*time.Millisecond // it fell, and a renewal set it back
+	})
+	cmd, ran := marker(t)
+	res := e.run(append([]string{"other"}, cmd...)...)
+	if res.Code != 69 || ran() {
+		t.Errorf("a new run: exit %d (ran %v), want 69 and not run", res.Code, ran())
+	}
+	oneLine(t, res, "acquire lock:other: Redis refuses to write while its used memory is above maxmemory; command not run")
+
+	who := holderOf(holder.token)
+	if res := e.run("--status", "job"); res.Code != 0 || !strings.HasPrefix(res.Stdout, "lock:job is held by "+who+", expires in ") {
+		t.Errorf("--status: exit %d, stdout %q, stderr %q; want held by %s", res.Code, res.Stdout, res.Stderr, who)
+	}
+	res = e.run("--status", "--json", "job")
+	var js lockJSON // list_test.go
+	if err := json.Unmarshal([]byte(res.Stdout), &js); err != nil || res.Code != 0 || !js.Held || js.Holder != who {
+		t.Errorf("--status --json: exit %d, %q (%v); want held by %s", res.Code, res.Stdout, err, who)
+	}
+	if res := e.run("--list"); res.Code != 0 || !strings.Contains(res.Stdout, "\njob   "+who+" ") {
+		t.Errorf("--list: exit %d, stdout %q, stderr %q; want job listed, held by %s", res.Code, res.Stdout, res.Stderr, who)
+	}
+	res = e.run("--check", "job", "--running-ok", "1h")
+	checkLine(t, res, 0, `^WITH-LOCK OK - job running on .* for \d+m?s \(--running-ok 1h\)$`)
+
+	if res := holder.finish(); res.Code != 0 || res.Stderr != "" {
+		t.Errorf("the holder: exit %d, stderr %q; want 0 and nothing said", res.Code, res.Stderr)
+	}
+	e.gone(t, "lock:job")
+	if res := e.run("--status", "job"); res.Code != 1 || !strings.Contains(res.Stdout, "\nlast run: "+who+", ") {
+		t.Errorf("--status after the release: exit %d, stdout %q; want free, the holder's run recorded", res.Code, res.Stdout)
 	}
 }

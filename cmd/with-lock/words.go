@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // unresolvedInWords is msg, err's message, with every failed lookup of a
@@ -74,4 +76,21 @@ func outermost(err error, match func(error) bool, found []error) []error {
 		}
 	}
 	return found
+}
+
+// oomInWords is msg, err's message, with every refusal of Redis to write
+// because its used memory is above maxmemory (its reply "OOM command not
+// allowed when used memory > 'maxmemory'.") said as such.
+func oomInWords(err error, msg string) string {
+	for _, e := range outermost(err, isOOM, nil) {
+		msg = strings.ReplaceAll(msg, e.Error(), "Redis refuses to write while its used memory is above maxmemory")
+	}
+	return msg
+}
+
+// isOOM reports whether err itself, not an error wrapping it, is Redis's
+// OOM reply.
+func isOOM(err error) bool {
+	_, wraps := err.(interface{ Unwrap() error })
+	return !wraps && redis.IsOOMError(err)
 }
