@@ -70,12 +70,21 @@ type Status struct {
 	// processes it started still run under the lock (Lock.NoteLeftovers);
 	// nil otherwise.
 	Leftovers *Leftovers
+	// EvictionPolicy is the maxmemory-policy of the server that keeps
+	// the lock when that server may evict it: its maxmemory is set and
+	// its policy is not noeviction, so under memory pressure it may delete
+	// the key before its TTL and let another owner take a lock still in
+	// use. "" when it may not, or when the server does not say (an ACL
+	// user without +info, INFO renamed away). On a quorum, the first
+	// answering node's that may.
+	EvictionPolicy string
 }
 
 // Status reads the lock called name, its remaining time, its fencing
 // counter and its last recorded run as of one moment: on one deployment in
 // one script that only reads (the keys are in one Redis Cluster slot), so
-// that it answers when Redis is out of memory. On a quorum
+// that it answers when Redis is out of memory, and with it the server's
+// eviction policy. On a quorum
 // (NewQuorum) it asks every node and reports the lock held when one token
 // is on a majority of them, with the time until fewer than a majority of
 // its keys remain, as Lock.TTL does, and the newest record of the nodes.
@@ -148,12 +157,16 @@ type nodeStatus struct {
 	success string
 	done    string // the once-per marker, "" when none
 	left    string // the leftovers note, "" when none
+	evicts  string // as Status.EvictionPolicy
 }
 
 // statusScript reads keys at one moment, for Status: KEYS are the keys,
-// ARGV[1] how many of them, from the first, to read the PTTL of too. It
-// replies, per key, its value (nil when missing, an error reply for a key
-// of another type) and, for the first ARGV[1], its PTTL.
+// ARGV[1] how many of them, from the first, to read the PTTL of too, and
+// ARGV[2] "1" to add the server's INFO memory. It replies, per key, its
+// value (nil when missing, an error reply for a key of another type) and,
+// for the first ARGV[1], its PTTL; then INFO memory's text, or an error
+// reply where the ACL refuses INFO (the server then says nothing of its
+// eviction policy).
 //
 // A script and not MULTI/EXEC: Redis refuses to queue any command of a
 // transaction while its used memory is above maxmemory (each queued GET
@@ -161,19 +174,24 @@ type nodeStatus struct {
 // that only read. So Status answers when Redis is out of memory.
 var statusScript = lazyScript("status.lua")
 
-// readStatus reads key's status on one node with statusScript.
+// readStatus reads key's status on one node with statusScript, and what
+// the node says of its eviction policy (Status.EvictionPolicy).
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
 	keys := []string{key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)}
-	v, err := rdb.Eval(ctx, statusScript(), keys, 1).Slice()
-	if err == nil && len(v) != len(keys)+1 {
+	v, err := rdb.Eval(ctx, statusScript(), keys, 1, 1).Slice()
+	if err == nil && len(v) != len(keys)+2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
 	if err != nil {
 		return nodeStatus{err: err}
 	}
 	ms, _ := v[1].(int64)
-	return statusOf(holderTTL(ms), scriptRead(v[0]),
+	n := statusOf(holderTTL(ms), scriptRead(v[0]),
 		scriptRead(v[2]), scriptRead(v[3]), scriptRead(v[4]), scriptRead(v[5]), scriptRead(v[6]))
+	if info, ok := v[7].(string); ok && n.err == nil {
+		n.evicts = evictingPolicy(info) // server_check.go
+	}
+	return n
 }
 
 // statusReads are the reads of one lock's status, queued in one plain
@@ -291,6 +309,9 @@ func majority(key string, views []nodeStatus, need int) (lockView, error) {
 		}
 		if n.left != "" {
 			v.left = append(v.left, n.left)
+		}
+		if v.st.EvictionPolicy == "" {
+			v.st.EvictionPolicy = n.evicts
 		}
 	}
 	if len(views)-len(errs) < need {

@@ -206,6 +206,9 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 // round trip when l.announce asks for it (sendMarked): the script's reply,
 // the mark's error, and the script's error.
 func (s *semaphore) take(ctx context.Context, l *Lock, keys []string, b string) ([]any, error, error) {
+	if l.announce == 0 && s.one.server.due(s.one.rdb) { // the first also asks INFO memory (server_check.go)
+		return s.takeProbed(ctx, l, keys, b)
+	}
 	if l.announce == 0 {
 		v, err := s.one.rdb.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
 		return v, nil, err

@@ -23,7 +23,7 @@ func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, er
 	for i := range n {
 		keys[i] = slotKey(b, i+1)
 	}
-	res, err := s.rdb.Eval(ctx, statusScript(), keys, n).Slice()
+	res, err := s.rdb.Eval(ctx, statusScript(), keys, n, 0).Slice()
 	if err == nil && len(res) != 2*n {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}

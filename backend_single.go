@@ -22,6 +22,8 @@ type single struct {
 	rdb redis.UniversalClient
 
 	releaseBy atomic.Int32 // how the release script is sent (script_cache.go)
+
+	server serverCheck // what the first acquisition learns of the server (server_check.go)
 }
 
 func (s *single) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
@@ -64,6 +66,9 @@ type pipeSetter interface {
 func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
 	if l.announce > 0 && l.waitMark() != "" {
 		return s.setMarked(ctx, rdb, l, fenced)
+	}
+	if s.server.due(s.rdb) { // the first also asks INFO memory (server_check.go)
+		return s.setProbed(ctx, rdb, l, fenced)
 	}
 	var ok bool
 	var err error

@@ -26,7 +26,7 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 // viewOf makes the view of key from what was read of it, n, reading a
 // semaphore's slots when key holds its marker.
 func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView, error) {
-	v := lockView{st: &Status{Key: key, Fence: n.fence, Done: doneWindow(n.done, time.Now())}, token: n.token}
+	v := lockView{st: &Status{Key: key, Fence: n.fence, Done: doneWindow(n.done, time.Now()), EvictionPolicy: n.evicts}, token: n.token}
 	if n.token != "" {
 		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(n.token), TTL: n.ttl, Since: sinceOf(n.token)}
 	}

@@ -83,8 +83,9 @@ func (c *Client) Key(name string) string { return c.prefix + name }
 // TryAcquire takes the lock called name for ttl, or fails at once with a
 // *NotObtainedError (errors.Is(err, ErrNotObtained)) when someone else
 // holds it. On one deployment without fencing it is exactly one SET key
-// token NX PX ttl (EX when ttl is whole seconds). ttl must be at least a
-// millisecond.
+// token NX PX ttl (EX when ttl is whole seconds); a Client's first
+// acquisition sends INFO memory after it in the same round trip
+// (EvictionPolicy). ttl must be at least a millisecond.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	if name == "" {
 		return nil, ErrEmptyName

@@ -1,0 +1,171 @@
+package withlock_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// A Client learns from its first acquisition whether its server may evict
+// held locks, and Status says it at every call: any maxmemory-policy but
+// noeviction, once a maxmemory is set.
+func TestEvictionPolicyOfTheServer(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	for _, tc := range []struct {
+		maxmemory, policy string
+		want              string
+	}{
+		{"100mb", "volatile-lru", "volatile-lru"},
+		{"100mb", "allkeys-lru", "allkeys-lru"},
+		{"100mb", "volatile-ttl", "volatile-ttl"},
+		{"100mb", "allkeys-random", "allkeys-random"},
+		{"100mb", "noeviction", ""},
+		{"0", "allkeys-lru", ""}, // no limit: nothing is ever evicted
+	} {
+		t.Run(tc.maxmemory+" "+tc.policy, func(t *testing.T) {
+			if err := admin.ConfigSet(ctx, "maxmemory", tc.maxmemory).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.ConfigSet(ctx, "maxmemory-policy", tc.policy).Err(); err != nil {
+				t.Fatal(err)
+			}
+			sem, err := withlock.NewSemaphore(srv.Client(), 2, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name   string
+				locker *withlock.Client
+				opts   *withlock.LockOptions
+			}{
+				{"plain", withlock.New(srv.Client(), nil), nil},
+				{"fenced", withlock.New(srv.Client(), nil), &withlock.LockOptions{Fence: true}},
+				{"semaphore", sem, nil},
+			} {
+				if got := c.locker.EvictionPolicy(); got != "" {
+					t.Errorf("%s: EvictionPolicy before any acquisition = %q, want \"\"", c.name, got)
+				}
+				l, err := c.locker.TryAcquire(ctx, c.name, time.Minute, c.opts)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if got := c.locker.EvictionPolicy(); got != tc.want {
+					t.Errorf("%s: EvictionPolicy = %q, want %q", c.name, got, tc.want)
+				}
+				st, err := c.locker.Status(ctx, c.name)
+				if err != nil || st.EvictionPolicy != tc.want || !st.Held {
+					t.Errorf("%s: Status = %+v, %v; want held, EvictionPolicy %q", c.name, st, err, tc.want)
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The question rides in the first acquisition's round trip, after the SET,
+// and is never asked again by that Client: a long-lived Client's later
+// acquisitions are the one SET each.
+func TestOnlyTheFirstAcquisitionAsksTheEvictionPolicy(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, "maxmemory", "100mb", "maxmemory-policy", "volatile-lru")
+	locker := withlock.New(srv.Client(), nil)
+	mon := srv.Monitor()
+	for i := range 3 {
+		l, err := locker.TryAcquire(ctx, "job", time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var sent []string
+		for _, c := range withoutHandshake(mon.Commands()) {
+			if c.Client != "lua" {
+				sent = append(sent, c.Args[0])
+			}
+		}
+		want := []string{"set", "evalsha"} // after the first release, the script's digest
+		if i == 0 {
+			want = []string{"set", "info", "eval"}
+		}
+		if !slices.Equal(sent, want) {
+			t.Errorf("acquisition %d sent %q, want %q", i+1, sent, want)
+		}
+	}
+	if got := locker.EvictionPolicy(); got != "volatile-lru" {
+		t.Errorf("EvictionPolicy = %q, want volatile-lru", got)
+	}
+}
+
+// Where the server does not say, nothing is said and nothing fails: an ACL
+// user without +info, or INFO renamed away.
+func TestEvictionPolicyUnsaidWhereInfoIsRefused(t *testing.T) {
+	ctx := context.Background()
+	acl := redistest.Start(t, "maxmemory", "100mb", "maxmemory-policy", "volatile-lru")
+	conf := filepath.Join(t.TempDir(), "renamed.conf") // a directive of three words needs a file
+	if err := os.WriteFile(conf, []byte("rename-command INFO \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	renamed := redistest.Start(t, "maxmemory", "100mb", "maxmemory-policy", "volatile-lru", "include", conf)
+	for _, tc := range []struct {
+		name string
+		rdb  *redis.Client
+	}{
+		{"an ACL without +info", aclClient(t, acl, "-@all +set +get +pttl +eval +evalsha +del +publish +hello +ping")},
+		{"INFO renamed away", renamed.Client()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.rdb.Info(ctx, "memory").Err(); err == nil {
+				t.Fatal("INFO answered: the set-up does not refuse it")
+			}
+			locker := withlock.New(tc.rdb, nil)
+			l, err := locker.TryAcquire(ctx, "job", time.Minute, nil)
+			if err != nil {
+				t.Fatalf("TryAcquire: %v", err)
+			}
+			if got := locker.EvictionPolicy(); got != "" {
+				t.Errorf("EvictionPolicy = %q, want \"\"", got)
+			}
+			st, err := locker.Status(ctx, "job")
+			if err != nil || !st.Held || st.EvictionPolicy != "" {
+				t.Errorf("Status = %+v, %v; want held, no EvictionPolicy", st, err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+		})
+	}
+}
+
+// A server that may evict does evict a held lock under memory pressure,
+// though its TTL is far from over: the reason for EvictionPolicy.
+func TestAnEvictingServerEvictsAHeldLock(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, "maxmemory", "4mb", "maxmemory-policy", "volatile-lru")
+	locker := withlock.New(srv.Client(), nil)
+	l, err := locker.TryAcquire(ctx, "job", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := locker.EvictionPolicy(); got != "volatile-lru" {
+		t.Errorf("EvictionPolicy = %q, want volatile-lru", got)
+	}
+	srv.FillUntilEvicted(l.Key())
+	if _, err := withlock.New(srv.Client(), nil).TryAcquire(ctx, "job", time.Minute, nil); err != nil {
+		t.Fatalf("a second owner: %v, want the lock: the first one's was evicted", err)
+	}
+	if err := l.Extend(ctx, time.Hour); err == nil {
+		t.Error("Extend of the evicted lock succeeded")
+	}
+}
