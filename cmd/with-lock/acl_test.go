@@ -23,8 +23,9 @@ import (
 // its keys and its release channels, nothing else. SUBSCRIBE/UNSUBSCRIBE
 // serve waiting, TIME fencing (the number is the server's clock), TYPE the
 // message about a key another program uses, WAIT --min-replicas; HELLO,
-// AUTH and PING are what go-redis sends on connecting. MULTI and EXEC let
-// --status read a lock in one transaction, SCAN lets --list find the locks;
+// AUTH and PING are what go-redis sends on connecting. INFO (its memory
+// section, with a run's SET and in --status's script) tells whether the
+// server may evict a lock; SCAN lets --list find the locks;
 // the last-run record is a SET of {lock:<name>}:last. RPUSH, LPOP, LREM,
 // LPOS, EXISTS, SPUBLISH and SSUBSCRIBE keep the fair line; MGET reads a
 // semaphore's slots. LPUSH and LTRIM keep a name's history in the release's
@@ -32,7 +33,7 @@ import (
 // read the index of the prefix's names that --list reads.
 const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* &{lock:* -@all " +
 	"+set +get +pttl +eval +pexpire +del +publish +subscribe +unsubscribe +time +type +wait +hello +auth +ping " +
-	"+multi +exec +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe +mget +lpush +ltrim +lrange +sadd +srem +smembers"
+	"+info +scan +rpush +lpop +lrem +lpos +exists +spublish +ssubscribe +mget +lpush +ltrim +lrange +sadd +srem +smembers"
 
 // The original contract's checks (contract_test.go) pass for a Redis ACL
 // user that has exactly the documented permissions.

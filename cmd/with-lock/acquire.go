@@ -49,6 +49,7 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		r.log.error("interrupted", fields{Signal: signalName(sig), Code: &code}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
 		return nil, code
 	}
+	r.warnEviction() // eviction.go
 	switch {
 	case err == nil:
 		r.acquiredAt = time.Now()

@@ -43,6 +43,9 @@ type checkJSON struct {
 	LastSuccess *runJSON       `json:"last_success,omitempty"`
 	Running     *checkRunning  `json:"running,omitempty"`
 	Thresholds  checkThreshold `json:"thresholds"`
+	// EvictionPolicy: the server may evict the lock (eviction.go), which
+	// makes the verdict at least WARNING.
+	EvictionPolicy string `json:"eviction_policy,omitempty"`
 }
 
 type checkRunning struct {
@@ -75,7 +78,7 @@ func (r *runner) check() int {
 	case err != nil:
 		v.msg = "cannot read the records: " + r.inUserWords(err)
 	default:
-		v = r.judge(st, time.Now())
+		v = mayEvict(r.judge(st, time.Now()), st)
 	}
 	if !r.cfg.JSON {
 		fmt.Printf("WITH-LOCK %s - %s\n", checkStates[v.code], oneLineText(v.msg))
@@ -88,7 +91,8 @@ func (r *runner) check() int {
 	return v.code
 }
 
-// judge draws the verdict from the lock's records at now:
+// judge draws the verdict from the lock's records at now (a server that
+// may evict the lock makes it at least WARNING: mayEvict):
 //   - a run going on for less than --running-ok is OK;
 //   - a last run that failed, or lost the lock, is CRITICAL;
 //   - no success kept, or none within --max-age, is CRITICAL;
@@ -131,6 +135,17 @@ func (r *runner) judge(st *withlock.Status, now time.Time) verdict {
 	return verdict{checkOK, fmt.Sprintf("%s succeeded on %s %s ago in %s", name, host, age(ago), age(success.Finished.Sub(success.Started)))}
 }
 
+// mayEvict is v for a lock whose server may evict it (Status.EvictionPolicy):
+// at least WARNING, its message saying so after the verdict's own.
+func mayEvict(v verdict, st *withlock.Status) verdict {
+	if st.EvictionPolicy == "" {
+		return v
+	}
+	v.code = max(v.code, checkWarning)
+	v.msg += "; " + evictionWords(st.Key, st.EvictionPolicy)
+	return v
+}
+
 // lastSuccess is the newest run of the name that succeeded and that the
 // records keep: Status.LastSuccess, or the last run when it succeeded (a
 // record written before last successes were kept apart).
@@ -154,7 +169,7 @@ func (r *runner) checkJSON(v verdict, st *withlock.Status, now time.Time) checkJ
 	if st == nil {
 		return out
 	}
-	out.Key = st.Key
+	out.Key, out.EvictionPolicy = st.Key, st.EvictionPolicy
 	if st.Held && !st.KeptByMinHold {
 		out.Running = &checkRunning{Holder: st.Holder.ID}
 		if !st.Holder.Since.IsZero() {

@@ -79,6 +79,10 @@ type statusJSON struct {
 	// Leftovers: the holder's command has exited, and the lock is held
 	// until the processes it left end (--leftovers wait).
 	Leftovers *withlock.Leftovers `json:"leftovers,omitempty"`
+
+	// EvictionPolicy: the server may evict the lock under memory pressure
+	// (eviction.go); --status only, as --list does not ask.
+	EvictionPolicy string `json:"eviction_policy,omitempty"`
 }
 
 // spanJSON is a --once-per window.
@@ -130,7 +134,7 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 		out.Holders = append(out.Holders, s)
 	}
 	out.LastRun, out.LastSuccess = newRunJSON(st.LastRun), newRunJSON(st.LastSuccess)
-	out.Leftovers = st.Leftovers
+	out.Leftovers, out.EvictionPolicy = st.Leftovers, st.EvictionPolicy
 	if st.Done != nil {
 		out.Done = &spanJSON{st.Done.Start, st.Done.End}
 	}
@@ -193,6 +197,9 @@ func (r *runner) status() int {
 		}
 		if st.LastSuccess != nil && (st.LastRun == nil || *st.LastSuccess != *st.LastRun) {
 			fmt.Println("last success: " + runLine(st.LastSuccess, time.Now()))
+		}
+		if st.EvictionPolicy != "" {
+			fmt.Println("warning: " + evictionWords(st.Key, st.EvictionPolicy))
 		}
 	}
 	if st.Held {

@@ -182,9 +182,10 @@ for a run refused as busy or done.`,
 		"check": `Run no command: judge the records of lock
 .I NAME
 in Redis as a Nagios plugin does and print one line on stdout; exit 0 OK,
-1 WARNING, 2 CRITICAL (the last run failed or lost the lock, or no success
-within \-\-max\-age, or none recorded), 3 UNKNOWN (Redis unreachable). With
-\-\-json, the same as an object.`,
+1 WARNING (also when the server may evict the lock: its
+maxmemory\-policy is not noeviction), 2 CRITICAL (the last run failed or
+lost the lock, or no success within \-\-max\-age, or none recorded),
+3 UNKNOWN (Redis unreachable). With \-\-json, the same as an object.`,
 		"max-age": `With \-\-check, CRITICAL when no run succeeded in the last DUR.`,
 		"warn-age": `With \-\-check, WARNING when no run succeeded in the last DUR (below
 \-\-max\-age).`,
@@ -195,7 +196,8 @@ records say.`,
 (start and end of the \-\-once\-per window already done), leftovers (while
 the command has exited and processes of its job hold the lock: exit_code,
 exited, processes), and for \-\-slots slots
-and holders. With \-\-list, one such object per line for each lock, with its
+and holders; eviction_policy when the server may evict the lock (its
+maxmemory\-policy, not noeviction). With \-\-list, one such object per line for each lock, with its
 name. With \-\-print\-config, one object: config_file, config_file_source,
 config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
 		"config": `Read the settings from
