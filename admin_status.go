@@ -76,7 +76,7 @@ type Status struct {
 	// the key before its TTL and let another owner take a lock still in
 	// use. "" when it may not, or when the server does not say (an ACL
 	// user without +info, INFO renamed away). On a quorum, the first
-	// answering node's that may.
+	// answering node's that may. List does not ask: "" there.
 	EvictionPolicy string
 }
 
