@@ -61,6 +61,7 @@ func TestEvictingRedisIsWarnedOfOnEveryPath(t *testing.T) {
 	if res.Code != 0 || !ran() || res.Stderr != warning {
 		t.Errorf("second run while the first runs: exit %d (ran %v), stderr %q; want it run, and the warning alone", res.Code, ran(), res.Stderr)
 	}
+	matchesDoc(t, res, logsRow("a Redis that may evict the lock"), "lock:x", "lock:job") // log_test.go
 	if first.Exited() {
 		t.Error("the first run ended: the second did not run beside it")
 	}

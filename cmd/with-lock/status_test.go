@@ -89,6 +89,7 @@ func TestOutOfMemoryRedisStillAnswers(t *testing.T) {
 		t.Errorf("a new run: exit %d (ran %v), want 69 and not run", res.Code, ran())
 	}
 	oneLine(t, res, "acquire lock:other: Redis refuses to write while its used memory is above maxmemory; command not run")
+	matchesDoc(t, res, logsRow("Redis out of memory"), "lock:x", "lock:other") // log_test.go
 
 	who := holderOf(holder.token)
 	if res := e.run("--status", "job"); res.Code != 0 || !strings.HasPrefix(res.Stdout, "lock:job is held by "+who+", expires in ") {
