@@ -125,10 +125,11 @@ func windowKey(key string) string { return sideKey(key, "done") }
 // recordScript is what the finish scripts run after the release, whose
 // reply is in r: it stores the run's record at recordKey, pushes it onto
 // the history at historyKey trimmed to its size (none when 0), and when the
-// run succeeded also stores it at successKey and, with a marker's ms above
-// 0, the once-per window's marker (onceper.go); when the release gave the
+// run succeeded also stores it at successKey and, with a marker's expiry
+// above 0, the once-per window's marker (onceper.go), until that expiry by
+// the server's TIME; when the release gave the
 // lock up, it deletes the holder's leftovers note (leftovers.go). Every key is in the lock's
-// Cluster slot and lives for the retention, the marker for its own ms. The
+// Cluster slot and lives for the retention, the marker until its expiry. The
 // writes are pcalls after the release, so that none can stop the release
 // or hide its reply: the script returns {the release's reply, "OK" or the
 // first write's error}. Last, where the deployment keeps an index of the
@@ -151,7 +152,7 @@ type recordWrite struct {
 	history   int           // how many runs the history keeps; 0: none
 	ok        bool          // the run succeeded: it is also the last success
 	mark      string        // the once-per window's marker, stored with ok
-	markTTL   time.Duration // its life; 0: no marker
+	markUntil int64         // when it expires, Unix ms by the server's clock; 0: no marker
 	index     string        // the prefix's index (admin_index.go), or "" where there is none
 }
 
@@ -170,7 +171,7 @@ func (w *recordWrite) args() []any {
 	if w.ok {
 		ok = "1"
 	}
-	return []any{w.rec, w.retention.Milliseconds(), w.history, ok, w.mark, w.markTTL.Milliseconds()}
+	return []any{w.rec, w.retention.Milliseconds(), w.history, ok, w.mark, w.markUntil}
 }
 
 // ReleaseAndRecord releases the lock as Release does and stores run as the
@@ -219,7 +220,7 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	w := recordWrite{rec: string(b), retention: retention, history: l.c.history, ok: run.Outcome == OutcomeOK,
 		index: indexKey(l.c.prefix)}
 	if w.ok && l.window != nil {
-		w.mark, w.markTTL = l.window.mark()
+		w.mark, w.markUntil = l.window.mark()
 	}
 	var relErr, recErr error
 	if a, ok := l.c.b.(adminBackend); ok {

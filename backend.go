@@ -93,8 +93,9 @@ type indexKeeper interface {
 // windowMarker is a backend that can keep once-per markers (onceper.go):
 // a plain lock on one deployment.
 type windowMarker interface {
-	// marked reads the once-per marker at windowKey(key), "" when none.
-	marked(ctx context.Context, key string) (string, error)
+	// marked reads the once-per marker at windowKey(key), "" when none,
+	// and the server's present, together.
+	marked(ctx context.Context, key string) (string, time.Time, error)
 }
 
 // slotted is a backend that admits more than one holder per name: a

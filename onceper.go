@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Window divides time into once-per windows of Every, aligned to multiples
@@ -61,63 +59,107 @@ func parseMark(v string) (Span, bool) {
 }
 
 // mark is what l's ReleaseAndRecord stores when its run succeeds: the
-// window's marker, living until the window ends plus its margin; a ttl of 0
-// when that is already past.
-func (s *Span) mark() (string, time.Duration) {
-	ttl := time.Until(s.End.Add(windowMargin(s.End.Sub(s.Start))))
-	if ttl < time.Millisecond {
-		return "", 0
-	}
-	return markValue(*s), ttl
+// window's marker, and when it expires, in Unix milliseconds of the
+// server's clock: the window's end plus its margin. record.lua turns that
+// into a TTL with the server's TIME, so no host's clock enters it either.
+func (s *Span) mark() (string, int64) {
+	return markValue(*s), s.End.Add(windowMargin(s.End.Sub(s.Start))).UnixMilli()
 }
 
+// windowScript reads a lock's once-per marker and the server's TIME in one
+// step: KEYS[1] is the marker (windowKey). It returns {seconds,
+// microseconds, the marker or nil}. The window a run belongs to is taken
+// from that clock, the one every host shares, so hosts whose clocks
+// disagree by seconds still agree on the window.
+var windowScript = lazyScript("window.lua")
+
 // OncePer makes l's job run at most once per window of w: call it right
-// after acquiring, before the job starts. When a run already succeeded in
-// the window that contains now, it releases l at once (not kept for
+// after acquiring, before the job starts. The window is the one that
+// contains the Redis server's present (its TIME), not this host's, so that
+// every host picks the same window whatever its clock says. When a run
+// already succeeded in that window, it releases l at once (not kept for
 // LockOptions.MinHold: nothing ran) and returns a *DoneError matching
 // ErrDone. Otherwise it returns nil, and Lock.ReleaseAndRecord of a run
 // with Outcome OutcomeOK marks the window done, in the release's round
 // trip; a failed run marks nothing, so the next attempt retries.
 //
 // Holding the lock is what keeps this free of races: the marker is written
-// before the release, and read only by a holder. It costs one GET. It needs
-// one deployment: a quorum or a semaphore refuses it
-// (errors.ErrUnsupported), as every slot's holder would read the marker at
-// once.
+// before the release, and read only by a holder. It costs one EVAL, which
+// reads the marker and the server's clock together. It needs one
+// deployment: a quorum or a semaphore refuses it (errors.ErrUnsupported),
+// as every slot's holder would read the marker at once.
 func (l *Lock) OncePer(ctx context.Context, w Window) error {
-	if w.Every < time.Second {
-		return fmt.Errorf("once-per window %s is below 1s", w.Every)
-	}
-	span := w.At(time.Now())
-	m, ok := l.c.b.(windowMarker)
-	if !ok {
-		return unsupported("once-per windows need a plain lock on one Redis deployment: not a quorum of masters, nor a semaphore, whose every slot's holder would find the window not done")
-	}
-	v, err := m.marked(ctx, l.key)
+	span, done, err := l.c.windowDone(ctx, l.key, w)
 	if err != nil {
 		return err
 	}
-	if v == markValue(span) {
-		done := &DoneError{Key: l.key, Window: span}
+	if done {
+		d := &DoneError{Key: l.key, Window: span}
 		if err := l.c.b.release(ctx, l, 0); err != nil {
-			return errors.Join(done, err)
+			return errors.Join(d, err)
 		}
-		return done
+		return d
 	}
 	l.window = &span
 	return nil
 }
 
-// marked reads the once-per marker of the lock key key: "" when none.
-func (s *single) marked(ctx context.Context, key string) (string, error) {
-	v, err := s.rdb.Get(ctx, windowKey(key)).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
+// WindowDone tells whether name's job already succeeded (Lock.OncePer) in
+// the window of w that contains the Redis server's present: that window
+// and true, or that window and false. It takes no lock, so the answer can
+// change as soon as it is given; use it to report, and Lock.OncePer to
+// decide. Like OncePer it costs one EVAL and needs one deployment.
+func (c *Client) WindowDone(ctx context.Context, name string, w Window) (Span, bool, error) {
+	return c.windowDone(ctx, c.Key(name), w)
+}
+
+// windowDone reads key's marker and the server's clock, and tells whether
+// the window of w at that clock is the one marked done.
+func (c *Client) windowDone(ctx context.Context, key string, w Window) (Span, bool, error) {
+	if w.Every < time.Second {
+		return Span{}, false, fmt.Errorf("once-per window %s is below 1s", w.Every)
 	}
+	m, ok := c.b.(windowMarker)
+	if !ok {
+		return Span{}, false, unsupported("once-per windows need a plain lock on one Redis deployment: not a quorum of masters, nor a semaphore, whose every slot's holder would find the window not done")
+	}
+	v, now, err := m.marked(ctx, key)
 	if err != nil {
-		return "", fmt.Errorf("read the once-per marker of %s: %w", key, err)
+		return Span{}, false, err
 	}
-	return v, nil
+	span := w.At(now)
+	return span, v == markValue(span), nil
+}
+
+// marked reads the once-per marker of the lock key key, "" when none, and
+// the server's present, in one EVAL of windowScript.
+func (s *single) marked(ctx context.Context, key string) (string, time.Time, error) {
+	v, err := s.rdb.Eval(ctx, windowScript(), []string{windowKey(key)}).Slice()
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("read the once-per marker of %s: %w", key, err)
+	}
+	now, ok := serverTime(v)
+	if !ok {
+		return "", time.Time{}, fmt.Errorf("read the once-per marker of %s: unexpected reply %v", key, v)
+	}
+	mark, _ := v[2].(string) // nil when there is no marker
+	return mark, now, nil
+}
+
+// serverTime reads the {seconds, microseconds, ...} that windowScript
+// returns.
+func serverTime(v []any) (time.Time, bool) {
+	if len(v) != 3 {
+		return time.Time{}, false
+	}
+	a, _ := v[0].(string)
+	b, _ := v[1].(string)
+	sec, err1 := strconv.ParseInt(a, 10, 64)
+	usec, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(sec, usec*1000).UTC(), true
 }
 
 // doneWindow is the window a marker read by Status names, when it has not

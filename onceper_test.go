@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // Windows are aligned to multiples of Every since the Unix epoch in UTC,
@@ -111,5 +114,66 @@ func TestOncePerNeedsAPlainLockOnOneDeployment(t *testing.T) {
 			t.Errorf("%s: OncePer = %v, want ErrUnsupported", name, err)
 		}
 		_ = l.Release(ctx)
+	}
+}
+
+// The window is taken from the Redis server's clock, which every host
+// shares, not from the host's: here the host's clock is a synctest bubble's,
+// stopped in the year 2000, and every window, the marker's expiry included,
+// still follows the server's present. Hosts whose clocks straddle a
+// window's edge therefore agree on the window.
+func TestOncePerWindowIsTheServersClockNotTheHosts(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	before, err := srv.Client().Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := withlock.Window{Every: time.Hour}
+	var first, second withlock.Span
+	var secondErr error
+	synctest.Test(t, func(t *testing.T) {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		defer rdb.Close()
+		c := withlock.New(rdb, nil)
+		l, err := c.TryAcquire(ctx, "nightly", 5*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.OncePer(ctx, w); err != nil {
+			t.Fatalf("first run: %v", err)
+		}
+		if rel, rec := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 0}, time.Hour); rel != nil || rec != nil {
+			t.Fatalf("release and record: %v, %v", rel, rec)
+		}
+		if first, _, err = c.WindowDone(ctx, "nightly", w); err != nil {
+			t.Fatal(err)
+		}
+		l, err = c.TryAcquire(ctx, "nightly", 5*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secondErr = l.OncePer(ctx, w)
+		var done *withlock.DoneError
+		if errors.As(secondErr, &done) {
+			second = done.Window
+		}
+	})
+	after, err := srv.Client().Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := first.Start; !s.Equal(w.At(before).Start) && !s.Equal(w.At(after).Start) {
+		t.Fatalf("WindowDone's window starts %s, want %s (the server's hour, not the host's)", s, w.At(after).Start)
+	}
+	if !errors.Is(secondErr, withlock.ErrDone) || !second.Start.Equal(first.Start) {
+		t.Errorf("second run in the window: %v (window %s); want ErrDone for the window starting %s", secondErr, second.Start, first.Start)
+	}
+	// The marker lives until the window's end plus an hour by the server's
+	// clock; by the host's it would have expired 26 years ago, or be kept
+	// for years.
+	left := first.End.Add(time.Hour).Sub(after)
+	if ttl := srv.Client().PTTL(ctx, "{lock:nightly}:done").Val(); ttl <= left-time.Minute || ttl > left+time.Second {
+		t.Errorf("marker TTL %s, want about %s", ttl, left)
 	}
 }

@@ -53,19 +53,19 @@ func (r *runner) oncePer(lock *withlock.Lock) (code int, skip bool) {
 // doneWhileBusy tells, with --once-per, a busy lock held only by
 // --min-hold after a success in the current window from one held by a
 // run: the first is a done skip (true, with --done-exit-code), the second
-// stays busy. It reads the status only on this busy path.
+// stays busy. It reads the marker, and the window from Redis's clock, only
+// on this busy path.
 func (r *runner) doneWhileBusy() (code int, skip bool) {
 	if r.cfg.OncePer == 0 {
 		return 0, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 	defer cancel()
-	st, err := r.locker.Status(ctx, r.cfg.Name)
-	now := r.window().At(time.Now())
-	if err != nil || st.Done == nil || !st.Done.Start.Equal(now.Start) || !st.Done.End.Equal(now.End) {
+	span, done, err := r.locker.WindowDone(ctx, r.cfg.Name, r.window())
+	if err != nil || !done {
 		return 0, false
 	}
-	r.doneSkip(*st.Done)
+	r.doneSkip(span)
 	return r.cfg.DoneExit, true
 }
 

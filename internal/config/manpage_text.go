@@ -74,7 +74,8 @@ cron fires late does not run the job again (e.g. 55s for a job started every
 minute on several servers).`,
 		"once-per": `Run the command at most once per window of DUR that it succeeds in. Windows
 are aligned to multiples of DUR since the Unix epoch, in UTC (\-\-once\-per 1h:
-each clock hour; 24h: each UTC day). After acquiring the lock, with\-lock
+each clock hour; 24h: each UTC day), by the Redis server's clock (TIME), which
+every host shares, not the host's own. After acquiring the lock, with\-lock
 reads the marker
 .BI {lock: name }:done\fR;
 when a run already exited 0 in the current window it releases the lock and
