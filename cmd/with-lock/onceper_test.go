@@ -190,3 +190,49 @@ func TestOncePerRefusesWhatItCannotDo(t *testing.T) {
 		}
 	}
 }
+
+// --once-per-offset moves the windows' edges: with an offset that puts an
+// edge a second or two ahead of Redis's clock, a run just before the edge
+// marks a window that ends there, and a run just after it runs again. The
+// edge is placed by Redis's TIME, the clock windows are taken from. Without
+// the offset both runs would fall in one clock hour and the second would
+// not run.
+func TestOncePerOffsetMovesTheWindowsEdge(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	const every = time.Hour
+	for try := range 3 { // a run slowed past the edge by a loaded machine tries again
+		now, err := e.rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		edge := now.Add(2 * time.Second).Truncate(time.Millisecond)
+		offset := time.Duration(edge.UnixNano() % every.Nanoseconds())
+		name := "offset" + strconv.Itoa(try)
+		out := e.path(name)
+		once := []string{"--once-per", "1h", "--once-per-offset", offset.String(), name}
+		if r := e.run(append(once, appendRun(out, "0")...)...); r.Code != 0 || runs(t, out) != 1 {
+			t.Fatalf("run before the edge: exit %d, ran %d times, stderr %q", r.Code, runs(t, out), r.Stderr)
+		}
+		start, end, _ := strings.Cut(e.get("{lock:"+name+"}:done"), ":")
+		if start == strconv.FormatInt(edge.UnixMilli(), 10) {
+			continue // the run read Redis's clock after the edge
+		}
+		if end != strconv.FormatInt(edge.UnixMilli(), 10) {
+			t.Fatalf("the run before the edge marked the window %s:%s, want one ending at the edge %d (--once-per-offset %s)",
+				start, end, edge.UnixMilli(), offset)
+		}
+		clitest.Eventually(t, 10*time.Second, "Redis's clock passed the edge", func() bool {
+			now, err := e.rdb.Time(ctx).Result()
+			return err == nil && now.After(edge)
+		})
+		if r := e.run(append(once, appendRun(out, "0")...)...); r.Code != 0 || runs(t, out) != 2 {
+			t.Errorf("run after the edge: exit %d, ran %d times in all, stderr %q; want it to run again", r.Code, runs(t, out), r.Stderr)
+		}
+		if start, _, _ := strings.Cut(e.get("{lock:"+name+"}:done"), ":"); start != strconv.FormatInt(edge.UnixMilli(), 10) {
+			t.Errorf("the run after the edge marked the window starting %s, want the edge %d", start, edge.UnixMilli())
+		}
+		return
+	}
+	t.Fatal("three runs in a row reached Redis only after an edge two seconds ahead")
+}
