@@ -16,11 +16,11 @@ func (r *runner) window() withlock.Window {
 
 // oncePer runs, with --once-per, right after the lock was acquired and
 // before the command starts: when a run already succeeded in the current
-// window it says so with -v and returns (--done-exit-code, true), the lock
-// released at once. Checking while holding the lock is what makes two
-// servers arriving together run the command once: the winner's success
-// is marked before its release. An error reading the marker releases the
-// lock and runs nothing.
+// window, by Redis's clock (Lock.OncePer), it says so with -v and returns
+// (--done-exit-code, true), the lock released at once. Checking while
+// holding the lock is what makes two servers arriving together run the
+// command once: the winner's success is marked before its release. An
+// error reading the marker releases the lock and runs nothing.
 func (r *runner) oncePer(lock *withlock.Lock) (code int, skip bool) {
 	if r.cfg.OncePer == 0 {
 		return 0, false
