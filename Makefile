@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test test-short bench redis promtool dist check-dist clean
+.PHONY: build install demo test test-short test-cron bench redis promtool cron-tools dist check-dist clean
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
 build:
@@ -38,6 +38,15 @@ promtool:
 		{ $(SUDO) systemctl disable --now prometheus >/dev/null 2>&1 || $(SUDO) service prometheus stop >/dev/null 2>&1 || true; }; \
 	fi
 
+## cron-tools: install Debian's cron, faketime and ip if missing, for test-cron, without leaving cron's own daemon running
+cron-tools:
+	@if ! command -v cron >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1 || ! dpkg -s libfaketime >/dev/null 2>&1; then \
+		echo "installing cron, faketime and iproute2 with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cron faketime iproute2 >/dev/null && \
+		{ $(SUDO) systemctl disable --now cron >/dev/null 2>&1 || $(SUDO) service cron stop >/dev/null 2>&1 || true; }; \
+	fi
+
 ## demo: start Redis on 127.0.0.1:6379 if nothing answers, install, race three copies of a job
 demo: redis install
 	BIN=$(DESTDIR)$(BINDIR)/with-lock scripts/demo.sh
@@ -50,6 +59,10 @@ test: redis promtool
 ## test-short: the tests that need no Redis (go test -short), in seconds, without redis-server
 test-short:
 	$(GO) test -short ./...
+
+## test-cron: the README's crontab block under Debian's cron on three hosts with skewed clocks (a few minutes, as root)
+test-cron: redis cron-tools
+	$(GO) test -tags cronfleet -count=1 -v -timeout 15m ./internal/cronfleet
 
 ## bench: compare with redislock, redsync, rueidislock and floors; writes BENCHMARKS.md and bench/handoff.svg
 bench: redis
