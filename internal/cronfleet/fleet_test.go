@@ -43,7 +43,7 @@ func TestReadmeCrontabRunsOncePerWindowOnAFleet(t *testing.T) {
 	layOut(t, dir, block, lines, bin)
 	p := planFleet(t, lines, time.Now())
 	p.write(t, dir)
-	t.Logf("the fleet runs until %s; cron's clocks are %s ahead of Redis's, then %+v",
+	t.Logf("the fleet runs until %s; cron's clocks are moved by %s from Redis's, then skewed by host: %+v",
 		p.until.Format(time.TimeOnly), p.cronAhead, fleet)
 	runFleet(t, dir, p)
 	check(t, dir, p, lines, envValue(block, "PATH"))
