@@ -13,6 +13,7 @@ import (
 
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
+	"github.com/with-lock/with-lock/internal/supervise"
 )
 
 // The job's guard and cgroup are set up while the lock is being taken. A
@@ -32,10 +33,10 @@ func TestKilledWhileWaitingLeavesNeitherGuardNorCgroup(t *testing.T) {
 	})
 	dir := ""
 	if cgroupWritable() {
-		mount, _ := cgroup2Mount()
-		parent := filepath.Dir(filepath.Join(mount, cgroupOf(t, "self"), "x"))
-		dir = filepath.Join(parent, "with-lock."+strconv.Itoa(p.Pid()))
-		clitest.Eventually(t, 10*time.Second, "the job's cgroup "+dir+" made", func() bool { return exists(dir) })
+		clitest.Eventually(t, 10*time.Second, "the job's cgroup made", func() bool {
+			dir = jobCgroupOf(p.Pid())
+			return dir != ""
+		})
 	}
 	p.Signal(syscall.SIGKILL)
 	p.Wait(10 * time.Second)
@@ -74,7 +75,7 @@ func guardOf(pid int) int {
 	for _, f := range tasks {
 		b, _ := os.ReadFile(f)
 		for _, field := range strings.Fields(string(b)) {
-			if cmdline, _ := os.ReadFile("/proc/" + field + "/cmdline"); strings.HasPrefix(string(cmdline), "with-lock-guard\x00") {
+			if cmdline, _ := os.ReadFile("/proc/" + field + "/cmdline"); strings.HasPrefix(string(cmdline), supervise.GuardName+"\x00") {
 				n, _ := strconv.Atoi(field)
 				return n
 			}
@@ -107,7 +108,9 @@ func jobCgroups() map[string]bool {
 
 // leftCgroups are the jobs' cgroups made since before that are still
 // there a few seconds on (a guard may remove one just after its with-lock
-// was killed), of with-lock processes that have exited.
+// was killed), of with-lock processes that have exited: no run holds
+// them (see cgroupHeld); with-lock.<pid> of earlier versions, whose pid
+// is gone.
 func leftCgroups(before map[string]bool) []string {
 	var left []string
 	deadline := time.Now().Add(5 * time.Second)
@@ -115,7 +118,7 @@ func leftCgroups(before map[string]bool) []string {
 		left = left[:0]
 		for d := range jobCgroups() {
 			pid, _ := strconv.Atoi(strings.TrimPrefix(filepath.Ext(d), "."))
-			if !before[d] && pid > 0 && !clitest.Alive(pid) {
+			if !before[d] && (pid > 0 && !clitest.Alive(pid) || pid == 0 && !cgroupHeld(d)) {
 				left = append(left, d)
 			}
 		}

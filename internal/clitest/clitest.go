@@ -34,6 +34,7 @@ func Binary(t testing.TB) string {
 			build.err = err
 			return
 		}
+		_ = os.Chmod(dir, 0o755) // for tests that run it as another user
 		build.path = filepath.Join(dir, "with-lock")
 		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/with-lock")
 		cmd.Dir = moduleRoot()

@@ -25,6 +25,10 @@ type Spec struct {
 	// session of its own with it as controlling terminal, as a login shell
 	// runs a command. What the terminal shows is the Proc's stdout.
 	Terminal *PTY
+	// Prefix is a command that runs with-lock, as "setpriv --reuid=nobody"
+	// or "unshare --pid --fork" would: the Proc is then that command's
+	// process.
+	Prefix []string
 }
 
 // Proc is a with-lock run in the background, for tests that act on it while
@@ -51,6 +55,10 @@ func Start(t testing.TB, env []string, args ...string) *Proc {
 func (s Spec) Start(t testing.TB) *Proc {
 	t.Helper()
 	p := &Proc{t: t, Cmd: command(t, s.Env, s.Args...), done: make(chan struct{})}
+	if len(s.Prefix) > 0 {
+		p.Cmd.Args = append(append(s.Prefix[:len(s.Prefix):len(s.Prefix)], p.Cmd.Path), s.Args...)
+		p.Cmd.Path, p.Cmd.Err = exec.LookPath(s.Prefix[0])
+	}
 	p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Stdin, &p.stdout, &p.stderr
 	if s.Terminal != nil {
 		p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Terminal.tty, s.Terminal.tty, s.Terminal.tty

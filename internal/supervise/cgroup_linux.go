@@ -2,6 +2,8 @@ package supervise
 
 import (
 	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,42 +24,52 @@ import (
 // with-lock goes on with the subreaper alone.
 
 // cgroup is the job's group: its directory, and a descriptor of it to
-// start the command in.
+// start the command in, on which this run holds the lock that says the
+// group is in use (cgroup_stale_linux.go).
 type cgroup struct {
 	dir string
 	fd  int
 }
 
-// jobCgroupDir is where the job's group goes: beside with-lock's own, in
-// the cgroup2 hierarchy this process belongs to. There is none with
+// jobCgroupParent is where the job's group goes: beside with-lock's own,
+// in the cgroup2 hierarchy this process belongs to. There is none with
 // --no-cgroup or without cgroup2.
-func jobCgroupDir(opts Options) (string, bool) {
+func jobCgroupParent(opts Options) (string, bool) {
 	if opts.NoCgroup {
 		return "", false
 	}
-	parent, ok := ownCgroupDir()
-	if !ok {
-		return "", false
-	}
-	return filepath.Join(parent, "with-lock."+strconv.Itoa(os.Getpid())), true
+	return ownCgroupDir()
 }
 
-// makeCgroup creates the job's group at dir; nil when it cannot.
-func makeCgroup(dir string) *cgroup {
+// errNameTaken is a group name that could not be had: it exists, or the
+// group was removed under us by a run that found it unlocked. Another
+// name will do.
+var errNameTaken = errors.New("cgroup name taken")
+
+// makeCgroup creates the job's group at dir and locks it as this run's.
+func makeCgroup(dir string) (*cgroup, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil // not writable by us: no delegation
-	}
-	// Not in the parent: the root group has none.
-	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
-		_ = unix.Rmdir(dir)
-		return nil // before Linux 5.14, or not a cgroup2 directory after all
+		if errors.Is(err, fs.ErrExist) {
+			return nil, errNameTaken
+		}
+		return nil, err // not writable by us: no delegation
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		_ = unix.Rmdir(dir)
-		return nil
+		return nil, errNameTaken
 	}
-	return &cgroup{dir: dir, fd: fd}
+	g := &cgroup{dir: dir, fd: fd}
+	if !g.own() {
+		_ = unix.Close(fd)
+		return nil, errNameTaken
+	}
+	// Not in the parent: the root group has none.
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+		g.remove()
+		return nil, err // before Linux 5.14, or not a cgroup2 directory after all
+	}
+	return g, nil
 }
 
 // ownCgroupDir finds the directory of this process's cgroup v2 group.
@@ -176,20 +188,16 @@ func (g *cgroup) procs() []int {
 	return pids
 }
 
-// closeFd drops the descriptor once the command has started.
-func (g *cgroup) closeFd() {
-	if g.fd >= 0 {
-		_ = unix.Close(g.fd)
-		g.fd = -1
-	}
-}
-
-// remove deletes the group, empty once the job has ended. A group that is
-// still busy (a process stuck in the kernel) is left; it is harmless.
+// remove deletes the group, empty once the job has ended, with the
+// groups of runs nested in the job, killed with it. A group that is still
+// busy (a process stuck in the kernel) is left, unlocked: a later run
+// removes it.
 func (g *cgroup) remove() {
-	g.closeFd()
-	_ = unix.Rmdir(g.dir) // not os.Remove, which tries unlink first
-
+	if err := unix.Rmdir(g.dir); errors.Is(err, unix.EBUSY) { // not os.Remove, which tries unlink first
+		removeStaleIn(g.dir, "")
+		_ = unix.Rmdir(g.dir)
+	}
+	_ = unix.Close(g.fd)
 }
 
 // startIn has the command born into the group.

@@ -1,6 +1,9 @@
 package supervise
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+)
 
 // The job's cgroup goes beside with-lock's own, wherever the cgroup2
 // hierarchy is mounted: found from mountinfo, never assumed.
@@ -46,6 +49,26 @@ func TestUnescapeMount(t *testing.T) {
 	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/tab\011x`: "/tab\tx", `/bad\04`: `/bad\04`} {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Each run names its job's group anew — with-lock.<pid>.<16 hex digits> —
+// and only names of that form are taken for groups of runs that may be
+// gone: not an earlier version's with-lock.<pid>, nor anyone else's.
+func TestJobCgroupNamesAreNewEachTimeAndKnownByTheirForm(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		name := filepath.Base(newCgroupDir("/sys/fs/cgroup/x"))
+		if seen[name] || !isJobCgroup(name) {
+			t.Fatalf("name %q: seen before %v, known as a job's group %v", name, seen[name], isJobCgroup(name))
+		}
+		seen[name] = true
+	}
+	for _, name := range []string{"with-lock.1", "with-lock.1.abc", "with-lock.x.8000000000000001", "with-lock.1.800000000000000g",
+		"other.1.8000000000000001", "with-lock.1.8000000000000001.x"} {
+		if isJobCgroup(name) {
+			t.Errorf("%q taken for a job's group", name)
 		}
 	}
 }

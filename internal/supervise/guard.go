@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -25,6 +26,14 @@ import (
 // where there is one (job.go, cgroup_linux.go), or else the escapees the
 // subreaper finds, every census.
 //
+// The two watch each other. A guard that dies while the job runs (killed
+// on its own) is replaced at once by one that joins the command's process
+// group and is told again what the last one knew (job_reap.go reaps it).
+// Its name does not contain "with-lock", so that `pkill -f with-lock`, the
+// usual way to stop runs, kills with-lock alone and leaves its guard to
+// stop the job. What no process can cover is both killed at the same
+// moment: docs/reliability.md says what is left then.
+//
 // The guard is the fixed script below run by /bin/sh: it has to start on
 // every run, and a shell starts in a fraction of the time a second Go
 // runtime needs. It is not the user's command, which is never run through
@@ -36,19 +45,23 @@ import (
 // "pids ..." the latest list of the job's processes outside the group (and
 // the groups they lead, as -PGID) where there is none; EOF means with-lock
 // died: it kills the cgroup and those, removes the cgroup once empty (the
-// whole job is in it: its group too), then kills its own group.
+// whole job is in it: its group too), with the groups of runs nested in
+// the job (*.*.*: the script names no "with-lock"), then kills its own
+// group.
 const guardScript = `trap '' INT TERM HUP QUIT PIPE
 while read -r word rest; do
 case $word in done) exit 0 ;; pids) p=$rest ;; cgroup) cg=$rest ;; esac
 done
 [ -z "$cg" ] || echo 1 > "$cg/cgroup.kill"
 kill -s KILL -- $p 2>/dev/null
-[ -z "$cg" ] || for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg" 2>/dev/null && break; sleep 0.1; done
+[ -z "$cg" ] || for i in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg"/*.*.* "$cg" 2>/dev/null; [ -d "$cg" ] || break; sleep 0.1; done
 kill -s KILL 0`
+
+// GuardName is the guard's name, as ps shows it.
+const GuardName = "job-guard"
 
 const (
 	guardShell  = "/bin/sh"
-	guardArgv0  = "with-lock-guard" // what ps shows
 	guardDone   = "done"
 	guardPids   = "pids"
 	guardCgroup = "cgroup"
@@ -58,41 +71,78 @@ const (
 // started without asking for one.
 func (c *Child) GuardErr() error { return c.guardErr }
 
-// guard is a started guard process and the write end of its pipe.
+// guard is the job's guard: the process running now and the write end of
+// its pipe, and what it was told, for a replacement.
 type guard struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex // w, down
-	w    *os.File
-	down bool // told to stand down
+	leader int // the first guard's pid: the process group the command joins
+
+	mu     sync.Mutex // all below
+	cmd    *exec.Cmd
+	w      *os.File
+	down   bool   // told to stand down
+	cgroup string // the last "cgroup" line
+	pids   string // the last "pids" line
 }
 
 func startGuard() (*guard, error) {
+	cmd, w, err := spawnGuard(0, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &guard{leader: cmd.Process.Pid, cmd: cmd, w: w}, nil
+}
+
+// spawnGuard starts a guard process in process group pgid, or leading a
+// group of its own when pgid is 0 or that group is gone, and returns it
+// with the write end of its pipe. The lines are in the pipe before it
+// starts: with-lock killed at any moment after leaves it knowing them.
+func spawnGuard(pgid int, lines []string) (*exec.Cmd, *os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("guard the command: %w", err)
+		return nil, nil, fmt.Errorf("guard the command: %w", err)
 	}
 	defer r.Close()
-	g := &guard{w: w, cmd: &exec.Cmd{
-		Path:  guardShell,
-		Args:  []string{guardArgv0, "-c", guardScript},
-		Env:   []string{"PATH=/usr/bin:/bin"},
-		Stdin: r,
-		// A new group, led by the guard; the command joins it.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}}
-	if err := g.cmd.Start(); err != nil {
+	for _, line := range lines {
+		if line != "" {
+			_, _ = w.WriteString(line + "\n") // a pipe holds far more than these
+		}
+	}
+	newCmd := func(pgid int) *exec.Cmd {
+		return &exec.Cmd{
+			Path:        guardShell,
+			Args:        []string{GuardName, "-c", guardScript},
+			Env:         []string{"PATH=/usr/bin:/bin"},
+			Stdin:       r,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: pgid},
+		}
+	}
+	cmd := newCmd(pgid)
+	err = cmd.Start()
+	if err != nil && pgid != 0 {
+		// The group emptied meanwhile: nothing of it is left to kill.
+		cmd = newCmd(0)
+		err = cmd.Start()
+	}
+	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("guard the command: %w", err)
+		return nil, nil, fmt.Errorf("guard the command: %w", err)
 	}
 	// Nobody waits for it, which would hold a thread for the run: it exits
 	// on its own once told, after the job, and with-lock need not outlive
 	// it. Where with-lock is a subreaper the reaper reaps it should it die
 	// sooner; elsewhere it stays a zombie until with-lock exits.
-	return g, nil
+	return cmd, w, nil
 }
 
-// pgid is the process group the guard leads.
-func (g *guard) pgid() int { return g.cmd.Process.Pid }
+// pgid is the process group the first guard leads and the command joins.
+func (g *guard) pgid() int { return g.leader }
+
+// pid is the guard process running now.
+func (g *guard) pid() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cmd.Process.Pid
+}
 
 // standDown tells the guard the job has ended, so it leaves without
 // killing. It is called as soon as the last process of the job is reaped,
@@ -108,12 +158,38 @@ func (g *guard) standDown() {
 	}
 }
 
-// tell gives the guard one line, unless it has stood down. A guard that is
-// gone (killed with the job's group) makes it fail, harmlessly.
+// tell gives the guard one line, unless it has stood down, and keeps it
+// for a replacement. A guard that is gone (killed with the job's group)
+// makes it fail, harmlessly.
 func (g *guard) tell(line string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	switch word, _, _ := strings.Cut(line, " "); word {
+	case guardCgroup:
+		g.cgroup = line
+	case guardPids:
+		g.pids = line
+	}
 	if !g.down {
 		_, _ = g.w.WriteString(line + "\n")
 	}
+}
+
+// replace starts a new guard in place of the one that died, pid, in the
+// command's process group while that has members, and tells it what the
+// last one was told. It does nothing once the guard stood down, and
+// reports whether it replaced it.
+func (g *guard) replace(pid int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.down || g.cmd.Process.Pid != pid {
+		return false
+	}
+	cmd, w, err := spawnGuard(g.leader, []string{g.cgroup, g.pids})
+	if err != nil {
+		return false // as when none could be started: the parent-death signal is left
+	}
+	g.w.Close()
+	g.cmd, g.w = cmd, w
+	return true
 }

@@ -72,6 +72,7 @@ func (c *Child) Remaining() []int {
 // gone is not an error.
 func (c *Child) Signal(sig syscall.Signal) error {
 	if sig == syscall.SIGKILL {
+		c.killing.Store(true) // the guard, in the group, dies too: not to be replaced
 		// All of it at once, forks in flight included: the cgroup's
 		// kill, or FreeBSD's reaper's. Only SIGKILL: the walk below
 		// would send any other signal a second time.
@@ -167,11 +168,20 @@ func (c *Child) Close() {
 	}
 }
 
+// guardPid is the guard process running now, or -1.
 func (c *Child) guardPid() int {
 	if c.guard == nil {
 		return -1
 	}
-	return c.guard.pgid()
+	return c.guard.pid()
+}
+
+// guardDied replaces the guard, pid, that died while the job runs, unless
+// with-lock killed it itself with the rest of the job's process group.
+func (c *Child) guardDied(pid int) {
+	if c.guard != nil && !c.killing.Load() {
+		c.guard.replace(pid)
+	}
 }
 
 // censusEvery is how often with-lock tells the guard which processes of

@@ -28,6 +28,7 @@ func (c *Child) reap() {
 			break
 		}
 		if pid == c.guardPid() {
+			c.guardDied(pid) // guard.go: a new one, at once
 			continue
 		}
 		c.usage.add(&ru)

@@ -1,6 +1,11 @@
 package supervise
 
-import "sync"
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"time"
+)
 
 // A job's set-up that does not depend on the lock — its guard, the
 // subreaper, its cgroup — costs about as long as taking the lock from a
@@ -17,8 +22,9 @@ type Prepared struct {
 	guard    *guard // nil without one
 	guardErr error  // why there is none, when one was asked for
 
-	reaper bool    // this process is the reaper of the job's orphans
-	cg     *cgroup // the job's own cgroup, or nil
+	reaper bool          // this process is the reaper of the job's orphans
+	cg     *cgroup       // the job's own cgroup, or nil
+	swept  chan struct{} // closed once the stale groups beside cg are removed; nil without cg
 
 	mu   sync.Mutex
 	used bool // started or discarded: at most once
@@ -43,24 +49,56 @@ func Prepare(opts Options, guarded bool) *Prepared {
 	}()
 	go func() {
 		defer p.ready.Done()
-		dir, ok := "", false
+		parent, ok := "", false
 		if p.reaper = becomeSubreaper(); p.reaper {
-			dir, ok = jobCgroupDir(opts)
+			parent, ok = jobCgroupParent(opts)
 		}
 		if <-guardReady; !ok {
 			return
 		}
+		if p.cg = p.makeCgroup(parent); p.cg != nil {
+			// Groups beside it left by runs that are gone (cgroup_stale_linux.go),
+			// while the lock is taken; the exit waits for it (Discard).
+			swept, own := make(chan struct{}), filepath.Base(p.cg.dir)
+			p.swept = swept
+			go func() {
+				defer close(swept)
+				removeStaleIn(parent, own)
+			}()
+		}
+	}()
+	return p
+}
+
+// staleWait bounds how long removing the groups of runs that are gone may
+// wait for their processes to die after cgroup.kill: they take
+// milliseconds, unless stuck in the kernel, and then a later run tries
+// again.
+const staleWait = 250 * time.Millisecond
+
+// makeCgroup makes the job's group in parent, or returns nil when it
+// cannot be made there.
+func (p *Prepared) makeCgroup(parent string) *cgroup {
+	for try := 0; try < 3; try++ {
+		dir := newCgroupDir(parent)
 		// The guard hears of the group before it exists: with-lock killed
 		// at any moment after (waiting for the lock, say) leaves none
 		// behind, and a group never made costs the guard nothing.
 		if p.guard != nil {
 			p.guard.tell(guardCgroup + " " + dir)
 		}
-		if p.cg = makeCgroup(dir); p.cg == nil && p.guard != nil {
-			p.guard.tell(guardCgroup) // none after all
+		cg, err := makeCgroup(dir)
+		if cg != nil {
+			return cg
 		}
-	}()
-	return p
+		if !errors.Is(err, errNameTaken) {
+			break
+		}
+	}
+	if p.guard != nil {
+		p.guard.tell(guardCgroup) // none after all
+	}
+	return nil
 }
 
 // Start runs path with argv and env, stdio inherited, in the prepared
@@ -83,10 +121,17 @@ func (p *Prepared) Start(path string, argv, env []string) (*Child, error) {
 }
 
 // Discard undoes what Prepare set up, for a run whose command will not
-// start; after Start it does nothing. It waits for the set-up to finish,
-// so that nothing of it outlives the run.
+// start; after Start it does nothing more. It waits for the set-up to
+// finish, so that nothing of it outlives the run, and for the removal of
+// the stale groups it found: call it before exiting.
 func (p *Prepared) Discard() {
 	p.ready.Wait()
+	if p.swept != nil {
+		select { // bounded: a stale job stuck in the kernel is a later run's to remove
+		case <-p.swept:
+		case <-time.After(staleWait):
+		}
+	}
 	if !p.use() {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -127,12 +128,13 @@ type Child struct {
 	cleaned    chan struct{} // see Close
 	status     syscall.WaitStatus
 	usage      jobUsage
-	started    time.Time // just before the command was started
-	guard      *guard    // nil when unguarded
-	guardErr   error     // see GuardErr
-	tracking   string    // see Tracking
-	reaperTid  int       // the thread that started the command and reaps (Linux)
-	cg         *cgroup   // the job's cgroup, or nil (cgroup_linux.go)
+	started    time.Time   // just before the command was started
+	guard      *guard      // nil when unguarded
+	guardErr   error       // see GuardErr
+	tracking   string      // see Tracking
+	reaperTid  int         // the thread that started the command and reaps (Linux)
+	cg         *cgroup     // the job's cgroup, or nil (cgroup_linux.go)
+	killing    atomic.Bool // the job was sent SIGKILL (see guardDied)
 }
 
 // Options are how the job is followed.
@@ -201,9 +203,6 @@ func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 		if err != nil {
 			started <- err
 			return
-		}
-		if c.cg != nil {
-			c.cg.closeFd()
 		}
 		c.pgid = c.cmd.SysProcAttr.Pgid
 		if c.pgid == 0 {
