@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test test-short test-cron bench redis promtool cron-tools dist check-dist clean
+.PHONY: build install demo test test-short test-cron churn bench redis promtool cron-tools dist check-dist clean
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
 build:
@@ -63,6 +63,10 @@ test-short:
 ## test-cron: the README's crontab block under Debian's cron on three hosts with skewed clocks (a few minutes, as root)
 test-cron: redis cron-tools
 	$(GO) test -tags cronfleet -count=1 -v -timeout 15m ./internal/cronfleet
+
+## churn: 1,000 runs killed at random moments (with-lock, its guard, both at once): no job or cgroup is left behind (as root)
+churn: redis
+	WITH_LOCK_CHURN_RUNS=1000 $(GO) test -count=1 -timeout 60m -run 'TestKilledRunsLeaveNoCgroupBehind' -v ./cmd/with-lock
 
 ## bench: compare with redislock, redsync, rueidislock and floors; writes BENCHMARKS.md and bench/handoff.svg
 bench: redis
