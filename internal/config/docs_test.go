@@ -36,9 +36,14 @@ func docs(t *testing.T) map[string]string {
 // otherPrograms' flags that the docs name beside their program, on the
 // same line: the flag is that program's, not with-lock's.
 var otherPrograms = map[string]string{
-	"--failed":         "systemctl",
-	"--now":            "systemctl",
-	"--ignore-missing": "sha256sum",
+	"--failed":           "systemctl",
+	"--now":              "systemctl",
+	"--ignore-missing":   "sha256sum",
+	"--user":             "unshare",
+	"--map-current-user": "unshare",
+	"--pid":              "unshare",
+	"--fork":             "unshare",
+	"--mount-proc":       "unshare",
 }
 
 // Every --flag in the README and the guides is one of with-lock's (a
