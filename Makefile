@@ -10,6 +10,7 @@ export VERSION
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: build install demo test test-short test-cron churn bench redis promtool cron-tools dist check-dist clean
+.PHONY: image
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
 build:
@@ -79,6 +80,18 @@ dist:
 ## check-dist: make dist, then inspect the .deb, run its binary and verify SHA256SUMS
 check-dist: dist
 	GO=$(GO) packaging/check-dist.sh
+
+## image: bin/with-lock.oci.tar, the container image as an OCI archive: the static binary alone, linux/amd64 and linux/arm64, built without a daemon
+IMAGE_VERSION = $(or $(VERSION),dev)
+image:
+	@mkdir -p bin/image
+	for arch in amd64 arm64; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" \
+			-o bin/image/with-lock-linux-$$arch ./cmd/with-lock || exit 1; \
+	done
+	cd tools && $(GO) run ./ociimage -o ../bin/with-lock.oci.tar \
+		-name with-lock:$(IMAGE_VERSION) -version $(IMAGE_VERSION) -epoch $$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+		-binary linux/amd64=../bin/image/with-lock-linux-amd64 -binary linux/arm64=../bin/image/with-lock-linux-arm64
 
 clean:
 	rm -rf bin dist
