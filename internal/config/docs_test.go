@@ -44,6 +44,10 @@ var otherPrograms = map[string]string{
 	"--pid":              "unshare",
 	"--fork":             "unshare",
 	"--mount-proc":       "unshare",
+	// docs/kubernetes.md: a job image's Containerfile and its Secret.
+	"--from":                  "COPY",
+	"--no-install-recommends": "apt-get",
+	"--from-file":             "kubectl",
 }
 
 // Every --flag in the README and the guides is one of with-lock's (a
