@@ -10,7 +10,7 @@ export VERSION
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: build install demo test test-short test-cron churn bench redis promtool cron-tools dist check-dist clean
-.PHONY: image
+.PHONY: image beds beds-deps
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
 build:
@@ -92,6 +92,20 @@ image:
 	cd tools && $(GO) run ./ociimage -o ../bin/with-lock.oci.tar \
 		-name with-lock:$(IMAGE_VERSION) -version $(IMAGE_VERSION) -epoch $$(git log -1 --format=%ct 2>/dev/null || echo 0) \
 		-binary linux/amd64=../bin/image/with-lock-linux-amd64 -binary linux/arm64=../bin/image/with-lock-linux-arm64
+
+## beds-deps: install what the test-beds use (Debian packages) if missing: systemd-nspawn, debootstrap, podman, runc, catatonit, busybox
+beds-deps:
+	@if ! command -v systemd-nspawn >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1 || \
+	    ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1 || \
+	    ! command -v catatonit >/dev/null 2>&1 || ! command -v busybox >/dev/null 2>&1; then \
+		echo "installing systemd-container debootstrap podman runc catatonit busybox-static with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd-container debootstrap podman runc catatonit busybox-static >/dev/null; \
+	fi
+
+## beds: with-lock under a real systemd (Debian 12 booted by systemd-nspawn) and in podman containers; root, minutes the first time (module beds/)
+beds: redis beds-deps image
+	cd beds && $(GO) vet ./... && $(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
 clean:
 	rm -rf bin dist
