@@ -155,14 +155,18 @@ func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 			c.tracking = "cgroup " + c.cg.dir // the guard knows it (Prepare)
 		}
 	}
+	stdout, stderr := os.Stdout, os.Stderr
+	if p.stdout != nil {
+		stdout, stderr = p.stdout, p.stderr
+	}
 	newCmd := func() *exec.Cmd {
 		cmd := &exec.Cmd{
 			Path:        path,
 			Args:        argv,
 			Env:         env,
 			Stdin:       os.Stdin,
-			Stdout:      os.Stdout,
-			Stderr:      os.Stderr,
+			Stdout:      stdout,
+			Stderr:      stderr,
 			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		}
 		setParentDeathSignal(cmd.SysProcAttr) // Linux only: pdeathsig_*.go
