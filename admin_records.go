@@ -41,6 +41,12 @@ type Run struct {
 	// rusage of the job's processes).
 	CPUMs    int64 `json:"cpu_ms,omitempty"`
 	MaxRSSKB int64 `json:"max_rss_kb,omitempty"`
+	// Output is the end of what the run printed, as much as the caller
+	// chose to keep (the CLI's --record-output); "" when it kept none.
+	// It is stored with the record, in the history too, so it costs
+	// Redis memory for as long as the record lives. JSON carries it as
+	// UTF-8 text: bytes that are not UTF-8 read back as U+FFFD.
+	Output string `json:"output,omitempty"`
 }
 
 // record is a Run as stored at recordKey, as JSON: with the lock's name, and

@@ -42,6 +42,9 @@ func marshalRecord(rec *record) ([]byte, error) {
 	if rec.MaxRSSKB != 0 {
 		b = strconv.AppendInt(append(b, `,"max_rss_kb":`...), rec.MaxRSSKB, 10)
 	}
+	if rec.Output != "" {
+		b = appendJSONString(append(b, `,"output":`...), rec.Output)
+	}
 	b = appendJSONString(append(b, `,"token_sha256":`...), rec.Tag)
 	return append(b, '}'), nil
 }

@@ -21,6 +21,8 @@ func TestRecordJSONIsWhatEncodingJSONWrites(t *testing.T) {
 		{Name: "a<b", Run: Run{Holder: "x>y", Outcome: "p&q"}}, // each alone: escaped as HTML
 		{Name: "del\x7f", Run: Run{Holder: "back\\slash", Outcome: "\x01"}},
 		{Name: "héllo, 世界 \u2028\u2029", Run: Run{Holder: "bad utf-8 \xff\xfe", Started: at.Truncate(time.Second)}},
+		{Name: "out", Run: Run{Outcome: OutcomeFailed, Output: "line 1\n\tline 2 <b>\r\n\x00\xff\xfe bin\x1b[0m\n"}},
+		{Name: "plain", Run: Run{Output: "plain ascii"}},
 	} {
 		want, err := json.Marshal(rec)
 		if err != nil {

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ type runJSON struct {
 	DurationMs int64     `json:"duration_ms"`
 	ExitCode   int       `json:"exit_code"`
 	Outcome    string    `json:"outcome"`
+	Output     string    `json:"output"`
 }
 
 // --status, --status --json and --list --json show the last success beside
@@ -87,5 +89,59 @@ func TestHistoryPrintsTheLastRunsNewestFirst(t *testing.T) {
 	}
 	if r := e.run("--history", "report", "true"); r.Code != 64 {
 		t.Errorf("--history with a command: exit %d, want 64", r.Code)
+	}
+}
+
+// With --record-output N each run's record keeps the last N KiB of its
+// output, from the start of a line: another process reads them in
+// --history --json, newest first, and --history and --status show them
+// below each run. Without it no output is stored.
+func TestHistoryShowsTheEndOfEachRunsOutput(t *testing.T) {
+	e := setup(t)
+	if r := e.run("--record-output", "1", "report", "sh", "-c", `seq 1 2000; echo failed >&2; exit 3`); r.Code != 3 {
+		t.Fatalf("first run: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if r := e.run("--record-output", "1", "report", "sh", "-c", `echo done`); r.Code != 0 || r.Stdout != "done\n" {
+		t.Fatalf("second run: exit %d, stdout %q: want its output passed through", r.Code, r.Stdout)
+	}
+	if r := e.run("report", "sh", "-c", `echo not kept`); r.Code != 0 {
+		t.Fatalf("third run: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+
+	r := e.run("--history", "--json", "report")
+	var runs []runJSON
+	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
+	for sc.Scan() {
+		var run runJSON
+		if err := json.Unmarshal(sc.Bytes(), &run); err != nil {
+			t.Fatalf("JSON line %q: %v", sc.Text(), err)
+		}
+		runs = append(runs, run)
+	}
+	if len(runs) != 3 {
+		t.Fatalf("--history --json: %d runs, want 3; stdout %q", len(runs), r.Stdout)
+	}
+	if runs[0].Output != "" {
+		t.Errorf("a run without --record-output stored %q", runs[0].Output)
+	}
+	if runs[1].Output != "done\n" {
+		t.Errorf("second run's output %q, want %q", runs[1].Output, "done\n")
+	}
+	first := runs[2].Output
+	if len(first) > 1024 || !strings.HasSuffix(first, "1999\n2000\nfailed\n") || !strings.HasPrefix(first, strconv.Itoa(2000-strings.Count(first, "\n")+2)+"\n") {
+		t.Errorf("first run's output %q: want at most 1 KiB, whole lines, ending with its last", first)
+	}
+
+	r = e.run("--history", "report")
+	if !hasLine(r.Stdout, "  | failed") || !hasLine(r.Stdout, "  | 2000") || !hasLine(r.Stdout, "  | done") ||
+		!hasLine(r.Stdout, "  | … ", " lines before") || strings.Contains(r.Stdout, "  | 1990\n") {
+		t.Errorf("--history: stdout %q; want each run's last lines below it", r.Stdout)
+	}
+	if r := e.run("--status", "report"); !hasLine(r.Stdout, "last run: ") || strings.Contains(r.Stdout, "  | ") {
+		t.Errorf("--status after a run without --record-output: %q; want no output shown", r.Stdout)
+	}
+	e.run("--record-output", "1", "report", "printf", `one\ttab\n\033[31mred\r\n`)
+	if r := e.run("--status", "report"); !strings.Contains(r.Stdout, "\n  | one\ttab\n  | \uFFFD[31mred\n") {
+		t.Errorf("--status: %q; want the last run's output below it, its escape sequence defused", r.Stdout)
 	}
 }

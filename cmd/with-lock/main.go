@@ -26,6 +26,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/capture"
 	"github.com/with-lock/with-lock/internal/config"
 	"github.com/with-lock/with-lock/internal/supervise"
 )
@@ -94,6 +95,8 @@ type runner struct {
 	timedOut bool
 	// usage is what the job's processes cost, once it has ended.
 	usage supervise.Usage
+	// out is the command's output, when captured: output.go.
+	out *capture.Capture
 }
 
 func (r *runner) run() int {
@@ -135,7 +138,9 @@ func (r *runner) run() int {
 	if code, skip := r.oncePer(lock); skip { // onceper.go: --once-per's window already done
 		return code
 	}
+	r.captureOutput(job) // output.go: what the command prints, when asked for
 	child, err := job.Start(path, r.cfg.Command, r.env(lock))
+	r.outputStarted(err == nil)
 	if err != nil {
 		r.release(lock)
 		return r.startFailed(err)

@@ -73,6 +73,10 @@ func (r *runner) pingEnd(outcome string, code int) {
 		case <-p.started:
 		case <-ctx.Done():
 		}
+		if body, ok := r.pingOutput(); ok { // output.go
+			p.send(ctx, http.MethodPost, strconv.Itoa(code), body)
+			return
+		}
 		p.send(ctx, http.MethodGet, strconv.Itoa(code), "")
 	case !r.acquiredAt.IsZero(): // held the lock, but the command did not start
 		r.newPinger().send(ctx, http.MethodGet, strconv.Itoa(code), "")

@@ -2,7 +2,10 @@ package main_test
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
+	"os"
+	"path/filepath"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -85,8 +88,9 @@ func TestPingWinnerSendsStartThenExitCode(t *testing.T) {
 	if start.method != "GET" || start.path != "/check-uuid/start" || !start.lockHeld {
 		t.Errorf("first ping %+v: want GET /check-uuid/start while the lock is held", start)
 	}
-	if end.method != "GET" || end.path != "/check-uuid/3" || end.lockHeld {
-		t.Errorf("second ping %+v: want GET /check-uuid/3 after the lock was released", end)
+	// The end carries the output's tail (--ping-output), here nothing.
+	if end.method != "POST" || end.path != "/check-uuid/3" || end.body != "" || end.lockHeld {
+		t.Errorf("second ping %+v: want POST /check-uuid/3, with the command's empty output, after the lock was released", end)
 	}
 	if !uuidRE.MatchString(start.rid) || end.rid != start.rid {
 		t.Errorf("run ids %q and %q: want one random UUID for both", start.rid, end.rid)
@@ -137,7 +141,7 @@ func TestPingOnlyFromTheWinner(t *testing.T) {
 			log = p
 		}
 	}
-	if strings.Join(paths, ",") != "GET /start,POST /log,GET /0" {
+	if strings.Join(paths, ",") != "GET /start,POST /log,POST /0" {
 		t.Errorf("pings %q: want the winner's start and 0, and one log for the skip reported", paths)
 	}
 	if !strings.Contains(log.body, "sync not run on") || !strings.Contains(log.body, "busy") || !uuidRE.MatchString(log.rid) {
@@ -221,4 +225,51 @@ func TestPingURLMustBeHTTP(t *testing.T) {
 		t.Errorf("exit %d, ran %v: want 64 and nothing run", res.Code, ran())
 	}
 	oneLine(t, res, "--ping is not an http:// or https:// URL")
+}
+
+// The end ping is a POST of the output's last --ping-output KiB, byte for
+// byte, as healthchecks.io shows it beside the exit code; with
+// --output-on-failure too, and a success printing nothing. --ping-output 0
+// sends no output: a GET.
+func TestPingEndCarriesTheEndOfTheOutput(t *testing.T) {
+	e := setup(t)
+	srv := startPingServer(t, nil, "", nil)
+	data := make([]byte, 5000)
+	_, _ = rand.Read(data)
+	path := filepath.Join(e.dir, "data")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		flags  []string
+		code   int
+		method string
+		body   []byte
+	}{
+		{[]string{"--ping-output", "1"}, 4, "POST", data[len(data)-1024:]},
+		{[]string{"--ping-output", "1", "--output-on-failure"}, 0, "POST", data[len(data)-1024:]},
+		{nil, 4, "POST", data}, // the default, 10 KiB, holds it all
+		{[]string{"--ping-output", "0"}, 4, "GET", nil},
+	}
+	for _, tt := range tests {
+		before := len(srv.got())
+		args := append(append([]string{"--ping", srv.URL + "/check"}, tt.flags...),
+			"job", "sh", "-c", `cat "$0" >&2; exit "$1"`, path, strconv.Itoa(tt.code))
+		r := e.run(args...)
+		if r.Code != tt.code || r.Stdout != "" {
+			t.Errorf("%q: exit %d, stdout %d bytes; want %d and nothing", tt.flags, r.Code, len(r.Stdout), tt.code)
+		}
+		if len(tt.flags) < 3 && r.Stderr != string(data) {
+			t.Errorf("%q: stderr has %d bytes, want the command's %d passed through", tt.flags, len(r.Stderr), len(data))
+		}
+		got := srv.got()[before:]
+		if len(got) != 2 {
+			t.Fatalf("%q: pings %d, want start and end", tt.flags, len(got))
+		}
+		end := got[1]
+		if end.method != tt.method || end.path != "/check/"+strconv.Itoa(tt.code) || end.body != string(tt.body) {
+			t.Errorf("%q: end ping %s %s with %d bytes; want %s /check/%d with the output's last %d bytes",
+				tt.flags, end.method, end.path, len(end.body), tt.method, tt.code, len(tt.body))
+		}
+	}
 }

@@ -11,8 +11,14 @@ import (
 // --no-record, stores the run's last-run record in the same round trip.
 // Neither changes the exit code. A Redis that is down costs one warning,
 // the release's; a record that alone failed is a warning that -q silences.
+//
+// The job has ended, and with it the command's output (output.go): its
+// end goes in the record, and --output-on-failure's held output is
+// printed once the lock is released.
 func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	r.mon.lost = ka != nil && ka.Err() != nil
+	r.endOutput()
+	defer r.printHeldOutput(code)
 	if r.cfg.NoRecord {
 		r.releaseHeld(lock, ka)
 		return
@@ -22,7 +28,7 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 		lost = ka.Err()
 	}
 	run := withlock.Run{ExitCode: code, Lost: lost != nil, TimedOut: r.timedOut,
-		CPUMs: (r.usage.User + r.usage.System).Milliseconds(), MaxRSSKB: r.usage.MaxRSSKB}
+		CPUMs: (r.usage.User + r.usage.System).Milliseconds(), MaxRSSKB: r.usage.MaxRSSKB, Output: r.recordOutput()}
 	relErr, recErr := lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL)
 	switch {
 	case recErr == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,6 +114,7 @@ type runJSON struct {
 	Lost       bool      `json:"lost,omitempty"`
 	Fence      int64     `json:"fence,omitempty"`
 	Outcome    string    `json:"outcome,omitempty"` // ok, failed, lost, timed-out
+	Output     string    `json:"output,omitempty"`  // the end of what it printed: --record-output
 }
 
 func newStatusJSON(st *withlock.Status) statusJSON {
@@ -147,7 +149,8 @@ func newRunJSON(run *withlock.Run) *runJSON {
 		return nil
 	}
 	out := &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
-		DurationMs: run.Duration().Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence, Outcome: run.Outcome}
+		DurationMs: run.Duration().Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence, Outcome: run.Outcome,
+		Output: run.Output}
 	out.Host, out.PID = splitHolder(run.Holder)
 	return out
 }
@@ -194,6 +197,7 @@ func (r *runner) status() int {
 		}
 		if st.LastRun != nil {
 			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
+			fmt.Print(outputLines(st.LastRun.Output, math.MaxInt)) // history.go
 		}
 		if st.LastSuccess != nil && (st.LastRun == nil || *st.LastSuccess != *st.LastRun) {
 			fmt.Println("last success: " + runLine(st.LastSuccess, time.Now()))

@@ -60,6 +60,7 @@ type Config struct {
 	Supervision // what happens to the command while it runs
 	Output      // what with-lock prints, and whether it runs a command at all
 	Monitoring  // what the monitoring learns of a run: monitoring.go
+	Capture     // what is kept of the command's output: capture.go
 
 	// File is the config file: --config's, WITH_LOCK_CONFIG's, or
 	// DefaultFile, which may be missing.
@@ -298,6 +299,9 @@ func (c *Config) validate() error {
 		return c.bad("max-run", "%s is negative", c.MaxRun)
 	}
 	if err := c.validateMonitoring(); err != nil { // monitoring.go
+		return err
+	}
+	if err := c.validateCapture(); err != nil { // capture.go
 		return err
 	}
 	if err := c.validateOncePer(); err != nil {

@@ -151,6 +151,10 @@ whoever holds it, say whose it was, and wake waiters; exit 0 when a lock was
 removed, 1 when none was held. The former holder stops its command with 125
 at its next renewal, saying who broke it (a marker left beside the key for
 as long as the key had left); \-\-on\-lost reacquire does not take it back.`,
+		"record-output": `Keep the last N KiB (at most 64; default 0, none) of the command's stdout and
+stderr, from the start of a line, in the run's record and its history entry,
+in Redis, for \-\-status, \-\-history and their \-\-json. It costs N KiB of
+Redis memory per run kept; leave it off for output that holds secrets.`,
 		"record-ttl": `Keep the record of the last run (host, pid, times, exit code, fence) in
 .BI {lock: name }:last
 for DUR (default 720h, 30 days).`,
@@ -172,11 +176,17 @@ so that a later failure does not hide it from \-\-status.`,
 .IB URL /start?rid= ID
 when the command starts, without waiting for it, and
 .IB URL / code ?rid= ID
-with its exit code once the lock is released. A run refused as busy or done
+with its exit code once the lock is released, as a POST of the end of the
+command's output (\-\-ping\-output). A run refused as busy or done
 sends nothing. One retry; a failure is one warning and leaves the exit code
 alone. The URL is never printed whole.`,
 		"ping-timeout": `Give up on a ping, its retry included, after DUR (default 10s): the exit
 waits at most this long for the end ping.`,
+		"ping-output": `With \-\-ping, the end ping is a POST whose body is the last N KiB of the
+command's stdout and stderr, byte for byte (default 10, at most 1024;
+healthchecks.io keeps 100 KB of it). 0 sends none: a GET, for output that
+must not leave the host. At a terminal the command keeps it, and nothing is
+sent.`,
 		"ping-skips": `With \-\-ping, also POST a line to
 .IB URL /log
 for a run refused as busy or done.`,
@@ -225,6 +235,14 @@ a wait from the environment or the config file.`,
 With
 .B \-E 0
 a busy lock is a silent skip.`,
+		"output-on-failure": `Hold the command's stdout and stderr back, as one stream in the order they
+were written, and print them on stdout only if the run did not succeed (an
+exit code other than 0, a lost lock, \-\-max\-run, a signal): cron then mails
+only failures. Up to 256 MiB are kept whole, in memory and then in an
+unlinked temporary file in $TMPDIR; past that the first 256 MiB and the last
+MiB, with a line saying how much was cut between them. Set by
+WITH_LOCK_OUTPUT_ON_FAILURE or the config file it leaves a run at a terminal
+alone; as a flag it holds a terminal's output back too.`,
 		"quiet": `Print errors only: no message when the lock is busy, no warnings.`,
 		"verbose": `One line per event on stderr, with a timestamp: acquired, waiting, renewed
 (only when slow), lost, exited, released.`,

@@ -1,0 +1,103 @@
+package main_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/with-lock/with-lock/internal/clitest"
+)
+
+// --output-on-failure, as cron runs it: with-lock's stdout and stderr are
+// pipes, and whatever it prints is mailed.
+
+// A run that succeeds prints nothing; one that fails in any way prints
+// the command's stdout and stderr as one stream on stdout, in the order
+// they were written.
+func TestOutputOnFailurePrintsOnlyWhenTheRunFailed(t *testing.T) {
+	e := setup(t)
+	const script = `echo out1; echo err1 >&2; echo out2; echo err2 >&2; `
+	const all = "out1\nerr1\nout2\nerr2\n"
+	tests := []struct {
+		name   string
+		flags  []string
+		script string
+		code   int
+		stdout string
+	}{
+		{"success", nil, script + "exit 0", 0, ""},
+		{"failure", nil, script + "exit 3", 3, all},
+		{"killed by a signal", nil, script + "kill -TERM $$", 128 + 15, all},
+		{"--max-run ran out", []string{"--max-run", "300ms"}, script + "exec sleep 30", 124, all},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append(append([]string{"--output-on-failure"}, tt.flags...), "job", "sh", "-c", tt.script)
+			r := e.run(args...)
+			if r.Code != tt.code || r.Stdout != tt.stdout {
+				t.Errorf("exit %d, stdout %q; want %d and %q", r.Code, r.Stdout, tt.code, tt.stdout)
+			}
+			if tt.code != 124 && r.Stderr != "" { // --max-run says it stopped the job
+				t.Errorf("stderr %q: want the command's stderr held back with its stdout", r.Stderr)
+			}
+		})
+	}
+}
+
+// 10 MB of binary output, more than memory holds, is printed byte for byte
+// when the run fails.
+func TestOutputOnFailureLosesNothingAt10MB(t *testing.T) {
+	e := setup(t)
+	data := make([]byte, 10_000_000)
+	_, _ = rand.Read(data)
+	path := filepath.Join(e.dir, "data")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("--output-on-failure", "job", "sh", "-c", `cat "$0"; exit 1`, path)
+	if r.Code != 1 || !bytes.Equal([]byte(r.Stdout), data) {
+		t.Errorf("exit %d, %d bytes printed; want 1 and the 10,000,000 written, byte for byte (stderr %q)", r.Code, len(r.Stdout), r.Stderr)
+	}
+}
+
+// A background child that keeps the output pipe open does not hold the
+// run beyond what --leftovers says: with kill it is stopped at once, and
+// with wait the run ends with it, its output included.
+func TestOutputOnFailureWithAPipeHeldOpenByABackgroundChild(t *testing.T) {
+	e := setup(t)
+	r := e.run("--output-on-failure", "--leftovers", "kill", "job", "sh", "-c", `echo before; sleep 60 & echo after; exit 2`)
+	if r.Code != 2 || r.Stdout != "before\nafter\n" {
+		t.Errorf("--leftovers kill: exit %d, stdout %q; want 2 and both lines", r.Code, r.Stdout)
+	}
+	if r.Duration > 20*time.Second {
+		t.Errorf("--leftovers kill: the run took %s: it waited for the background child", r.Duration)
+	}
+	r = e.run("--output-on-failure", "-q", "job", "sh", "-c", `(sleep 0.3; echo late) & echo early; exit 2`)
+	if r.Code != 2 || r.Stdout != "early\nlate\n" {
+		t.Errorf("--leftovers wait: exit %d, stdout %q; want 2, and the child's line after the command's", r.Code, r.Stdout)
+	}
+}
+
+// At a terminal the command keeps it: --output-on-failure from the
+// environment or the config file holds nothing back there, and only the
+// flag on the command line does.
+func TestOutputOnFailureLeavesATerminalAloneUnlessGivenAsAFlag(t *testing.T) {
+	e := setup(t)
+	const script = `if [ -t 1 ]; then echo on-a-terminal; else echo on-a-pipe; fi`
+	pty := clitest.OpenPTY(t)
+	p := clitest.Spec{Env: append(redisEnv(e.srv), "WITH_LOCK_OUTPUT_ON_FAILURE=1"), Terminal: pty,
+		Args: []string{"job", "sh", "-c", script}}.Start(t)
+	if r := p.Wait(clitest.RunTimeout); r.Code != 0 || !strings.Contains(r.Stdout, "on-a-terminal") {
+		t.Errorf("from the environment: exit %d, terminal showed %q; want the command on the terminal", r.Code, r.Stdout)
+	}
+	pty = clitest.OpenPTY(t)
+	p = clitest.Spec{Env: redisEnv(e.srv), Terminal: pty,
+		Args: []string{"--output-on-failure", "job", "sh", "-c", script + "; exit 1"}}.Start(t)
+	if r := p.Wait(clitest.RunTimeout); r.Code != 1 || !strings.Contains(r.Stdout, "on-a-pipe") {
+		t.Errorf("as a flag: exit %d, terminal showed %q; want the output held back, and shown at the failure", r.Code, r.Stdout)
+	}
+}
