@@ -32,7 +32,7 @@ func TestOutputOnFailurePrintsOnlyWhenTheRunFailed(t *testing.T) {
 		{"success", nil, script + "exit 0", 0, ""},
 		{"failure", nil, script + "exit 3", 3, all},
 		{"killed by a signal", nil, script + "kill -TERM $$", 128 + 15, all},
-		{"--max-run ran out", []string{"--max-run", "300ms"}, script + "exec sleep 30", 124, all},
+		{"--max-run ran out", []string{"--max-run", "2s"}, script + "exec sleep 30", 124, all}, // time to print first, on a loaded machine too
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,8 @@ function __with_lock_command_start
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
         --min-hold -w --wait -E --conflict-exit-code --tls-cacert --tls-cert --tls-key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
-        --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code
+        --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code \
+        --record-output --ping-output
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
@@ -74,6 +75,8 @@ complete -c with-lock -n $flags -l record-ttl -x -d 'keep the last-run record fo
 complete -c with-lock -n $flags -l no-record -d 'do not store a record of the run'
 complete -c with-lock -n $flags -l history -d 'print the last runs of the lock and exit'
 complete -c with-lock -n $flags -l history-size -x -d 'keep the last N runs for --history'
+complete -c with-lock -n $flags -l record-output -x -d 'keep the last N KiB of the output in the record'
+complete -c with-lock -n $flags -l output-on-failure -d 'hold the output back, print it only if the run failed'
 complete -c with-lock -n $flags -s w -l wait -x -d 'wait up to DUR for a busy lock'
 complete -c with-lock -n $flags -s E -l conflict-exit-code -x -d 'exit code when the lock is busy'
 complete -c with-lock -n $flags -s n -l nonblock -d 'fail at once when the lock is busy'
@@ -98,6 +101,7 @@ complete -c with-lock -n $flags -l metrics-dir -x -a '(__fish_complete_directori
 complete -c with-lock -n $flags -l ping -x -d 'healthchecks.io check URL: ping start and exit code'
 complete -c with-lock -n $flags -l ping-timeout -x -d 'give up on a ping after DUR'
 complete -c with-lock -n $flags -l ping-skips -d 'with --ping, also report busy and done skips'
+complete -c with-lock -n $flags -l ping-output -x -d 'with --ping, POST the last N KiB of the output with the end ping'
 complete -c with-lock -n $flags -l check -x -d 'judge the records of lock NAME as a Nagios plugin and exit'
 complete -c with-lock -n $flags -l max-age -x -d 'with --check, CRITICAL without a success in DUR'
 complete -c with-lock -n $flags -l warn-age -x -d 'with --check, WARNING without a success in DUR'
