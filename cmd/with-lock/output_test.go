@@ -2,9 +2,11 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +101,72 @@ func TestOutputOnFailureLeavesATerminalAloneUnlessGivenAsAFlag(t *testing.T) {
 		Args: []string{"--output-on-failure", "job", "sh", "-c", script + "; exit 1"}}.Start(t)
 	if r := p.Wait(clitest.RunTimeout); r.Code != 1 || !strings.Contains(r.Stdout, "on-a-pipe") {
 		t.Errorf("as a flag: exit %d, terminal showed %q; want the output held back, and shown at the failure", r.Code, r.Stdout)
+	}
+}
+
+// The README's recipes for what the job printed run as written, with this
+// test's check server and a job in their places: a success says nothing,
+// a failure prints what the job said, the end ping carries it, and the
+// record keeps it for --history.
+func TestReadmeOutputRecipesRunAsWritten(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## What the job printed\n")
+	if !ok {
+		t.Fatal("README.md has no section \"What the job printed\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !strings.Contains(section, "\nMAILTO=") {
+		t.Error("the README's cron recipe sets no MAILTO")
+	}
+	var lines [][]string
+	for _, line := range strings.Split(section, "\n") {
+		if f := strings.Fields(line); len(f) > 6 && f[5] == "with-lock" {
+			lines = append(lines, f[6:])
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("found %d crontab lines in the section, want the cron and the healthchecks recipes", len(lines))
+	}
+	for _, line := range lines {
+		t.Run(strings.Join(line, " "), func(t *testing.T) {
+			e := setup(t)
+			srv := startPingServer(t, nil, "", nil)
+			for _, job := range []struct {
+				script, stdout string
+				code           int
+			}{
+				{"echo all good", "", 0},
+				{"echo exported 1200 rows; echo disk full >&2; exit 3", "exported 1200 rows\ndisk full\n", 3},
+			} {
+				args := slices.Clone(line)
+				for i, a := range args {
+					switch a {
+					case "https://hc-ping.com/<check-uuid>":
+						args[i] = srv.URL + "/check-uuid"
+					case "/opt/jobs/report.sh":
+						args = append(args[:i], "sh", "-c", job.script)
+					}
+				}
+				r := e.run(args...)
+				if r.Code != job.code || r.Stdout != job.stdout || r.Stderr != "" {
+					t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and %q", job.script, r.Code, r.Stdout, r.Stderr, job.code, job.stdout)
+				}
+				e.rdb.Del(context.Background(), "lock:nightly-report") // --min-hold's, for the next run
+			}
+			if !slices.Contains(line, "--ping") {
+				return
+			}
+			got := srv.got()
+			if len(got) != 4 || got[1].body != "all good\n" || got[3].body != "exported 1200 rows\ndisk full\n" {
+				t.Errorf("pings %+v: want the output with each end ping", got)
+			}
+			r := e.run("--history", "nightly-report")
+			if !hasLine(r.Stdout, "  | disk full") || !hasLine(r.Stdout, "  | all good") {
+				t.Errorf("--history: %q; want each run's output", r.Stdout)
+			}
+		})
 	}
 }
