@@ -66,6 +66,7 @@ func Start(o Options) (*Capture, error) {
 			out.Close()
 			return nil, err
 		}
+		enlarge(w)
 		c.spool, c.out = newSpool(), out
 		c.stdout, c.stderr, c.reads = w, w, []*os.File{r}
 		c.pump(r, nil)
@@ -96,6 +97,7 @@ func Start(o Options) (*Capture, error) {
 		closeAll(outR, outW, errR, errW, stdout)
 		return nil, err
 	}
+	enlarge(outW)
 	c.stdout, c.stderr, c.reads = outW, errW, []*os.File{outR, errR}
 	c.pump(outR, stdout)
 	c.pump(errR, stderr)
@@ -169,9 +171,9 @@ func (c *Capture) Close() {
 	}
 }
 
-// readSize is how much a pump reads at once: a pipe's whole buffer, and
-// more once the writer has enlarged it.
-const readSize = 128 << 10
+// readSize is how much a pump reads at once: an enlarged pipe's whole
+// buffer.
+const readSize = 1 << 20
 
 // pump reads r until its end: to dst as it comes (when not nil), and
 // into the spool and the tail. A dst that cannot be written any more
