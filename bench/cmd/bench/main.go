@@ -32,6 +32,7 @@ var modes = []struct {
 // config of one benchmark run.
 type config struct {
 	rounds, pairs, cRounds, cliRuns int
+	pipedRuns                       int
 	listRuns, listKeys, listLocks   int
 	fairRounds                      int
 	runFor                          time.Duration
@@ -47,13 +48,14 @@ func main() {
 	flag.DurationVar(&c.runFor, "run", 1500*time.Millisecond, "length of one contended run")
 	flag.IntVar(&c.fairRounds, "fair-rounds", 3, "interleaved rounds of the fair-line measurement (a Client per waiter)")
 	flag.IntVar(&c.cliRuns, "cli-runs", 150, "runs of each CLI way")
+	flag.IntVar(&c.pipedRuns, "piped-runs", 15, "runs of each way of the output part (100 MB through with-lock)")
 	flag.IntVar(&c.listRuns, "list-runs", 5, "runs of each --list way (0: skip the fleet view)")
 	flag.IntVar(&c.listKeys, "list-keys", 2_000_000, "unrelated keys beside the locks in the fleet view's Redis")
 	flag.IntVar(&c.listLocks, "list-locks", 1000, "locks held in the fleet view's Redis")
 	flag.StringVar(&c.root, "root", "..", "the with-lock checkout")
 	flag.StringVar(&c.out, "out", "../BENCHMARKS.md", "where to write the report ('' for nowhere)")
 	flag.StringVar(&c.svg, "svg", "handoff.svg", "where to write the chart ('' for nowhere)")
-	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli or list) and write no files, for profiling")
+	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli, piped or list) and write no files, for profiling")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -106,6 +108,9 @@ func run(c config) error {
 		}
 		if c.only != "fair" {
 			c.fairRounds = 0
+		}
+		if c.only != "piped" {
+			c.pipedRuns = 0
 		}
 		if c.only != "list" {
 			c.listRuns = 0
@@ -180,6 +185,12 @@ func run(c config) error {
 			return err
 		}
 		if res.cli, err = runCLI(res.cliWays, c.cliRuns); err != nil {
+			return err
+		}
+	}
+	if c.pipedRuns > 0 {
+		fmt.Printf("output: %d MB through with-lock, %d runs of each way, interleaved\n", pipedBytes/1_000_000, c.pipedRuns)
+		if res.pipedWays, res.piped, err = runPiped(c.root, srv, c.pipedRuns); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,7 @@ func (r *results) report() report {
 	b.WriteString(r.fairTable())
 	b.WriteString(r.slotsTable())
 	b.WriteString(r.cliTable())
+	b.WriteString(r.pipedTable())
 	b.WriteString(r.listTable())
 	rep := report{targets: r.targets()}
 	b.WriteString("\n### Targets, ratios from this run\n\n")
@@ -53,6 +54,13 @@ func (r *results) partial(part string) string {
 		var b strings.Builder
 		b.WriteString(r.fairTable() + r.slotsTable())
 		r.fairTargets(func(what string, met bool, format string, args ...any) {
+			fmt.Fprintf(&b, "- %s: %s — %v\n", what, fmt.Sprintf(format, args...), met)
+		})
+		return b.String()
+	case "piped":
+		var b strings.Builder
+		b.WriteString(r.pipedTable() + "\n")
+		r.pipedTargets(func(what string, met bool, format string, args ...any) {
 			fmt.Fprintf(&b, "- %s: %s — %v\n", what, fmt.Sprintf(format, args...), met)
 		})
 		return b.String()
@@ -262,6 +270,7 @@ func (r *results) targets() []target {
 	r.throughputTargets(add)
 
 	r.cliTargets(add)
+	r.pipedTargets(add)
 	r.fairTargets(add)
 	r.listTargets(add)
 	return ts

@@ -65,7 +65,9 @@ type results struct {
 	roundTrip modeResult // the floor of a handoff: one round trip after the hold
 	cliWays   []cliWay
 	cli       map[string][]time.Duration
-	list      *listResult // the fleet view at size (list.go); nil if not run
+	pipedWays []pipedWay                 // the output part (piped.go)
+	piped     map[string][]time.Duration // its wall times, by way
+	list      *listResult                // the fleet view at size (list.go); nil if not run
 
 	pairedRatio float64 // with-lock over the raw floor, uncontended, set by targets
 
