@@ -69,12 +69,7 @@ func TestHistoryPrintsTheLastRunsNewestFirst(t *testing.T) {
 
 	r = e.run("--history", "--json", "report")
 	var codes []int
-	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
-	for sc.Scan() {
-		var run runJSON
-		if err := json.Unmarshal(sc.Bytes(), &run); err != nil {
-			t.Fatalf("JSON line %q: %v", sc.Text(), err)
-		}
+	for _, run := range historyJSON(t, r.Stdout) {
 		if run.Holder == "" || run.Host == "" || run.Started.IsZero() || run.Finished.Before(run.Started) || run.DurationMs < 0 {
 			t.Errorf("run %+v lacks its holder or times", run)
 		}
@@ -109,15 +104,7 @@ func TestHistoryShowsTheEndOfEachRunsOutput(t *testing.T) {
 	}
 
 	r := e.run("--history", "--json", "report")
-	var runs []runJSON
-	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
-	for sc.Scan() {
-		var run runJSON
-		if err := json.Unmarshal(sc.Bytes(), &run); err != nil {
-			t.Fatalf("JSON line %q: %v", sc.Text(), err)
-		}
-		runs = append(runs, run)
-	}
+	runs := historyJSON(t, r.Stdout)
 	if len(runs) != 3 {
 		t.Fatalf("--history --json: %d runs, want 3; stdout %q", len(runs), r.Stdout)
 	}
@@ -144,4 +131,20 @@ func TestHistoryShowsTheEndOfEachRunsOutput(t *testing.T) {
 	if r := e.run("--status", "report"); !strings.Contains(r.Stdout, "\n  | one\ttab\n  | \uFFFD[31mred\n") {
 		t.Errorf("--status: %q; want the last run's output below it, its escape sequence defused", r.Stdout)
 	}
+}
+
+// historyJSON reads the runs of --history --json's stdout, one per line.
+func historyJSON(t *testing.T, stdout string) []runJSON {
+	t.Helper()
+	var runs []runJSON
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(nil, 1<<20) // a line carries up to --record-output's 64 KiB, escaped
+	for sc.Scan() {
+		var run runJSON
+		if err := json.Unmarshal(sc.Bytes(), &run); err != nil {
+			t.Fatalf("JSON line %q: %v", sc.Text(), err)
+		}
+		runs = append(runs, run)
+	}
+	return runs
 }
