@@ -2,7 +2,6 @@ package supervise
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -27,10 +26,10 @@ type Prepared struct {
 	cg     *cgroup       // the job's own cgroup, or nil
 	swept  chan struct{} // closed once the stale groups beside cg are removed; nil without cg
 
-	stdout, stderr *os.File // the command's, in place of with-lock's; nil: with-lock's
-
 	mu   sync.Mutex
 	used bool // started or discarded: at most once
+
+	out stdio // the command's stdout and stderr: Output
 }
 
 // Prepare begins the set-up of a job: the subreaper and the cgroup where
@@ -122,10 +121,6 @@ func (p *Prepared) Start(path string, argv, env []string) (*Child, error) {
 	}
 	return c, nil
 }
-
-// Output gives the command stdout and stderr in place of with-lock's
-// own, for a run that captures what it prints. Call it before Start.
-func (p *Prepared) Output(stdout, stderr *os.File) { p.stdout, p.stderr = stdout, stderr }
 
 // Discard undoes what Prepare set up, for a run whose command will not
 // start; after Start it does nothing more. It waits for the set-up to

@@ -155,10 +155,7 @@ func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 			c.tracking = "cgroup " + c.cg.dir // the guard knows it (Prepare)
 		}
 	}
-	stdout, stderr := os.Stdout, os.Stderr
-	if p.stdout != nil {
-		stdout, stderr = p.stdout, p.stderr
-	}
+	stdout, stderr := p.out.files()
 	newCmd := func() *exec.Cmd {
 		cmd := &exec.Cmd{
 			Path:        path,
@@ -226,6 +223,22 @@ func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 	}
 	return c, nil
 }
+
+// stdio is the command's stdout and stderr when they are not with-lock's.
+type stdio struct{ stdout, stderr *os.File }
+
+// files are the command's stdout and stderr: with-lock's own unless
+// Output gave others.
+func (s stdio) files() (stdout, stderr *os.File) {
+	if s.stdout == nil {
+		return os.Stdout, os.Stderr
+	}
+	return s.stdout, s.stderr
+}
+
+// Output gives the command stdout and stderr in place of with-lock's
+// own, for a run that captures what it prints. Call it before Start.
+func (p *Prepared) Output(stdout, stderr *os.File) { p.out = stdio{stdout, stderr} }
 
 // ownsTerminal reports whether fd is a terminal whose foreground process
 // group is ours.
