@@ -38,6 +38,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	var killAt time.Time // set once the command is being stopped
 	var kill <-chan time.Time
 	js := r.newJobStop(child, lock) // jobstop.go: --max-run, --leftovers, the end of the job
+	stop := &stopTimer{r: r}        // stopping.go: --stop-timeout
 	code := 0
 	for {
 		select {
@@ -59,6 +60,10 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			if err := child.Signal(sig.(syscall.Signal)); err != nil {
 				r.log.warn("warning", fields{}, "forward %v to the command: %v", sig, err)
 			}
+			stop.forwarded(sig.(syscall.Signal))
+		case <-stop.fired:
+			stop.expired(child)
+			js.killed()
 		case <-lost:
 			lost = nil
 			why, f := r.lostReason(lock, ka.Err(), rn)
@@ -70,12 +75,12 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			// Stop first, explain after: finding out who took the lock
 			// costs a round trip the command must not run on for.
 			killAt = time.Now().Add(r.cfg.KillAfter)
-			if err := child.Signal(syscall.SIGTERM); err != nil {
+			if err := child.Signal(r.cfg.StopWith()); err != nil {
 				r.log.warn("warning", fields{}, "stop the command: %v", err)
 			}
 			kill = time.After(r.cfg.KillAfter)
-			r.log.error("lost", f, "%s; stopping the command (SIGTERM, SIGKILL after %s), exit %d",
-				why, r.cfg.KillAfter, exitLockLost)
+			r.log.error("lost", f, "%s; stopping the command (%s, SIGKILL after %s), exit %d",
+				why, signalName(r.cfg.StopWith()), r.cfg.KillAfter, exitLockLost)
 		case <-kill:
 			kill = nil
 			if err := child.Signal(syscall.SIGKILL); err != nil {

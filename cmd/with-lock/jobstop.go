@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
@@ -73,8 +72,8 @@ func (js *jobStop) commandExited(stopping bool) (code int, stop bool) {
 	}
 	if r.cfg.Leftovers == config.LeftoversKill {
 		n, pids := processes(left)
-		r.log.info("leftovers", fields{Code: &code}, "command exited %d; stopping its %s (%s; SIGTERM, SIGKILL after %s: --leftovers kill)",
-			code, n, pids, r.cfg.KillAfter)
+		r.log.info("leftovers", fields{Code: &code}, "command exited %d; stopping its %s (%s; %s, SIGKILL after %s: --leftovers kill)",
+			code, n, pids, signalName(r.cfg.StopWith()), r.cfg.KillAfter)
 		js.stop()
 		return code, true
 	}
@@ -118,16 +117,16 @@ func (js *jobStop) timeUp(stopping bool) bool {
 		return false
 	}
 	js.r.timedOut = true
-	js.r.log.error("timed_out", fields{DurationMs: ms(js.r.cfg.MaxRun)}, "job still running after --max-run %s; stopping it (SIGTERM, SIGKILL after %s), exit %d",
-		js.r.cfg.MaxRun, js.r.cfg.KillAfter, exitTimedOut)
+	js.r.log.error("timed_out", fields{DurationMs: ms(js.r.cfg.MaxRun)}, "job still running after --max-run %s; stopping it (%s, SIGKILL after %s), exit %d",
+		js.r.cfg.MaxRun, signalName(js.r.cfg.StopWith()), js.r.cfg.KillAfter, exitTimedOut)
 	js.stop()
 	return true
 }
 
-// stop sends the whole job SIGTERM.
+// stop sends the whole job --stop-signal.
 func (js *jobStop) stop() {
 	js.stopped = true
-	if err := js.child.Signal(syscall.SIGTERM); err != nil {
+	if err := js.child.Signal(js.r.cfg.StopWith()); err != nil {
 		js.r.log.warn("warning", fields{}, "stop the job: %v", err)
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/with-lock/with-lock/internal/clitest"
 )
 
-// A forwarded SIGTERM (systemctl stop) is not followed by SIGKILL after
-// --kill-after, which bounds only a command stopped for a lost lock: a
-// command that ignores SIGTERM keeps with-lock waiting, with the lock held
-// and renewed, until something kills with-lock; its process group dies
-// with it. This is what the systemd unit's comment on TimeoutStopSec and
-// the man page's --kill-after say.
+// Without --stop-timeout, a forwarded SIGTERM (systemctl stop) is not
+// followed by SIGKILL, not even after --kill-after, which bounds only a
+// command stopped for a lost lock: a command that ignores SIGTERM keeps
+// with-lock waiting, with the lock held and renewed, until something kills
+// with-lock; its process group dies with it. This is what
+// docs/long-jobs.md and the man page's --stop-timeout say of the default
+// (stop_timeout_test.go: with it).
 func TestForwardedSignalIgnoredKeepsWithLockWaiting(t *testing.T) {
 	e := setup(t)
 	pidfile := filepath.Join(t.TempDir(), "pids")

@@ -61,6 +61,7 @@ type Config struct {
 	Output      // what with-lock prints, and whether it runs a command at all
 	Monitoring  // what the monitoring learns of a run: monitoring.go
 	Capture     // what is kept of the command's output: capture.go
+	Stopping    // how the job is stopped: stopping.go
 
 	// File is the config file: --config's, WITH_LOCK_CONFIG's, or
 	// DefaultFile, which may be missing.
@@ -302,6 +303,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.validateCapture(); err != nil { // capture.go
+		return err
+	}
+	if err := c.validateStopping(); err != nil { // stopping.go
 		return err
 	}
 	if err := c.validateOncePer(); err != nil {

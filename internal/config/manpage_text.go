@@ -26,7 +26,7 @@ the command still runs.`,
 the key gone or someone else's, or no renewal succeeded by the local deadline,
 which comes before the key can expire:
 .B term
-(default) sends SIGTERM to the command's process group, SIGKILL after
+(default) sends \-\-stop\-signal (SIGTERM) to the command's process group, SIGKILL after
 \-\-kill\-after, and exits 125;
 .B ignore
 prints a warning and lets the command finish;
@@ -39,25 +39,42 @@ command go on; only if someone else holds the key, or broke the lock with
 lock between the key vanishing and its reacquisition. Not with \-\-slots,
 \-\-no\-renew or a quorum of \-\-redis masters (exit 64).`,
 		"kill-after": `With \-\-on\-lost term, SIGKILL what is left of the command's process group
-DUR after SIGTERM (default 5s); the same after --max-run and --leftovers kill.
-Not for a signal: a signal
+DUR after the \-\-stop\-signal (default 5s); the same after --max-run and
+--leftovers kill. Not for a signal
 .B with-lock
-forwards (systemctl stop, Ctrl-C) is not followed by SIGKILL, and a command
-that ignores it keeps
+forwards (systemctl stop, Ctrl-C): that is \-\-stop\-timeout's.`,
+		"stop-timeout": `After forwarding SIGTERM, SIGINT or SIGHUP to the job (systemctl stop, a
+pod's termination, Ctrl-C), SIGKILL the whole job DUR later if it is still
+running, and release the lock as soon as it has ended. Default 0: wait for the
+job however long it takes, holding the lock, until something kills it and
+.BR with-lock ,
+and the lock expires after \-\-ttl. Set it below systemd's
+.B TimeoutStopSec=
+or the pod's
+.BR terminationGracePeriodSeconds ,
+so that
 .B with-lock
-waiting, holding the lock, until something kills them.`,
+still releases the lock itself.`,
+		"stop-signal": `The signal
+.B with-lock
+stops the job with when it decides to: when \-\-max\-run runs out, when the
+lock is lost (\-\-on\-lost term) and for \-\-leftovers kill; SIGKILL follows
+after \-\-kill\-after. HUP, INT, QUIT, TERM (the default), USR1, USR2, ALRM or
+KILL, with or without SIG, or its number. A signal sent to
+.B with-lock
+is forwarded as it is.`,
 		"leftovers": `What to do with the job's processes still running when the command exits
 (a background child, a daemon it started):
 .B wait
 (default) keeps the lock, renewed, until the last of them ends, says so in
 one warning line, then releases it and exits with the command's code;
 .B kill
-stops them at once (SIGTERM, SIGKILL after \-\-kill\-after).
+stops them at once (\-\-stop\-signal, SIGKILL after \-\-kill\-after).
 On Linux and 64-bit FreeBSD the job is every process the command started,
 wherever it went (with-lock is a child subreaper, on FreeBSD a reaper);
 elsewhere it is the command's process group,
 and with-lock waits for the command alone.`,
-		"max-run": `Stop the whole job after DUR (SIGTERM, SIGKILL after \-\-kill\-after),
+		"max-run": `Stop the whole job after DUR (\-\-stop\-signal, SIGKILL after \-\-kill\-after),
 release the lock, record the run as timed out, and exit 124, as
 .BR timeout (1)
 does. Default: no limit.`,

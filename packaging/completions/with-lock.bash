@@ -20,7 +20,7 @@ _with_lock()
                 --tls-key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
                 --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
-                --record-output | --ping-output | \
+                --record-output | --ping-output | --stop-timeout | --stop-signal | \
                 --once-per | --once-per-offset | --done-exit-code | --check | --max-age | --warn-age | --running-ok)
                 ((i++))
                 ;;
@@ -50,6 +50,10 @@ _with_lock()
             COMPREPLY=($(compgen -W 'wait kill' -- "$cur"))
             return
             ;;
+        --stop-signal)
+            COMPREPLY=($(compgen -W 'TERM INT HUP QUIT USR1 USR2 ALRM KILL' -- "$cur"))
+            return
+            ;;
         --tls-cacert | --tls-cert | --tls-key | --password-file | --sentinel-password-file | --config)
             _filedir
             return
@@ -64,7 +68,7 @@ _with_lock()
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
             --min-replicas | --slots | --record-ttl | --max-run | --history-size | --once-per | \
-            --once-per-offset | --done-exit-code | --record-output | --ping-output)
+            --once-per-offset | --done-exit-code | --record-output | --ping-output | --stop-timeout)
             return
             ;;
     esac
@@ -72,7 +76,7 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --once-per --once-per-offset --done-exit-code --fence --status --json --list --all --scan --break
-            --record-ttl --no-record --history --history-size --record-output --output-on-failure -w --wait --leftovers --max-run --no-cgroup
+            --record-ttl --no-record --history --history-size --record-output --output-on-failure -w --wait --leftovers --max-run --no-cgroup --stop-timeout --stop-signal
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --tls-cacert --tls-cert --tls-key
             --tls-insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config

@@ -10,7 +10,7 @@ function __with_lock_command_start
         --min-hold -w --wait -E --conflict-exit-code --tls-cacert --tls-cert --tls-key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
         --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code \
-        --record-output --ping-output
+        --record-output --ping-output --stop-timeout --stop-signal
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
@@ -57,6 +57,8 @@ complete -c with-lock -n $flags -l ttl -x -d 'lock time to live'
 complete -c with-lock -n $flags -l no-renew -d 'do not renew the lock while the command runs'
 complete -c with-lock -n $flags -l on-lost -x -a 'term ignore reacquire' -d 'what to do when the lock is lost'
 complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR after --on-lost term'
+complete -c with-lock -n $flags -l stop-timeout -x -d 'SIGKILL the job DUR after a forwarded SIGTERM, SIGINT or SIGHUP'
+complete -c with-lock -n $flags -l stop-signal -x -a 'TERM INT HUP QUIT USR1 USR2 ALRM KILL' -d 'signal to stop the job with'
 complete -c with-lock -n $flags -l leftovers -x -a 'wait kill' -d 'processes left when the command exits'
 complete -c with-lock -n $flags -l max-run -x -d 'stop the whole job after DUR, exit 124'
 complete -c with-lock -n $flags -l no-cgroup -d 'follow the job by the subreaper alone, no cgroup'
