@@ -113,9 +113,9 @@ func TestReadmeOutputRecipesRunAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n## What the job printed\n")
+	_, section, ok := strings.Cut(string(b), "\n## Job output\n")
 	if !ok {
-		t.Fatal("README.md has no section \"What the job printed\"")
+		t.Fatal("README.md has no section \"Job output\"")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	if !strings.Contains(section, "\nMAILTO=") {
