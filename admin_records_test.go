@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,5 +191,36 @@ func TestReleaseAndRecordReleasesWhenTheRecordIsRefused(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
 		t.Errorf("the lock's key still exists after ReleaseAndRecord refused only the record")
+	}
+}
+
+// Run.Output is stored with the record as the caller gave it, as UTF-8
+// text: Status and History read it back, bytes that are not UTF-8 as
+// U+FFFD; a run without it stores none.
+func TestRecordKeepsTheOutputTheCallerGave(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := withlock.New(srv.Client(), nil)
+	l, err := c.TryAcquire(ctx, "job", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const output = "exported 1200 rows\n<b>disk full</b> \"quoted\"\t\x1b[31m\xff\xfe\n"
+	if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3, Output: output}, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	runOnce(t, c, "job", 0) // no output
+	const want = "exported 1200 rows\n<b>disk full</b> \"quoted\"\t\x1b[31m\uFFFD\uFFFD\n"
+	runs, err := c.History(ctx, "job", 0)
+	if err != nil || len(runs) != 2 || runs[0].Output != "" || runs[1].Output != want {
+		t.Fatalf("history %+v (%v): want the later run without output, the first with %q", runs, err, want)
+	}
+	st, err := c.Status(ctx, "job")
+	if err != nil || st.LastRun == nil || st.LastRun.Output != "" {
+		t.Errorf("status: last run %+v (%v), want it without output", st.LastRun, err)
+	}
+	raw := srv.Client().LIndex(ctx, "{lock:job}:runs", 1).Val()
+	if !strings.Contains(raw, `"output":"exported 1200 rows\n`) {
+		t.Errorf("the history's record %s does not hold the output as the field output", raw)
 	}
 }
