@@ -88,7 +88,7 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 		{"Go floor, no arguments", "start-up and exit only (it exits 64 at once)", []string{floor}, nil, 64},
 	}
 	if *cliBaseline != "" {
-		ways = append(ways, cliWay{"with-lock x true at " + *cliBaseline, "the same, built at that revision, for the change's gain",
+		ways = append(ways, cliWay{cliOurs + " at " + *cliBaseline, "the same, built at that revision, for the change's gain",
 			[]string{base, "x", "true"}, redisEnv, 0})
 	}
 	return ways, nil

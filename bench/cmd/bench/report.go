@@ -218,6 +218,10 @@ func (r *results) cliTable() string {
 			ratio(t, floor), ratio(t, guarded), ratio(t, goredis), w.desc})
 	}
 	b.WriteString(mdTable([]string{"way", "median", "p90", "vs Go floor", "vs guarded floor", "vs go-redis guarded floor", "what"}, rows))
+	if base := r.cli[cliOurs+" at "+*cliBaseline]; *cliBaseline != "" && len(base) > 0 {
+		fmt.Fprintf(&b, "\n`%s` over the same at %s: %.3f× (median of paired ratios), medians %s vs %s\n",
+			cliOurs, *cliBaseline, pairedRatio(r.cli[cliOurs], base), fmtMS(median(r.cli[cliOurs])), fmtMS(median(base)))
+	}
 	return b.String()
 }
 
