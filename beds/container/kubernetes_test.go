@@ -95,7 +95,8 @@ func flagValue(args []string, name string) string {
 // command, the Redis password from a Secret mounted read-only as the file
 // --password-file names with the mode with-lock accepts (0400), the pod
 // ending with its command (--leftovers=kill), and a termination grace
-// longer than --kill-after plus the Redis timeout.
+// longer than --kill-after and --stop-timeout, each plus the Redis
+// timeout.
 func TestKubernetesCronJobManifestFitsWithLock(t *testing.T) {
 	cj := guideCronJob(t)
 	pod := cj.Spec.JobTemplate.Spec.Template.Spec
@@ -116,6 +117,13 @@ func TestKubernetesCronJobManifestFitsWithLock(t *testing.T) {
 	const redisTimeout = 3 * time.Second // --redis-timeout's default
 	if grace := time.Duration(pod.TerminationGracePeriodSeconds) * time.Second; grace <= killAfter+redisTimeout {
 		t.Errorf("terminationGracePeriodSeconds %s, want more than --kill-after %s plus the Redis timeout", grace, killAfter)
+	}
+	stopTimeout, err := time.ParseDuration(flagValue(c.Args, "stop-timeout"))
+	if err != nil {
+		t.Fatalf("--stop-timeout: %v", err)
+	}
+	if grace := time.Duration(pod.TerminationGracePeriodSeconds) * time.Second; grace <= stopTimeout+redisTimeout {
+		t.Errorf("terminationGracePeriodSeconds %s, want more than --stop-timeout %s plus the Redis timeout", grace, stopTimeout)
 	}
 	file := flagValue(c.Args, "password-file")
 	mode, readOnly, ok := secretMount(cj, path.Dir(file))

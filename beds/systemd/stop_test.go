@@ -57,7 +57,7 @@ func TestSystemctlStopOfJobIgnoringSIGTERMKillsUnitAndLockExpires(t *testing.T) 
 	b := boot(t, testbed.BootOptions{})
 	b.WriteFile("/opt/jobs/stubborn.sh", "#!/bin/sh\ntrap '' TERM\n"+longJob[len("#!/bin/sh\n"):], 0o755)
 	b.installShippedUnits("stubborn", "/usr/bin/with-lock --ttl 3s stubborn /opt/jobs/stubborn.sh /tmp/job")
-	// The shipped 30 s, shortened for the test by a drop-in, as a user would.
+	// The shipped 90 s, shortened for the test by a drop-in, as a user would.
 	b.WriteFile("/etc/systemd/system/stubborn.service.d/stop.conf", "[Service]\nTimeoutStopSec=2s\n", 0o644)
 	b.MustExec("systemctl", "daemon-reload")
 	b.MustExec("systemctl", "start", "--no-block", "stubborn.service")
