@@ -67,6 +67,7 @@ func Start(o Options) (*Capture, error) {
 			return nil, err
 		}
 		enlarge(w)
+		enlarge(out)
 		c.spool, c.out = newSpool(), out
 		c.stdout, c.stderr, c.reads = w, w, []*os.File{r}
 		c.pump(r, nil)
@@ -97,7 +98,11 @@ func Start(o Options) (*Capture, error) {
 		closeAll(outR, outW, errR, errW, stdout)
 		return nil, err
 	}
-	enlarge(outW)
+	// And the pipes the output passes on to, when with-lock's are pipes
+	// (cron's): as large, so that a read is passed on in one write.
+	for _, f := range []*os.File{outW, errW, stdout, stderr} {
+		enlarge(f)
+	}
 	c.stdout, c.stderr, c.reads = outW, errW, []*os.File{outR, errR}
 	c.pump(outR, stdout)
 	c.pump(errR, stderr)
