@@ -28,17 +28,30 @@ func TestCaptureSettings(t *testing.T) {
 		{args: []string{"--ping-output", "1025", "job", "true"}, err: config.ErrUsage},
 	}
 	for _, tt := range tests {
-		c, err := config.Parse(tt.args, env(tt.env...))
+		c, ok := parsed(t, tt.args, env(tt.env...), tt.err)
 		switch {
-		case tt.err != nil:
-			if !errors.Is(err, tt.err) {
-				t.Errorf("%q: err %v, want %v", tt.args, err, tt.err)
-			}
-		case err != nil:
-			t.Errorf("%q: %v", tt.args, err)
+		case !ok:
 		case c.RecordOutput != tt.record || c.PingOutput != tt.ping || c.OutputOnFailure != tt.onFailure || c.OutputOnFailureIsAFlag() != tt.asAFlag:
 			t.Errorf("%q %q: got %+v, as a flag %v; want record %d, ping %d, on failure %v, as a flag %v",
 				tt.args, tt.env, c.Capture, c.OutputOnFailureIsAFlag(), tt.record, tt.ping, tt.onFailure, tt.asAFlag)
 		}
 	}
+}
+
+// parsed is Parse(args, getenv) when it must succeed (want nil), and true;
+// when it must fail with want, it checks that it did, and is false.
+func parsed(t *testing.T, args []string, getenv func(string) string, want error) (*config.Config, bool) {
+	t.Helper()
+	c, err := config.Parse(args, getenv)
+	switch {
+	case want != nil:
+		if !errors.Is(err, want) {
+			t.Errorf("%q: err %v, want %v", args, err, want)
+		}
+		return nil, false
+	case err != nil:
+		t.Errorf("%q: %v", args, err)
+		return nil, false
+	}
+	return c, true
 }

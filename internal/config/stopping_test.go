@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"errors"
 	"syscall"
 	"testing"
 	"time"
@@ -31,14 +30,9 @@ func TestStoppingSettings(t *testing.T) {
 		{args: []string{"--stop-timeout", "-1s", "job", "true"}, err: config.ErrUsage},
 	}
 	for _, tt := range tests {
-		c, err := config.Parse(tt.args, env())
+		c, ok := parsed(t, tt.args, env(), tt.err) // capture_test.go
 		switch {
-		case tt.err != nil:
-			if !errors.Is(err, tt.err) {
-				t.Errorf("%q: err %v, want %v", tt.args, err, tt.err)
-			}
-		case err != nil:
-			t.Errorf("%q: %v", tt.args, err)
+		case !ok:
 		case c.StopWith() != tt.sig || c.StopTimeout != tt.timeout:
 			t.Errorf("%q: signal %v, timeout %s; want %v and %s", tt.args, c.StopWith(), c.StopTimeout, tt.sig, tt.timeout)
 		}
