@@ -2,12 +2,19 @@ package withlock_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -68,4 +75,197 @@ func TestAcquireCleanupQueuedForAStoppedServerRunsWhenItResumes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The clean-up of an acquisition whose reply was lost never deletes the
+// next owner's lock. The interleaving is set up for real, with a proxy in
+// front of Redis: the acquiring command reaches Redis and lands, but its
+// reply is lost, so the acquisition times out with its outcome unknown and
+// queues its clean-up, which the proxy holds back; meanwhile the key
+// expires and another Client takes the lock; then the clean-up reaches
+// Redis. It compares the token and leaves the new owner's lock alone: for
+// a SET, a fenced acquisition's script, and a semaphore's slot.
+func TestCleanupOfALostAcquisitionSparesTheNextOwnersLock(t *testing.T) {
+	const readTimeout = 300 * time.Millisecond
+	const ttl = 100 * time.Millisecond // expired well before the timeout
+	for _, tc := range []struct {
+		name  string
+		opts  *withlock.LockOptions
+		slots int
+	}{
+		{"SET", nil, 1},
+		{"fenced script", &withlock.LockOptions{Fence: true}, 1},
+		{"semaphore slot", nil, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := redistest.Start(t)
+			admin := srv.Client()
+			proxy := startFaultProxy(t, srv.Addr())
+			client := func(addr string) *withlock.Client {
+				c, err := withlock.NewSemaphore(redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1,
+					DialTimeout: time.Second, ReadTimeout: readTimeout, WriteTimeout: readTimeout}), tc.slots, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			c, next := client(proxy.addr()), client(srv.Addr())
+			// A connection in the pool, which the acquisition then uses.
+			if err := mustAcquire(t, c, "warm-up", time.Minute).Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mon := srv.Monitor()
+			proxy.loseReplies() // of the connection in the pool
+			proxy.holdNew()     // the clean-up's fresh connection
+			if _, err := c.TryAcquire(ctx, "job", ttl, tc.opts); err == nil {
+				t.Fatal("the acquisition succeeded; its reply was to be lost")
+			}
+			var seen []redistest.Command
+			token := ""
+			for _, cmd := range mon.Commands() {
+				seen = append(seen, cmd)
+				for _, a := range cmd.Args {
+					if token == "" && cmd.Client != "lua" && tokenPattern(t).MatchString(a) {
+						token = a
+					}
+				}
+			}
+			if token == "" {
+				t.Fatalf("the acquiring command never reached Redis, so this tests nothing: %v", seen)
+			}
+			clitest.Eventually(t, promptly, "the landed key expired", func() bool {
+				return admin.Exists(ctx, "lock:job").Val() == 0
+			})
+			owner := mustAcquire(t, next, "job", time.Minute)
+			proxy.release()
+			clitest.Eventually(t, promptly, "the clean-up reached Redis", func() bool {
+				for _, cmd := range mon.Commands() {
+					if cmd.Client != "lua" && strings.EqualFold(cmd.Args[0], "eval") && slices.Contains(cmd.Args, token) {
+						return true
+					}
+				}
+				return false
+			})
+			if left, err := owner.TTL(ctx); err != nil || left < 50*time.Second {
+				t.Errorf("the next owner's lock after the clean-up: TTL %s, %v; want it untouched", left, err)
+			}
+		})
+	}
+}
+
+// faultProxy forwards TCP connections to a Redis, with two faults a test
+// switches on: the replies on the connections open then are lost, and what
+// a connection opened after sends is held until release.
+type faultProxy struct {
+	t        *testing.T
+	ln       net.Listener
+	upstream string
+
+	mu       sync.Mutex
+	open     []*atomic.Bool // per connection: its replies are lost
+	holding  bool
+	released chan struct{}
+}
+
+func startFaultProxy(t *testing.T, upstream string) *faultProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{t: t, ln: ln, upstream: upstream, released: make(chan struct{})}
+	t.Cleanup(func() { _ = ln.Close(); p.release() })
+	go p.serve()
+	return p
+}
+
+func (p *faultProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *faultProxy) loseReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, lost := range p.open {
+		lost.Store(true)
+	}
+}
+
+func (p *faultProxy) holdNew() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holding = true
+}
+
+func (p *faultProxy) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.released:
+	default:
+		close(p.released)
+	}
+}
+
+func (p *faultProxy) serve() {
+	for {
+		conn, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		holding := p.holding
+		lost := new(atomic.Bool)
+		if !holding {
+			p.open = append(p.open, lost)
+		}
+		p.mu.Unlock()
+		if holding {
+			go p.forwardLater(conn)
+		} else {
+			go p.forward(conn, lost)
+		}
+	}
+}
+
+// forward copies both ways, dropping the replies once lost is set.
+func (p *faultProxy) forward(conn net.Conn, lost *atomic.Bool) {
+	defer conn.Close()
+	up, err := net.DialTimeout("tcp", p.upstream, time.Second)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() { _, _ = io.Copy(up, conn); _ = up.Close() }()
+	buf := make([]byte, 4096)
+	for {
+		n, err := up.Read(buf)
+		if n > 0 && !lost.Load() {
+			if _, err := conn.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// forwardLater reads all conn sends, and once released sends it to Redis
+// on a connection of its own and closes that after Redis answered.
+func (p *faultProxy) forwardLater(conn net.Conn) {
+	sent, _ := io.ReadAll(conn)
+	_ = conn.Close()
+	<-p.released
+	up, err := net.DialTimeout("tcp", p.upstream, time.Second)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	_ = up.SetDeadline(time.Now().Add(promptly))
+	if _, err := up.Write(sent); err != nil {
+		return
+	}
+	if tc, ok := up.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, up)
 }
