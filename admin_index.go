@@ -1,7 +1,7 @@
 package withlock
 
-// The index of held locks that List reads instead of scanning, kept up at
-// each renewal and pruned of names that are no longer held.
+// The index of a prefix's names that List reads instead of scanning: written
+// beside each acquisition, pruned by List of names long out of use.
 
 import (
 	"context"
@@ -9,36 +9,167 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// The index of a prefix's names: a set of lock keys that List reads instead of
-// scanning the whole keyspace, so that its cost grows with the locks, not
-// with the keys beside them. It is written where a lock's key is already
-// written, without a command of its own: by the release's script when it
-// records the run (record.lua) and by the holder's first renewal
-// (extend_index.lua), never by the acquisition, which stays one SET NX. A
-// name is therefore listed from its first recorded release on, for as long
-// as its record is kept, and a name that never ran before from its
-// holder's first renewal (a third of its TTL). Entries whose lock and
-// records are all gone are pruned when List finds them.
+// The index of a prefix's names is a hash, "{<prefix>}:names", whose fields
+// are lock keys: List reads it instead of scanning the whole keyspace, so
+// that its cost grows with the locks, not with the keys beside them.
+//
+// It is written beside every way a lock is taken, so that a lock is listed
+// from the moment it is taken:
+//
+//   - An acquisition sends HSET index key "" in the round trip of its
+//     acquiring command, ahead of it (backend_single.go, sendWith): no
+//     round trip of its own. A Client writes a name at most once per
+//     indexEvery (nameIndex): every CLI run is a fresh Client and writes
+//     it, while a long-lived Client's uncontended path stays one SET.
+//   - A waiter joining the fair line writes it the same way, with its
+//     RPUSH (wait_fair.go): a hand-over sets the key for the waiter
+//     without a SET of the waiter's own.
+//   - The holder's first renewal (extend_index.lua) and the release that
+//     records a run (record.lua) write it too: a lock that Redis lost and
+//     KeepAlive took back is listed again.
+//
+// List prunes it (unindex.lua): a name whose lock key, last-run record,
+// last success and fair line are all gone is marked with the time, by
+// Redis's clock, and removed by a List that finds it so pruneAfter later;
+// any write clears the mark. A Client trusts a write of its own for at most
+// indexEvery, well below pruneAfter, so no name that is held, or that a
+// Client skips writing because it wrote it lately, is ever missing: a mark
+// set after that write, and pruneAfter more, come after the Client has
+// written the name again (TestIndexPruningNeverDropsANameInUse).
 //
 // Only one deployment that is not a Cluster keeps an index: a Cluster's
 // locks are spread over its slots, and a script may only write keys of its
-// own slot; a quorum's List asks every node, which a scan does. Both scan.
+// own slot; a quorum's List asks every node, which a scan does. Both scan,
+// as List does with ListOptions.Scan.
 
-// indexKey is the index of the lock keys under prefix: "{<prefix>}:index",
+const (
+	// indexEvery is how long a Client trusts its own write of a name into
+	// the index: it writes the name again at its first acquisition after.
+	indexEvery = time.Minute
+	// pruneAfter is how long List must have seen a name out of use before
+	// it removes it from the index: far above indexEvery, so that a step
+	// of Redis's clock cannot make a trusted entry go.
+	pruneAfter = 10 * time.Minute
+)
+
+// indexKey is the index of the lock keys under prefix: "{<prefix>}:names",
 // which no lock key under prefix can be (they start with prefix) and which
 // the documented ACL's "~{<prefix>*" covers.
-func indexKey(prefix string) string { return "{" + prefix + "}:index" }
+func indexKey(prefix string) string { return "{" + prefix + "}:names" }
 
 // hasIndex reports whether rdb keeps the index: any deployment but a
 // Cluster.
 func hasIndex(rdb redis.UniversalClient) bool {
 	_, cluster := rdb.(*redis.ClusterClient)
 	return !cluster
+}
+
+// nameIndex is a Client's memory of the names it wrote into its prefix's
+// index lately: those of the current period of indexEvery, so that it
+// writes each at most once a period. Nil where no index is kept.
+type nameIndex struct {
+	every  time.Duration // indexEvery; tests shorten it
+	unused time.Duration // pruneAfter, which this Client's List applies
+	period atomic.Pointer[indexPeriod]
+}
+
+// indexPeriod is one period of a nameIndex: the lock keys written since
+// start, each sent no earlier than start.
+type indexPeriod struct {
+	start time.Time
+	keys  sync.Map // lock key → struct{}
+}
+
+// newNameIndex returns the memory of a Client on rdb, or nil where rdb
+// keeps no index.
+func newNameIndex(rdb redis.UniversalClient) *nameIndex {
+	if !hasIndex(rdb) {
+		return nil
+	}
+	return &nameIndex{every: indexEvery, unused: pruneAfter}
+}
+
+// due reports whether an acquisition of key sent at now must write key into
+// the index: not when this Client wrote it in the current period.
+func (x *nameIndex) due(key string, now time.Time) bool {
+	if x == nil {
+		return false
+	}
+	p := x.period.Load()
+	if p == nil || now.Sub(p.start) >= x.every {
+		return true
+	}
+	_, ok := p.keys.Load(key)
+	return !ok
+}
+
+// queue queues on p the write of l's key into its prefix's index, whose
+// reply answered is then given.
+func (x *nameIndex) queue(ctx context.Context, p redis.Pipeliner, l *Lock) *redis.IntCmd {
+	return p.HSet(ctx, indexKey(l.c.prefix), l.key, "")
+}
+
+// answered remembers the write of key sent at sent, once Redis answered it:
+// with success, or an error reply (an ACL without HSET, say), which the
+// next period tries again. A write that may not have arrived is forgotten.
+func (x *nameIndex) answered(key string, sent time.Time, cmd *redis.IntCmd) {
+	if err := cmd.Err(); err != nil && !isRedisReply(err) {
+		return
+	}
+	p := x.period.Load()
+	if p == nil || sent.Sub(p.start) >= x.every {
+		next := &indexPeriod{start: sent}
+		if x.period.CompareAndSwap(p, next) {
+			p = next
+		} else {
+			p = x.period.Load()
+		}
+	}
+	// Only a write sent within the period may stand for it: one from before
+	// its start would be trusted for longer than every.
+	if !sent.Before(p.start) {
+		p.keys.Store(key, struct{}{})
+	}
+}
+
+// queueIndexWrite queues on p the write of l's name into its prefix's
+// index, where l's Client keeps one and has not written the name lately,
+// for a command sent at now; it returns what to call once p was sent, or
+// nil when nothing was queued.
+func queueIndexWrite(ctx context.Context, p redis.Pipeliner, l *Lock, now time.Time) func() {
+	ik, ok := l.c.b.(indexKeeper)
+	if !ok {
+		return nil
+	}
+	x := ik.indexWrites()
+	if !x.due(l.key, now) {
+		return nil
+	}
+	cmd := x.queue(ctx, p, l)
+	return func() { x.answered(l.key, now, cmd) }
+}
+
+func (s *single) indexWrites() *nameIndex    { return s.names }
+func (s *semaphore) indexWrites() *nameIndex { return s.one.names }
+
+// indexed returns the keys in the index of prefix, and false when the
+// deployment keeps none: then List scans.
+func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
+	if !hasIndex(s.rdb) {
+		return nil, false, nil
+	}
+	keys, err := s.rdb.HKeys(ctx, indexKey(prefix)).Result()
+	if err != nil {
+		return nil, false, fmt.Errorf("read the index %s: %w", indexKey(prefix), err)
+	}
+	return keys, true, nil
 }
 
 // withoutIndex is w without the index's write.
@@ -48,10 +179,10 @@ func (w *recordWrite) withoutIndex() *recordWrite {
 	return &c
 }
 
-// extendIndexScript is extendScript that also puts the lock's key into its
-// prefix's index: KEYS[2] is the index; a failed SADD (an ACL without it)
-// does not fail the renewal.
-// The holder's first renewal uses it, later ones the plain script.
+// extendIndexScript is extendScript that also writes the lock's key into
+// its prefix's index: KEYS[2] is the index; a failed HSET (an ACL without
+// it) does not fail the renewal. The holder's first renewal uses it, later
+// ones the plain script.
 var extendIndexScript = lazyScript("extend_index.lua")
 
 // extendIndexed is extend for l's first renewal: it also indexes l.
@@ -67,44 +198,40 @@ func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) 
 	return nil
 }
 
-// indexed returns the keys in the index of prefix, and false when the
-// deployment keeps none or it is empty (a deployment that a version
-// without the index used): then List scans.
-func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
-	if !hasIndex(s.rdb) {
-		return nil, false, nil
-	}
-	keys, err := s.rdb.SMembers(ctx, indexKey(prefix)).Result()
-	if err != nil {
-		return nil, false, fmt.Errorf("read the index %s: %w", indexKey(prefix), err)
-	}
-	return keys, len(keys) > 0, nil
-}
-
-// unindexScript removes from the index KEYS[1] each lock key among the
-// rest, given with its record and last success, that it finds with none of
-// the three: checked and removed in one step, so that a holder that indexed
-// its name after List read it is not dropped.
+// unindexScript prunes the index KEYS[1] of the lock keys among the rest,
+// each given with its record, last success and fair line, that it finds
+// with none of the four: it marks such an entry with Redis's time in ms, or
+// removes it when its mark is ARGV[1] ms old or older. Checked and changed
+// in one step, so that a name taken or written after List read it stays.
 var unindexScript = lazyScript("unindex.lua")
 
-// unindex removes keys, seen stale, from the index of prefix if they still
-// are.
+// unindex prunes keys, seen out of use, from the index of prefix where
+// they still are (unindexScript).
 func (s *single) unindex(ctx context.Context, prefix string, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	unused := pruneAfter
+	if s.names != nil {
+		unused = s.names.unused
+	}
 	ks := []string{indexKey(prefix)}
 	for _, k := range keys {
-		ks = append(ks, k, recordKey(k), successKey(k))
+		line := k // a key with '}' and no hash tag has no line: its own key again
+		if b, ok := lineBase(k); ok {
+			line = b + ":q"
+		}
+		ks = append(ks, k, recordKey(k), successKey(k), line)
 	}
-	return s.rdb.Eval(ctx, unindexScript(), ks).Err()
+	return s.rdb.Eval(ctx, unindexScript(), ks, unused.Milliseconds()).Err()
 }
 
 // views reads the views of keys in one pipeline (on a Cluster, one per
 // master), then a semaphore's slots for each key that holds its marker. A
 // key's reads are not one transaction, unlike Status's: a lock taken or
 // released meanwhile may be shown either way, as List says. A key that
-// another program uses (WRONGTYPE) gets a zero view.
+// another program uses (WRONGTYPE, or a fence counter that is not a number)
+// gets a zero view.
 func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
 	reads := make([]*statusReads, len(keys))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -119,7 +246,7 @@ func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
 	views := make([]lockView, len(keys))
 	for i, key := range keys {
 		n := reads[i].result()
-		if isWrongType(n.err) {
+		if isWrongType(n.err) || errors.Is(n.err, errNotANumber) {
 			continue
 		}
 		if n.err != nil {

@@ -3,19 +3,35 @@ package withlock_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// List reads the index of the prefix's names instead of scanning: a name
-// is in it from its first recorded release, or its holder's first renewal
-// (Extend, as KeepAlive renews), also for a semaphore; the acquisition
-// itself writes nothing more. Entries whose lock and records are all gone
-// are pruned; Scan still finds what the index does not know.
+// indexOf is the index of names of the default prefix.
+const indexOf = "{lock:}:names"
+
+// keysOf returns the keys of list, in its order.
+func keysOf(list []*withlock.Status) []string {
+	var out []string
+	for _, st := range list {
+		out = append(out, st.Key)
+	}
+	return out
+}
+
+// List reads the index of the prefix's names instead of scanning: a name is
+// in it from its acquisition on (a fresh lock never renewed, a semaphore's
+// slot, a recorded run), whatever else is in Redis. Another program's key
+// under the prefix is in no index: Scan finds it.
 func TestListReadsTheIndexOfNamesNotTheKeyspace(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -25,47 +41,22 @@ func TestListReadsTheIndexOfNamesNotTheKeyspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 200 { // keys beside the locks, under the prefix too
+	for i := range 200 { // keys beside the locks
 		rdb.Set(ctx, fmt.Sprint("cache:", i), "x", time.Minute)
 	}
 	runOnce(t, c, "recorded", 3) // admin_records.go's test helper
-	renewed, err := c.TryAcquire(ctx, "renewed", 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := renewed.Extend(ctx, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	slot, err := sem.TryAcquire(ctx, "{sem}", 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := slot.Extend(ctx, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := c.TryAcquire(ctx, "fresh", 10*time.Second, nil) // not renewed yet
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := mustAcquire(t, c, "fresh", 10*time.Second)
 	defer fresh.Release(ctx)
+	slot := mustAcquire(t, sem, "{sem}", 10*time.Second)
+	defer slot.Release(ctx)
 	rdb.Set(ctx, "lock:foreign", "elsewhere:1:abc", time.Minute) // another program's
-	// A stale entry: indexed once, its lock and records gone since.
-	runOnce(t, c, "gone", 0)
-	rdb.Del(ctx, "{lock:gone}:last", "{lock:gone}:ok", "{lock:gone}:runs")
 
-	names := func(list []*withlock.Status) []string {
-		var out []string
-		for _, st := range list {
-			out = append(out, st.Key)
-		}
-		return out
-	}
 	mon := srv.Monitor()
 	list, err := c.List(ctx, &withlock.ListOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := names(list), []string{"lock:recorded", "lock:renewed", "lock:{sem}"}; !slices.Equal(got, want) {
+	if got, want := keysOf(list), []string{"lock:fresh", "lock:recorded", "lock:{sem}"}; !slices.Equal(got, want) {
 		t.Errorf("List from the index = %q, want %q", got, want)
 	}
 	for _, cmd := range mon.Commands() {
@@ -73,39 +64,261 @@ func TestListReadsTheIndexOfNamesNotTheKeyspace(t *testing.T) {
 			t.Errorf("List sent %s", cmd)
 		}
 	}
-	if members := rdb.SMembers(ctx, "{lock:}:index").Val(); slices.Contains(members, "lock:gone") {
-		t.Errorf("the stale entry lock:gone is still indexed: %q", members)
-	}
-	if held, err := c.List(ctx, nil); err != nil || !slices.Equal(names(held), []string{"lock:renewed", "lock:{sem}"}) {
-		t.Errorf("List of the held = %q, %v; want the renewed lock and the semaphore", names(held), err)
+	if held, err := c.List(ctx, nil); err != nil || !slices.Equal(keysOf(held), []string{"lock:fresh", "lock:{sem}"}) {
+		t.Errorf("List of the held = %q, %v; want the fresh lock and the semaphore", keysOf(held), err)
 	}
 	scanned, err := c.List(ctx, &withlock.ListOptions{All: true, Scan: true})
-	if want := []string{"lock:foreign", "lock:fresh", "lock:recorded", "lock:renewed", "lock:{sem}"}; err != nil || !slices.Equal(names(scanned), want) {
-		t.Errorf("List with Scan = %q, %v; want %q", names(scanned), err, want)
+	if want := []string{"lock:foreign", "lock:fresh", "lock:recorded", "lock:{sem}"}; err != nil || !slices.Equal(keysOf(scanned), want) {
+		t.Errorf("List with Scan = %q, %v; want %q", keysOf(scanned), err, want)
 	}
 }
 
-// Pruning checks each name again as it removes it: a name whose lock or
-// records came back since List read it stays in the index.
-func TestIndexPruningKeepsANameThatCameBack(t *testing.T) {
+// A long-lived Client writes a name into the index once per period, in
+// the round trip of its SET and ahead of it; its other acquisitions of the
+// name are one SET. A write Redis refused (an ACL without HSET) is not
+// sent again within the period either.
+func TestAClientWritesANameIntoTheIndexOncePerPeriod(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		rdb  *redis.Client
+		hset string // how Redis answers HSET
+	}{
+		{"allowed", srv.Client(), ""},
+		{"refused", aclClient(t, srv, "~* &* +@all -hset"), "NOPERM"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var trips tripLog
+			tc.rdb.AddHook(&trips)
+			c := withlock.New(tc.rdb, nil)
+			acquire := func() []string {
+				trips.reset()
+				l := mustAcquire(t, c, "job", time.Minute)
+				got := trips.reset()
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 1 {
+					t.Fatalf("the acquisition took %d round trips: %q", len(got), got)
+				}
+				return got[0]
+			}
+			if got := acquire(); !slices.Equal(got, []string{"hset", "set"}) {
+				t.Errorf("first acquisition sent %q in its round trip, want hset, set", got)
+			}
+			if tc.hset != "" && !strings.Contains(trips.lastErr, tc.hset) {
+				t.Errorf("HSET answered %q, want %s", trips.lastErr, tc.hset)
+			}
+			if got := acquire(); !slices.Equal(got, []string{"set"}) {
+				t.Errorf("second acquisition sent %q, want set alone", got)
+			}
+			withlock.SetIndexTimings(c, time.Millisecond, withlock.PruneAfter)
+			time.Sleep(2 * time.Millisecond) // past the shortened period
+			if got := acquire(); !slices.Equal(got, []string{"hset", "set"}) {
+				t.Errorf("an acquisition in the next period sent %q, want hset, set", got)
+			}
+		})
+	}
+}
+
+// tripLog records the names of the commands a client sends, by round trip
+// (but a new connection's handshake), and the last HSET error.
+type tripLog struct {
+	mu      sync.Mutex
+	trips   [][]string
+	lastErr string
+}
+
+func (l *tripLog) reset() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.trips
+	l.trips = nil
+	return t
+}
+
+func (l *tripLog) add(cmds []redis.Cmder) {
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.Name())
+	}
+	l.mu.Lock()
+	l.trips = append(l.trips, names)
+	l.mu.Unlock()
+}
+
+func (l *tripLog) note(cmds []redis.Cmder) {
+	for _, c := range cmds {
+		if c.Name() == "hset" && c.Err() != nil {
+			l.mu.Lock()
+			l.lastErr = c.Err().Error()
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *tripLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l *tripLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n != "hello" && n != "client" { // a new connection's handshake
+			l.add([]redis.Cmder{cmd})
+		}
+		return next(ctx, cmd)
+	}
+}
+func (l *tripLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		l.add(cmds)
+		err := next(ctx, cmds)
+		l.note(cmds)
+		return err
+	}
+}
+
+// Pruning removes a name only once List has seen it out of use (no lock
+// key, record, last success or waiter in its line) for PruneAfter by
+// Redis's clock: the first sight marks the entry, a later one that long
+// after removes it; a name in use keeps its entry however old its mark,
+// and a write clears the mark.
+func TestIndexPruningRemovesOnlyNamesLongOutOfUse(t *testing.T) {
 	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)
-	rdb.SAdd(ctx, "{lock:}:index", "lock:back", "lock:recorded", "lock:gone")
-	rdb.Set(ctx, "lock:back", "otherhost:1:abc", time.Minute) // taken again meanwhile
-	rdb.Set(ctx, "{lock:recorded}:last", "{}", time.Minute)
-	if err := withlock.Unindex(ctx, c, "lock:back", "lock:recorded", "lock:gone"); err != nil {
+	now := func() int64 { return rdb.Time(ctx).Val().UnixMilli() }
+	old := strconv.FormatInt(now()-withlock.PruneAfter.Milliseconds()-1000, 10)
+	recent := strconv.FormatInt(now()-1000, 10)
+	for _, tc := range []struct {
+		key, mark string
+		inUse     func(key string) // nil: out of use
+		want      string           // the entry after pruning: "" gone, "mark" a fresh mark, "same" unchanged
+	}{
+		{"lock:held", old, func(k string) { rdb.Set(ctx, k, "otherhost:1:abc", time.Minute) }, "same"},
+		{"lock:recorded", old, func(k string) { rdb.Set(ctx, "{"+k+"}:last", "{}", time.Minute) }, "same"},
+		{"lock:succeeded", old, func(k string) { rdb.Set(ctx, "{"+k+"}:ok", "{}", time.Minute) }, "same"},
+		{"lock:awaited", old, func(k string) { rdb.RPush(ctx, lineBaseOf(k)+":q", "entry") }, "same"},
+		{"lock:{tag}awaited", old, func(k string) { rdb.RPush(ctx, lineBaseOf(k)+":q", "entry") }, "same"},
+		{"lock:written", "", nil, "mark"},
+		{"lock:marked-lately", recent, nil, "same"},
+		{"lock:long-out-of-use", old, nil, ""},
+		{"lock:a}b", old, nil, ""},
+	} {
+		rdb.HSet(ctx, indexOf, tc.key, tc.mark)
+		if tc.inUse != nil {
+			tc.inUse(tc.key)
+		}
+		before := now()
+		if err := withlock.Unindex(ctx, c, tc.key); err != nil {
+			t.Fatal(err)
+		}
+		v, err := rdb.HGet(ctx, indexOf, tc.key).Result()
+		var got string
+		switch {
+		case err == redis.Nil:
+			got = ""
+		case err != nil:
+			t.Fatal(err)
+		case v == tc.mark:
+			got = "same"
+		default:
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms >= before && ms <= now() {
+				got = "mark"
+			} else {
+				got = "bad mark " + v
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s marked %q: after pruning %q, want %q", tc.key, tc.mark, got, tc.want)
+		}
+	}
+	// A write clears a mark, old or not.
+	rdb.HSet(ctx, indexOf, "lock:again", old)
+	mustAcquire(t, c, "again", time.Minute).Release(ctx)
+	if err := withlock.Unindex(ctx, c, "lock:again"); err != nil {
 		t.Fatal(err)
 	}
-	got := rdb.SMembers(ctx, "{lock:}:index").Val()
-	slices.Sort(got)
-	if want := []string{"lock:back", "lock:recorded"}; !slices.Equal(got, want) {
-		t.Errorf("index after pruning = %q, want %q", got, want)
+	if !rdb.HExists(ctx, indexOf, "lock:again").Val() {
+		t.Error("a name written since its old mark was removed at the next pruning")
 	}
 }
 
-// A holder that takes its lock back after Redis lost it (Reacquire) puts
-// its name back into the index too, which Redis lost with the key.
+// However List and acquisitions interleave, pruning never drops a name in
+// use: before every acquisition of a long-lived Client, which writes a
+// name once per period and trusts that write until the period ends, the
+// name is in the index once the acquisition is done, while another Client
+// lists (and prunes) all along. Names are taken in bursts, within a period
+// of each other, and left out of use between bursts long enough to be
+// pruned. The timings are shortened a thousandfold, keeping their ratio.
+func TestIndexPruningNeverDropsANameInUse(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	every, unused := withlock.IndexEvery/1000, withlock.PruneAfter/1000
+	var trips tripLog
+	takes := srv.Client()
+	takes.AddHook(&trips)
+	taker, lister := withlock.New(takes, nil), withlock.New(rdb, nil)
+	withlock.SetIndexTimings(taker, every, unused)
+	withlock.SetIndexTimings(lister, every, unused)
+	names := []string{"a", "b", "c", "d", "e", "f"}
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if _, err := lister.List(ctx, nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var missing []string
+	pruned, trusted := 0, 0
+	for end := time.Now().Add(5 * unused); time.Now().Before(end); {
+		name := names[rng.IntN(len(names))]
+		for range 1 + rng.IntN(5) {
+			key := taker.Key(name)
+			if !rdb.HExists(ctx, indexOf, key).Val() {
+				pruned++
+			}
+			trips.reset()
+			l, err := taker.TryAcquire(ctx, name, time.Minute, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sent := trips.reset(); len(sent) == 1 && slices.Equal(sent[0], []string{"set"}) {
+				trusted++
+			}
+			if !rdb.HExists(ctx, indexOf, key).Val() {
+				missing = append(missing, name)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(rng.Int64N(int64(every / 2))))
+		}
+		time.Sleep(time.Duration(rng.Int64N(int64(unused / 2))))
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d names found pruned before an acquisition, %d acquisitions trusted an earlier write", pruned, trusted)
+	if len(missing) > 0 {
+		t.Errorf("held but not in the index, %d times: %q", len(missing), missing)
+	}
+	if pruned == 0 || trusted == 0 {
+		t.Errorf("nothing was pruned (%d) or no acquisition trusted an earlier write (%d): this tested nothing", pruned, trusted)
+	}
+}
+
+// A holder that takes its lock back after Redis lost it (Reacquire) writes
+// its name into the index again at its next renewal: Redis lost the entry
+// with the key.
 func TestReacquiredLockIsIndexedAgain(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -115,17 +328,17 @@ func TestReacquiredLockIsIndexedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !rdb.HExists(ctx, indexOf, l.Key()).Val() {
+		t.Fatal("not indexed by its acquisition")
+	}
 	rl := make(renewLog, 16) // keepalive_reacquire_test.go
 	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew})
 	defer ka.Stop()
-	rl.waitFor(t, ka, nil, 5*time.Second) // the first renewal indexes it
-	if !rdb.SIsMember(ctx, "{lock:}:index", l.Key()).Val() {
-		t.Fatal("not indexed after the first renewal")
-	}
+	rl.waitFor(t, ka, nil, 5*time.Second)
 	rdb.FlushAll(ctx)
 	rl.waitFor(t, ka, withlock.ErrReacquired, 5*time.Second)
 	rl.waitFor(t, ka, nil, 5*time.Second) // a renewal after the reacquisition
-	if !rdb.SIsMember(ctx, "{lock:}:index", l.Key()).Val() {
+	if !rdb.HExists(ctx, indexOf, l.Key()).Val() {
 		t.Error("the reacquired lock is not in the index after its next renewal")
 	}
 }

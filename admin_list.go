@@ -15,27 +15,32 @@ import (
 // ListOptions configure List. A nil *ListOptions lists the locks held now.
 type ListOptions struct {
 	// All also lists the names that are free now but have a last-run
-	// record (Status.Held false, Status.LastRun set). It costs a second
-	// SCAN.
+	// record (Status.Held false, Status.LastRun set). Where List scans it
+	// costs a second SCAN.
 	All bool
 	// Scan finds the locks with SCAN even where the deployment keeps an
-	// index of names (admin_index.go): it also finds those that this version
-	// never renewed or recorded, taken by an older version or another
-	// program.
+	// index of names (admin_index.go): it also finds keys under the prefix
+	// that no Client of this version took, set by another program or an
+	// older version, at the cost of reading every key in Redis.
 	Scan bool
 }
 
 // List returns the Status of every lock held under the Client's prefix,
 // sorted by key. On one deployment that is not a Cluster it reads the
-// prefix's index (admin_index.go), so that its cost grows with the locks, not
-// with the other keys in Redis: a lock is listed from its holder's first
-// renewal or its first recorded release. On a Cluster, a quorum, or a
-// deployment whose index is empty it finds them with SCAN (never KEYS) on
-// every master of a Cluster and every node of a quorum. The keys are then
-// read in one pipeline per master (one by one on a quorum, as Status
-// reads them): a lock taken or released meanwhile may be missed or shown
-// free. Fencing counters, last-run records and break markers are not
-// locks and are skipped; index entries whose lock and records are all gone are removed.
+// prefix's index of names (admin_index.go), so that its cost grows with the
+// locks, not with the other keys in Redis: every acquisition of a Client
+// writes its name there in the round trip of its SET, so a lock is listed
+// from the moment it is taken, whatever its options, a semaphore's slot and
+// a lock handed over in the fair line too; a key under the prefix that
+// another program set is not, unless ListOptions.Scan. On a Cluster or a
+// quorum, or with Scan, it finds the keys under the prefix with SCAN (never
+// KEYS) on every master of a Cluster and every node of a quorum, another
+// program's keys too (held by "unknown" when their value is not a token).
+// The keys are then read in one pipeline per master (one by one on a
+// quorum, as Status reads them): a lock taken or released meanwhile may be
+// missed or shown free. Fencing counters, last-run records and break
+// markers are not locks and are skipped. Index entries of names out of use
+// (no lock, record or waiter) for ten minutes are removed.
 func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error) {
 	a, err := c.admin("list " + c.prefix + "*")
 	if err != nil {
@@ -54,7 +59,11 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 	var stale []string
 	for i, v := range views {
 		if v.st == nil {
-			continue // another program's key under the prefix
+			// Another program's key under the prefix, or a name whose
+			// acquisition found one and wrote the index all the same:
+			// pruned once none of its keys is left.
+			stale = append(stale, keys[i])
+			continue
 		}
 		st, err := v.status()
 		if err != nil {

@@ -2,6 +2,8 @@ package withlock_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +16,10 @@ import (
 // List shows a lock whose key holds a token that is not ours: one from
 // another host in our format, with its host:pid, and a value in no format
 // at all without expiry, held by "unknown" and never expiring; beside our
-// own lock, and never with the foreign token's secret part. On one Redis,
-// and on a quorum where the foreign token is on a majority of the nodes.
+// own lock, and never with the foreign token's secret part. On one Redis
+// with Scan (another program's key is in no index of names), and on a
+// quorum, which scans, where the foreign token is on a majority of the
+// nodes.
 func TestListShowsForeignToken(t *testing.T) {
 	const (
 		other  = "otherhost:4242:0123456789abcdef0123456789abcdef"
@@ -49,7 +53,7 @@ func TestListShowsForeignToken(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			list, err := c.List(ctx, nil)
+			list, err := c.List(ctx, &withlock.ListOptions{Scan: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,5 +80,35 @@ func TestListShowsForeignToken(t *testing.T) {
 				t.Errorf("a value in no format in List: %+v, want held by unknown, TTL -1, no since", st)
 			}
 		})
+	}
+}
+
+// An acquisition that found another program's value where its keys go (a
+// fence counter that is text, a lock key that is a list) wrote its name
+// into the index of names all the same, ahead of its SET. List skips such
+// a name and lists the rest, and prunes the entry as any other once none
+// of the name's own keys is left: the list's is, the fence counter's is not.
+func TestListSkipsANameWhoseKeysAnotherProgramUses(t *testing.T) {
+	rdb := startRedis(t)
+	ctx := context.Background()
+	c := withlock.New(rdb, nil)
+	rdb.Set(ctx, "{lock:fz}:fence", "abc", 0)
+	rdb.LPush(ctx, "lock:lst", "a")
+	for _, name := range []string{"fz", "lst"} {
+		if _, err := c.TryAcquire(ctx, name, time.Minute, &withlock.LockOptions{Fence: true}); !errors.Is(err, withlock.ErrWrongType) {
+			t.Fatalf("TryAcquire %s = %v, want ErrWrongType", name, err)
+		}
+	}
+	ours := mustAcquire(t, c, "ours", time.Minute)
+	defer ours.Release(ctx)
+	list, err := c.List(ctx, nil)
+	if got := keysOf(list); err != nil || !slices.Equal(got, []string{"lock:ours"}) {
+		t.Errorf("List = %q, %v; want our lock alone", got, err)
+	}
+	if v := rdb.HGet(ctx, indexOf, "lock:fz").Val(); v == "" {
+		t.Error("lock:fz, none of whose keys is left, was not marked out of use")
+	}
+	if v, err := rdb.HGet(ctx, indexOf, "lock:lst").Result(); err != nil || v != "" {
+		t.Errorf("lock:lst, whose key another program uses, is %q, %v in the index; want it in use", v, err)
 	}
 }

@@ -15,7 +15,8 @@ import (
 // where those match the prefix's SCAN pattern: beside a name with a hash tag
 // ("lock:{tag}x:fence"), a name with '}' and no tag ("lock:a}b:fence:<n>"),
 // and under a prefix that is a hash tag ("{jobs}:x:last"). With All, a free
-// name with a record is listed once, under its lock key.
+// name with a record is listed once, under its lock key. From the index of
+// names and with Scan alike.
 func TestListSkipsFenceAndRecordKeys(t *testing.T) {
 	rdb := startRedis(t)
 	ctx := context.Background()
@@ -61,6 +62,8 @@ func TestListSkipsFenceAndRecordKeys(t *testing.T) {
 		}{
 			{nil, keys(held)},
 			{&withlock.ListOptions{All: true}, keys(held, done)},
+			{&withlock.ListOptions{Scan: true}, keys(held)},
+			{&withlock.ListOptions{All: true, Scan: true}, keys(held, done)},
 		} {
 			list, err := c.List(ctx, tc.opts)
 			if err != nil {

@@ -213,6 +213,10 @@ func queueStatus(ctx context.Context, p redis.Pipeliner, key string) *statusRead
 	}
 }
 
+// errNotANumber is the error of a fence counter that another program
+// overwrote with text: List skips such a name as it skips a WRONGTYPE key.
+var errNotANumber = errors.New("is not a number")
+
 // result reads the replies as readStatus reads its script's.
 func (q *statusReads) result() nodeStatus {
 	if err := q.pttl.Err(); err != nil {
@@ -278,7 +282,7 @@ func statusOf(ttl time.Duration, key, fence, record, success, done, left read) n
 	if fence.err == nil {
 		var err error
 		if v.fence, err = strconv.ParseInt(fence.val, 10, 64); err != nil {
-			return nodeStatus{err: fmt.Errorf("fence counter %q is not a number", fence.val)}
+			return nodeStatus{err: fmt.Errorf("fence counter %q %w", fence.val, errNotANumber)}
 		}
 	}
 	v.record, v.success, v.done, v.left = record.val, success.val, done.val, left.val

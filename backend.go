@@ -80,14 +80,16 @@ func (c *Client) admin(op string) (adminBackend, error) {
 	return nil, unsupported(op + ": this Client's lock storage keeps no status or records")
 }
 
-// indexKeeper is a backend that keeps an index of held locks for List
-// (admin_index.go): one deployment, plain or semaphore.
+// indexKeeper is a backend that keeps an index of the names in use for
+// List (admin_index.go): one deployment, plain or semaphore.
 type indexKeeper interface {
 	// indexed returns the lock keys in the index of prefix, false when
-	// the deployment keeps none or it is empty; unindex removes keys from
-	// it.
+	// the deployment keeps none; unindex prunes keys out of use from it.
 	indexed(ctx context.Context, prefix string) ([]string, bool, error)
 	unindex(ctx context.Context, prefix string, keys []string) error
+	// indexWrites is what the Client remembers of its writes into the
+	// index, nil where the deployment keeps none.
+	indexWrites() *nameIndex
 }
 
 // windowMarker is a backend that can keep once-per markers (onceper.go):

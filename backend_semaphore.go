@@ -56,7 +56,7 @@ func NewSemaphore(rdb redis.UniversalClient, slots int, opts *Options) (*Client,
 	case slots == 1:
 		return New(rdb, opts), nil
 	}
-	return newClient(&semaphore{one: &single{rdb: rdb}, n: slots}, opts), nil
+	return newClient(&semaphore{one: newSingle(rdb), n: slots}, opts), nil
 }
 
 // Slot returns the semaphore slot the lock holds, 1..N, or 0 for a plain
@@ -202,19 +202,19 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 	return nil
 }
 
-// take sends slotsAcquireScript for l, after the waiting mark in the same
-// round trip when l.announce asks for it (sendMarked): the script's reply,
-// the mark's error, and the script's error.
+// take sends slotsAcquireScript for l, in one round trip with what goes
+// with an acquiring command (sendWith in backend_single.go) when anything
+// does: the script's reply, the waiting mark's error, and the script's
+// error.
 func (s *semaphore) take(ctx context.Context, l *Lock, keys []string, b string) ([]any, error, error) {
-	if l.announce == 0 && s.one.server.due(s.one.rdb) { // the first also asks INFO memory (server_check.go)
-		return s.takeProbed(ctx, l, keys, b)
-	}
-	if l.announce == 0 {
+	now := l.acquired
+	probe := s.one.server.due(s.one.rdb) // the first acquisition also asks INFO memory (server_check.go)
+	if !probe && !s.one.goesWithSet(l, now) {
 		v, err := s.one.rdb.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
 		return v, nil, err
 	}
 	var acquire *redis.Cmd
-	markErr := sendMarked(ctx, s.one.rdb, l, func(p redis.Pipeliner) {
+	markErr := s.one.sendWith(ctx, s.one.rdb, l, now, probe, func(p redis.Pipeliner) {
 		acquire = p.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds())
 	})
 	v, err := acquire.Slice()

@@ -19,11 +19,18 @@ import (
 // per lock. With LockOptions.MinReplicas an acquisition also waits for
 // replicas to acknowledge it (backend_replicas.go).
 type single struct {
-	rdb redis.UniversalClient
+	rdb   redis.UniversalClient
+	names *nameIndex // the names this Client wrote into the index lately (admin_index.go); nil: no index
 
 	releaseBy atomic.Int32 // how the release script is sent (script_cache.go)
 
 	server serverCheck // what the first acquisition learns of the server (server_check.go)
+}
+
+// newSingle is the backend of a Client on rdb, which writes the names it
+// takes into its prefix's index where rdb keeps one.
+func newSingle(rdb redis.UniversalClient) *single {
+	return &single{rdb: rdb, names: newNameIndex(rdb)}
 }
 
 func (s *single) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
@@ -59,16 +66,18 @@ type pipeSetter interface {
 
 // set sends l's acquiring command through rdb: one SET NX PX, or with
 // fencing the script that also draws the fencing number into l.fence, in
-// the same round trip as the waiting mark when l.announce asks for it. It
+// one round trip with what goes with it (sendWith) when anything does. It
 // reports false when someone else holds the key. Every acquisition sends
 // its command here, so this is where a command whose outcome is unknown is
 // cleaned up (abandon) before its error is returned.
 func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
-	if l.announce > 0 && l.waitMark() != "" {
-		return s.setMarked(ctx, rdb, l, fenced)
+	now := l.acquired
+	if now.IsZero() {
+		now = time.Now()
 	}
-	if s.server.due(s.rdb) { // the first also asks INFO memory (server_check.go)
-		return s.setProbed(ctx, rdb, l, fenced)
+	probe := s.server.due(s.rdb) // the first acquisition also asks INFO memory (server_check.go)
+	if probe || s.goesWithSet(l, now) {
+		return s.setWith(ctx, rdb, l, fenced, now, probe)
 	}
 	var ok bool
 	var err error
@@ -80,12 +89,12 @@ func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) 
 	return s.sent(ctx, l, fenced, ok, err)
 }
 
-// setMarked is set with the waiting mark first, in one round trip
-// (sendMarked).
-func (s *single) setMarked(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
+// setWith is set with what goes with the SET, in one round trip
+// (sendWith).
+func (s *single) setWith(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool, now time.Time, probe bool) (bool, error) {
 	var fence *redis.Cmd
 	var set *redis.BoolCmd
-	markErr := sendMarked(ctx, rdb, l, func(p redis.Pipeliner) {
+	markErr := s.sendWith(ctx, rdb, l, now, probe, func(p redis.Pipeliner) {
 		if fenced {
 			fence = sendFenced(ctx, p, l)
 		} else {
@@ -107,17 +116,58 @@ func (s *single) setMarked(ctx context.Context, rdb pipeSetter, l *Lock, fenced 
 	return s.sent(ctx, l, fenced, ok, err)
 }
 
-// sendMarked sends, in one round trip on rdb, l's waiting mark for
-// l.announce and then what send queues: once the try that follows finds
-// the key held, the holder's release sees the mark and publishes. It
-// returns the mark's error.
-func sendMarked(ctx context.Context, rdb pipeSetter, l *Lock, send func(redis.Pipeliner)) error {
+// What goes with an acquiring command, in its round trip, so that it costs
+// no round trip of its own:
+//
+//   - ahead of it, the waiting mark, on a try of a waiter outside the fair
+//     line (l.announce): once the try finds the key held, the holder's
+//     release sees the mark and publishes;
+//   - ahead of it, the write of the name into its prefix's index, which
+//     List reads (admin_index.go), when this Client has not written it
+//     lately;
+//   - after it, on the Client's first acquisition, INFO memory, which says
+//     whether the server may evict the lock (server_check.go).
+//
+// With none of them the command goes alone: a long-lived Client's
+// uncontended acquisition is one SET.
+
+// goesWithSet reports whether the mark or the index's write goes with l's
+// acquiring command, sent at now; the probe is claimed apart
+// (serverCheck.due), as asking claims it.
+func (s *single) goesWithSet(l *Lock, now time.Time) bool {
+	return l.announce > 0 && l.waitMark() != "" || s.names.due(l.key, now)
+}
+
+// sendWith sends, in one round trip on rdb, what goes with l's acquiring
+// command (sent at now; with probe, INFO memory too), and what send queues:
+// the acquiring command. It returns the waiting mark's error, nil without a
+// mark.
+func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time.Time, probe bool, send func(redis.Pipeliner)) error {
 	var mark *redis.StatusCmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		mark = p.Set(ctx, l.waitMark(), 1, l.announce)
+	var index *redis.IntCmd
+	queue := func(p redis.Pipeliner) {
+		if l.announce > 0 && l.waitMark() != "" {
+			mark = p.Set(ctx, l.waitMark(), 1, l.announce)
+		}
+		if s.names.due(l.key, now) {
+			index = s.names.queue(ctx, p, l)
+		}
 		send(p)
+	}
+	if probe {
+		s.server.pipelined(ctx, rdb, queue) // INFO memory after the command
+	} else {
+		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			queue(p)
+			return nil
+		})
+	}
+	if index != nil {
+		s.names.answered(l.key, now, index)
+	}
+	if mark == nil {
 		return nil
-	})
+	}
 	return mark.Err()
 }
 
@@ -318,19 +368,19 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 // lineStore: one deployment keeps the line beside the lock's key.
 func (s *single) lineStore() redis.UniversalClient { return s.rdb }
 
-// handOver pipelines the release script for from and a SET NX PX for to:
-// a handoff between waiters of one Client costs one round trip, and the
-// release is still the one EVAL whose message wakes other processes.
+// handOver pipelines the release script for from and a SET NX PX for to,
+// with what goes with to's SET (sendWith): a handoff between waiters of one
+// Client costs one round trip, and the release is still the one EVAL whose
+// message wakes other processes.
 func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err error) {
 	to.acquired = time.Now() // before sending: to's key cannot outlive acquired+ttl
 	var release *redis.Cmd
 	var set *redis.BoolCmd
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_ = s.sendWith(ctx, s.rdb, to, to.acquired, false, func(p redis.Pipeliner) {
 		// As a Client with waiters of its own: the key's waiting mark is
 		// kept for those behind to, and the release message published.
 		release = p.Eval(ctx, releaseScript(), []string{from.key}, releaseArgs(from.token, from.waitMark(), 0, ownWaitersOutsideTheLine)...)
 		set = p.SetNX(ctx, to.key, to.token, to.ttl)
-		return nil
 	})
 	got, serr := set.Result()
 	if serr != nil && mayHaveLanded(serr) {

@@ -63,7 +63,7 @@ type Client struct {
 // New returns a Client that takes locks on the Redis deployment rdb: a
 // plain client, a Sentinel failover client or a Cluster client.
 func New(rdb redis.UniversalClient, opts *Options) *Client {
-	return newClient(&single{rdb: rdb}, opts)
+	return newClient(newSingle(rdb), opts)
 }
 
 func newClient(b backend, opts *Options) *Client {
@@ -85,7 +85,9 @@ func (c *Client) Key(name string) string { return c.prefix + name }
 // holds it. On one deployment without fencing it is exactly one SET key
 // token NX PX ttl (EX when ttl is whole seconds); a Client's first
 // acquisition sends INFO memory after it in the same round trip
-// (EvictionPolicy). ttl must be at least a millisecond.
+// (EvictionPolicy), and where List reads an index of names a Client's first
+// acquisition of a name in a minute writes the name there (HSET), ahead of
+// the SET in its round trip. ttl must be at least a millisecond.
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	if name == "" {
 		return nil, ErrEmptyName

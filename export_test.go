@@ -46,11 +46,24 @@ var DefaultMargin = defaultMargin
 // FenceKey returns the key of the fencing counter of c's lock called name.
 func FenceKey(c *Client, name string) string { return fenceKey(c.Key(name)) }
 
-// Unindex removes keys of c's prefix from the index of names where they
-// are still stale (admin_index.go), as List does after reading them.
+// Unindex prunes keys of c's prefix from the index of names where they are
+// still out of use (admin_index.go), as List does after reading them.
 func Unindex(ctx context.Context, c *Client, keys ...string) error {
 	return c.b.(indexKeeper).unindex(ctx, c.prefix, keys)
 }
+
+// SetIndexTimings sets how long c trusts its own writes into the index of
+// names, and how long its List waits before it removes a name out of use
+// (indexEvery and pruneAfter in admin_index.go).
+func SetIndexTimings(c *Client, every, unused time.Duration) {
+	x := c.b.(indexKeeper).indexWrites()
+	x.every, x.unused = every, unused
+}
+
+// PruneAfter is how long List waits before it removes a name out of use
+// from the index of names; IndexEvery how long a Client trusts its own
+// write of a name there.
+const PruneAfter, IndexEvery = pruneAfter, indexEvery
 
 // ReleaseMessages returns how many release messages (and subscription
 // confirmations) reached c's queue for the lock called name, outside the

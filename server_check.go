@@ -116,34 +116,3 @@ func evictingPolicy(info string) string {
 	}
 	return policy
 }
-
-// setProbed is set for the first acquisition (serverCheck.due): l's
-// acquiring command with INFO memory after it, in one round trip.
-func (s *single) setProbed(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
-	var result func() (bool, error)
-	s.server.pipelined(ctx, rdb, func(p redis.Pipeliner) { result = s.queueSet(ctx, p, l, fenced) })
-	ok, err := result()
-	return s.sent(ctx, l, fenced, ok, err)
-}
-
-// queueSet queues l's acquiring command on p, a SET NX PX or with fencing
-// acquireFencedScript, and returns what reads its reply as set does.
-func (s *single) queueSet(ctx context.Context, p redis.Pipeliner, l *Lock, fenced bool) func() (bool, error) {
-	if fenced {
-		fence := sendFenced(ctx, p, l)
-		return func() (bool, error) { return s.fenced(l, fence) }
-	}
-	return p.SetNX(ctx, l.key, &l.token, l.ttl).Result
-}
-
-// takeProbed is take for the first acquisition of a semaphore without the
-// waiting mark: slotsAcquireScript with INFO memory after it, in one round
-// trip.
-func (s *semaphore) takeProbed(ctx context.Context, l *Lock, keys []string, b string) ([]any, error, error) {
-	var acquire *redis.Cmd
-	s.one.server.pipelined(ctx, s.one.rdb, func(p redis.Pipeliner) {
-		acquire = p.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds())
-	})
-	v, err := acquire.Slice()
-	return v, nil, err
-}

@@ -262,13 +262,20 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 	cid := f.cid
 	f.mu.Unlock()
 	var push *redis.IntCmd
+	var indexed func()
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if refresh {
 			r.setAlive(ctx, p, cid)
 		}
+		// A hand-over takes the lock for w without a SET of w's own: its
+		// name goes into the index of names with its entry (admin_index.go).
+		indexed = queueIndexWrite(ctx, p, w.want, now)
 		push = p.RPush(ctx, r.queue(), w.entry)
 		return nil
 	})
+	if indexed != nil {
+		indexed()
+	}
 	f.mu.Lock()
 	w.pushing = false
 	f.mu.Unlock()

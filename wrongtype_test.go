@@ -87,6 +87,9 @@ func keysAndValues(t *testing.T, rdb *redis.Client) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The index of names is written ahead of every acquisition's SET,
+	// whatever its outcome (admin_index.go): not a change to the lock's keys.
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "{lock:}:names" })
 	slices.Sort(keys)
 	var b strings.Builder
 	for _, k := range keys {

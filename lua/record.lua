@@ -29,6 +29,6 @@ if not e and r ~= 0 then
   e = w('del', KEYS[6])
 end
 if not e and KEYS[7] then
-  e = w('sadd', KEYS[7], KEYS[1])
+  e = w('hset', KEYS[7], KEYS[1], '')
 end
 return {r, e or 'OK'}

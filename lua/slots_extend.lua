@@ -15,6 +15,6 @@ else
   redis.call('set', KEYS[1], ARGV[3], 'PX', ARGV[2])
 end
 if KEYS[3] then
-  redis.pcall('sadd', KEYS[3], KEYS[1])
+  redis.pcall('hset', KEYS[3], KEYS[1], '')
 end
 return 1

@@ -1,9 +1,17 @@
--- Remove stale names from a prefix's index (see unindexScript). KEYS[1]: the
--- index, then for each name its lock key, record and last success.
+-- Prune a prefix's index of names out of use (see unindexScript). KEYS[1]:
+-- the index, then for each name its lock key, record, last success and
+-- line. ARGV[1]: ms a name must have been seen out of use before it goes.
+local t = redis.call('time')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local n = 0
-for i = 2, #KEYS, 3 do
-  if redis.call('exists', KEYS[i], KEYS[i + 1], KEYS[i + 2]) == 0 then
-    n = n + redis.call('srem', KEYS[1], KEYS[i])
+for i = 2, #KEYS, 4 do
+  if redis.call('exists', KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3]) == 0 then
+    local seen = redis.call('hget', KEYS[1], KEYS[i])
+    if seen and not tonumber(seen) then
+      redis.call('hset', KEYS[1], KEYS[i], now)
+    elseif seen and now - tonumber(seen) >= tonumber(ARGV[1]) then
+      n = n + redis.call('hdel', KEYS[1], KEYS[i])
+    end
   end
 end
 return n
