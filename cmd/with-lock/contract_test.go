@@ -133,10 +133,12 @@ func TestTakenOverLockSurvivesRelease(t *testing.T) {
 	}
 }
 
-// On the wire, acquire is one SET NX EX and release is
-// one EVAL of the compare-and-delete script; nothing else reaches Redis
-// from with-lock but the connection's HELLO and, pipelined after the SET,
-// INFO memory, which touches no key.
+// On the wire, acquire is one SET NX EX and release is one EVAL of the
+// compare-and-delete script; nothing else reaches Redis from with-lock but
+// the connection's HELLO and, in the SET's round trip, two commands that
+// touch no lock key: ahead of the SET the HSET that writes the name into
+// the index of names --list reads (admin_index.go), after it INFO memory.
+// No GET, DEL, SETNX or EXPIRE of the lock key is sent.
 func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 	script, err := os.ReadFile("../../lua/release.lua")
 	if err != nil {
@@ -163,7 +165,7 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 			t.Fatalf("with-lock %q: exit %d, %s", args, r.Code, r.Stderr)
 		}
 		var sent, inScript []string
-		var set, info, eval []string
+		var hset, set, info, eval []string
 		for _, c := range mon.Commands() {
 			if c.Client == "lua" {
 				inScript = append(inScript, c.Args[0]) // what the script itself did
@@ -171,6 +173,8 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 			}
 			sent = append(sent, c.Args[0])
 			switch c.Args[0] {
+			case "hset":
+				hset = c.Args
 			case "set":
 				set = c.Args
 			case "info":
@@ -181,8 +185,11 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 		}
 		// INFO memory rides in the SET's round trip: does the server evict
 		// locks? (docs/production-redis.md)
-		if !slices.Equal(sent, []string{"hello", "set", "info", "eval"}) || !slices.Equal(info, []string{"info", "memory"}) {
-			t.Errorf("with-lock %q sent %q (INFO %q), want exactly hello, set, info memory and eval", args, sent, info)
+		if !slices.Equal(sent, []string{"hello", "hset", "set", "info", "eval"}) || !slices.Equal(info, []string{"info", "memory"}) {
+			t.Errorf("with-lock %q sent %q (INFO %q), want exactly hello, hset, set, info memory and eval", args, sent, info)
+		}
+		if want := []string{"hset", "{lock:}:names", "lock:x", ""}; !slices.Equal(hset, want) {
+			t.Errorf("HSET = %q, want %q: the name into the index of names, nothing else", hset, want)
 		}
 		if len(set) != 6 || !tokenRE.MatchString(set[2]) {
 			t.Fatalf("SET = %q, want set lock:x <token> %s %s nx", set, tc.unit, tc.span)
@@ -206,7 +213,7 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 		// token; the other keys are the record's, history's, last success's
 		// once-per marker's and leftovers note's, all in the lock's slot, and
 		// the index of the prefix's names that --list reads.
-		want := []string{"7", "lock:x", "{lock:x}:last", "{lock:x}:runs", "{lock:x}:ok", "{lock:x}:done", "{lock:x}:left", "{lock:}:index", set[2], "{lock:x}:w", "0"}
+		want := []string{"7", "lock:x", "{lock:x}:last", "{lock:x}:runs", "{lock:x}:ok", "{lock:x}:done", "{lock:x}:left", "{lock:}:names", set[2], "{lock:x}:w", "0"}
 		if len(eval) < 2+len(want) || !strings.Contains(eval[1], string(script)) || !slices.Equal(eval[2:2+len(want)], want) {
 			t.Errorf("EVAL = %q, want release.lua and the record's keys %q with the SET's token", eval, want[2:8])
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/config"
 )
 
 // Exit codes of --break.
@@ -19,9 +20,13 @@ const (
 
 // list prints every lock held under the prefix (--all: and every name with
 // a last-run record), as a table or one JSON object per line, and exits 0,
-// also when there is none. A Redis deployment's locks are listed by
-// scanning it, so the time it takes grows with the number of keys there.
-// With none, a terminal is told so and a pipe gets nothing.
+// also when there is none. On one Redis or Sentinel the names come from
+// the index of names every acquisition writes to (admin_index.go), so a
+// lock is listed from the moment it is taken and the time grows with the
+// locks, not the keys; a key another program set under the prefix is in no
+// index, which a terminal is told in one line after the table, with how to
+// see such keys (--scan). On a Cluster, a quorum or with --scan the keys are
+// scanned. With none, a terminal is told so and a pipe gets nothing.
 func (r *runner) list() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.RedisTimeout)
 	defer cancel()
@@ -39,15 +44,17 @@ func (r *runner) list() int {
 		}
 		return 0
 	}
+	// A person at a terminal is told; a script reading a pipe gets only
+	// the rows (and --json stays one object per lock).
+	tty := isTerminal(os.Stdout)
 	if len(locks) == 0 {
-		// A person at a terminal is told; a script reading a pipe gets
-		// no rows, as before (and --json stays one object per lock).
-		if isTerminal(os.Stdout) {
+		if tty {
 			what := "no locks held"
 			if r.cfg.All {
 				what = "no locks held and no last runs"
 			}
 			fmt.Printf("%s under %s\n", what, r.cfg.Prefix)
+			r.printIndexNote()
 		}
 		return 0
 	}
@@ -93,7 +100,19 @@ func (r *runner) list() int {
 	if err := w.Flush(); err != nil {
 		return r.log.failed(exitInternal, "write the list: %v", err)
 	}
+	if tty {
+		r.printIndexNote()
+	}
 	return 0
+}
+
+// printIndexNote says, where --list read the index of names, that keys
+// other programs set under the prefix are not in it, and how to see them.
+func (r *runner) printIndexNote() {
+	if r.cfg.Scan || r.cfg.Topology() == config.Cluster || r.cfg.Topology() == config.Quorum {
+		return // scanned: every key under the prefix was read
+	}
+	fmt.Printf("(keys other programs set under %s are not listed: with-lock --list --scan shows them)\n", r.cfg.Prefix)
 }
 
 // breakLock removes the lock whoever holds it and says on stdout whose it

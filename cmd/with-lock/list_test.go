@@ -27,7 +27,11 @@ type lockJSON struct {
 	Fence    int64      `json:"fence"`
 	Since    *time.Time `json:"since"`
 	Finished bool       `json:"finished"`
-	LastRun  *struct {
+	Holders  []struct {
+		Slot   int    `json:"slot"`
+		Holder string `json:"holder"`
+	} `json:"holders"`
+	LastRun *struct {
 		Holder     string    `json:"holder"`
 		Started    time.Time `json:"started"`
 		Finished   time.Time `json:"finished"`
@@ -97,13 +101,16 @@ func seeAndClearLocks(t *testing.T, args ...string) {
 		`echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 100`, pidfile)...)
 	cmdPid := clitest.ReadPids(t, 10*time.Second, pidfile, 1)[0]
 	host, pid := hostPid(t, holder.Pid())
-	// Where --list reads the index of names, a name that never ran before
-	// is in it from its holder's first renewal, a third of its TTL.
-	clitest.Eventually(t, 10*time.Second, "held-job is listed", func() bool {
-		r = wl("--list", "--json")
-		_, ok := parseLocks(t, r.Stdout)["held-job"]
-		return ok
-	})
+	// Listed from the moment it is taken, as is a --no-renew lock, on every
+	// deployment: from the index of names or by a scan.
+	young := startJob(t, nil, 0, append(append([]string{}, args...), "--no-renew", "--ttl", "60s", "young-job")...)
+	r = wl("--list", "--json")
+	if y := parseLocks(t, r.Stdout)["young-job"]; !y.Held || y.Holder != holderOf(young.token) {
+		t.Errorf("--list --json right after young-job was taken: %q", r.Stdout)
+	}
+	if r := young.finish(); r.Code != 0 {
+		t.Errorf("young-job: exit %d, stderr %q", r.Code, r.Stderr)
+	}
 	l := parseLocks(t, r.Stdout)["held-job"]
 	if r.Code != 0 || !l.Held || l.Holder != host+":"+pid || l.TTLMs <= 0 || l.TTLMs > 1000 {
 		t.Errorf("--list --json with a holder: exit %d, stdout %q", r.Code, r.Stdout)
