@@ -141,22 +141,22 @@ During \-\-min\-hold after the command ended it says the run finished; after
 a \-\-once\-per success, "done for the window starting ...".`,
 		"list": `Run no command: print every lock held under the prefix, one line each (name,
 holder, time left, fence, last run); exit 0, also when none is held (a
-terminal is then told so; a pipe gets nothing). On one
-Redis or through Sentinel the names come from the index
-.BI {lock:}:index
-that each release that records a run and each holder's first renewal add to,
-so its cost grows with the locks, not with the other keys: a name is listed
-from its first recorded run, or a new name from its holder's first renewal
-(a third of \-\-ttl). On a Cluster, a quorum, with \-\-scan (which also finds
-keys of older versions and other programs), or while the index is empty,
-the locks are found with SCAN: on a Cluster on every master, on a quorum on
-every node (held = on a majority).`,
+terminal is then told so; a pipe gets nothing). A lock is listed from the
+moment it is taken, whatever its flags. On one Redis or through Sentinel the
+names come from the index
+.BI {lock:}:names
+that every run writes its name to with its SET, so the cost grows with the
+locks, not with the other keys; a key another program set under the prefix
+is in no index, which a terminal is told in one last line, and
+\-\-scan shows it. On a Cluster, a quorum, or with \-\-scan the locks are
+found with SCAN: on a Cluster on every master, on a quorum on every node
+(held = on a majority).`,
 		"all": `With \-\-list, also the last runs of names not held now.`,
 		"scan": `With \-\-list, find the locks with SCAN over the whole keyspace instead of
 reading the index of names
-.BI {lock:}:index
-(see \-\-list): this also finds locks taken by older versions or other
-programs, at a cost that grows with every key in Redis.`,
+.BI {lock:}:names
+(see \-\-list): this also finds keys that other programs or older versions
+set under the prefix, at a cost that grows with every key in Redis.`,
 		"history": `Run no command: print the last runs of the lock
 .I name
 that are kept, newest first (finished, how long ago, holder, duration,

@@ -144,7 +144,7 @@ func settings(c *Config) []group {
 			{name: "status", field: &c.Status, help: "print who holds lock <name> and exit: 0 held, 1 free (no command)"},
 			{name: "list", field: &c.List, help: "list the locks held under the prefix and exit (no name, no command)"},
 			{name: "all", field: &c.All, help: "with --list, also the last runs of names not held now"},
-			{name: "scan", field: &c.Scan, help: "with --list, scan the keyspace instead of reading the index of names (finds locks of older versions)"},
+			{name: "scan", field: &c.Scan, help: "with --list, scan the keyspace instead of reading the index of names (also finds keys other programs set)"},
 			{name: "history", field: &c.History, help: "print the last runs of lock <name>, newest first, and exit (no command)"},
 			{name: "break", field: &c.Break,
 				help: "remove lock <name> whoever holds it and exit: 0 removed, 1 nothing held; the holder stops with 125"},
