@@ -239,7 +239,7 @@ func checkClean(adm *redis.Client) error {
 		ttl := adm.PTTL(context.Background(), k).Val()
 		record := strings.HasSuffix(k, "}:last") || strings.HasSuffix(k, "}:runs") || strings.HasSuffix(k, "}:ok")
 		return strings.Contains(k, "}:c:") && ttl > 0 && ttl <= 3*time.Second ||
-			record && ttl > 0 || strings.HasSuffix(k, "}:index")
+			record && ttl > 0 || strings.HasSuffix(k, "}:names")
 	})
 	if len(keys) > 0 {
 		return fmt.Errorf("keys left behind: %v", keys)
