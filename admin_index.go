@@ -231,12 +231,12 @@ func (s *single) unindex(ctx context.Context, prefix string, keys []string) erro
 // key's reads are not one transaction, unlike Status's: a lock taken or
 // released meanwhile may be shown either way, as List says. A key that
 // another program uses (WRONGTYPE, or a fence counter that is not a number)
-// gets a zero view.
+// gets a zero view; MGET reads a lock key of another type as missing.
 func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
-	reads := make([]*statusReads, len(keys))
+	reads := make([]listReads, len(keys))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, key := range keys {
-			reads[i] = queueStatus(ctx, p, key)
+			reads[i] = queueListReads(ctx, p, key)
 		}
 		return nil
 	})
@@ -257,6 +257,45 @@ func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
 		}
 	}
 	return views, nil
+}
+
+// listReads are the reads of one lock's status for List, two commands in
+// its pipeline however many keys beside it are read: MGET of the lock key,
+// its fence counter, last-run record, last success, once-per marker and
+// leftovers note (all in the key's Cluster slot), and the key's PTTL. A
+// thousand locks are then 2,000 commands rather than 7,000, which is what
+// --list's time went to.
+type listReads struct {
+	values *redis.SliceCmd
+	pttl   *redis.DurationCmd
+}
+
+func queueListReads(ctx context.Context, p redis.Pipeliner, key string) listReads {
+	return listReads{
+		values: p.MGet(ctx, key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)),
+		pttl:   p.PTTL(ctx, key),
+	}
+}
+
+// result reads the replies as readStatus reads its script's.
+func (r listReads) result() nodeStatus {
+	v, err := r.values.Result()
+	if err == nil && len(v) != 6 {
+		err = fmt.Errorf("unexpected reply %v", v)
+	}
+	if err == nil {
+		err = r.pttl.Err()
+	}
+	if err != nil {
+		return nodeStatus{err: err}
+	}
+	d := r.pttl.Val()
+	ms := d.Milliseconds()
+	if d < 0 {
+		ms = int64(d) // go-redis keeps PTTL's -1 and -2 as -1ns and -2ns
+	}
+	return statusOf(holderTTL(ms), scriptRead(v[0]), scriptRead(v[1]), scriptRead(v[2]),
+		scriptRead(v[3]), scriptRead(v[4]), scriptRead(v[5]))
 }
 
 // views reads each key as view does: a quorum needs every node's view of

@@ -194,42 +194,9 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 	return n
 }
 
-// statusReads are the reads of one lock's status, queued in one plain
-// pipeline for many keys in List (admin_index.go).
-type statusReads struct {
-	get, fence, record, success, done, left *redis.StringCmd
-	pttl                                    *redis.DurationCmd
-}
-
-func queueStatus(ctx context.Context, p redis.Pipeliner, key string) *statusReads {
-	return &statusReads{
-		get:     p.Get(ctx, key),
-		pttl:    p.PTTL(ctx, key),
-		fence:   p.Get(ctx, fenceKey(key)),
-		record:  p.Get(ctx, recordKey(key)),
-		success: p.Get(ctx, successKey(key)),
-		done:    p.Get(ctx, windowKey(key)),
-		left:    p.Get(ctx, leftKey(key)),
-	}
-}
-
 // errNotANumber is the error of a fence counter that another program
 // overwrote with text: List skips such a name as it skips a WRONGTYPE key.
 var errNotANumber = errors.New("is not a number")
-
-// result reads the replies as readStatus reads its script's.
-func (q *statusReads) result() nodeStatus {
-	if err := q.pttl.Err(); err != nil {
-		return nodeStatus{err: err}
-	}
-	d := q.pttl.Val()
-	ms := d.Milliseconds()
-	if d < 0 {
-		ms = int64(d) // go-redis keeps PTTL's -1 and -2 as -1ns and -2ns
-	}
-	return statusOf(holderTTL(ms), cmdRead(q.get), cmdRead(q.fence), cmdRead(q.record),
-		cmdRead(q.success), cmdRead(q.done), cmdRead(q.left))
-}
 
 // read is one GET's reply: its value, or its error (redis.Nil when the key
 // is missing).
@@ -237,8 +204,6 @@ type read struct {
 	val string
 	err error
 }
-
-func cmdRead(c *redis.StringCmd) read { return read{c.Val(), c.Err()} }
 
 // scriptRead is read for one GET's reply in a script's array reply.
 func scriptRead(v any) read {

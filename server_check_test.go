@@ -96,7 +96,8 @@ func TestOnlyTheFirstAcquisitionAsksTheEvictionPolicy(t *testing.T) {
 			}
 		}
 		want := []string{"set", "evalsha"} // after the first release, the script's digest
-		if i == 0 { // the name's write into the index of names too (admin_index.go)
+		if i == 0 {
+			// The name's write into the index of names too (admin_index.go).
 			want = []string{"hset", "set", "info", "eval"}
 		}
 		if !slices.Equal(sent, want) {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -35,12 +38,19 @@ func (r *runner) list() int {
 		return r.redisFailed(err)
 	}
 	if r.cfg.JSON {
+		// One write for the whole list, not one per lock: a thousand
+		// writes were a good part of --list --json's time.
+		w := bufio.NewWriter(os.Stdout)
+		enc := json.NewEncoder(w) // one object and a newline each, as printJSON
 		for _, st := range locks {
 			out := newStatusJSON(st)
 			out.Name = strings.TrimPrefix(st.Key, r.cfg.Prefix)
-			if err := printJSON(out); err != nil {
-				return r.log.failed(exitInternal, "%v", err)
+			if err := enc.Encode(out); err != nil {
+				return r.log.failed(exitInternal, "encode as JSON: %v", err)
 			}
+		}
+		if err := w.Flush(); err != nil {
+			return r.log.failed(exitInternal, "write the list: %v", err)
 		}
 		return 0
 	}
@@ -59,7 +69,10 @@ func (r *runner) list() int {
 		return 0
 	}
 	now := time.Now()
-	w := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
+	// tabwriter writes each cell and its padding apart: buffered, the table
+	// is one write, not one per cell.
+	out := bufio.NewWriter(os.Stdout)
+	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tHOLDER\tHELD FOR\tEXPIRES IN\tFENCE\tLAST RUN")
 	for _, st := range locks {
 		name := strings.TrimPrefix(st.Key, r.cfg.Prefix)
@@ -97,7 +110,7 @@ func (r *runner) list() int {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", name, holder, heldFor, ttl, fence, last)
 	}
-	if err := w.Flush(); err != nil {
+	if err := errors.Join(w.Flush(), out.Flush()); err != nil {
 		return r.log.failed(exitInternal, "write the list: %v", err)
 	}
 	if tty {

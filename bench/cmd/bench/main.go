@@ -49,7 +49,7 @@ func main() {
 	flag.IntVar(&c.fairRounds, "fair-rounds", 3, "interleaved rounds of the fair-line measurement (a Client per waiter)")
 	flag.IntVar(&c.cliRuns, "cli-runs", 150, "runs of each CLI way")
 	flag.IntVar(&c.pipedRuns, "piped-runs", 15, "runs of each way of the output part (100 MB through with-lock)")
-	flag.IntVar(&c.listRuns, "list-runs", 5, "runs of each --list way (0: skip the fleet view)")
+	flag.IntVar(&c.listRuns, "list-runs", 11, "runs of each --list way (0: skip the fleet view)")
 	flag.IntVar(&c.listKeys, "list-keys", 2_000_000, "unrelated keys beside the locks in the fleet view's Redis")
 	flag.IntVar(&c.listLocks, "list-locks", 1000, "locks held in the fleet view's Redis")
 	flag.StringVar(&c.root, "root", "..", "the with-lock checkout")
