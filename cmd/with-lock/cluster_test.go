@@ -174,7 +174,7 @@ func TestCluster(t *testing.T) {
 	t.Run("a node without --cluster is said to be one on every path", func(t *testing.T) {
 		var node *redistest.Server // serves neither lock:x nor the index --list reads
 		for _, n := range cl.Nodes {
-			if n != cl.NodeFor("lock:x") && n != cl.NodeFor("{lock:}:index") {
+			if n != cl.NodeFor("lock:x") && n != cl.NodeFor("{lock:}:names") {
 				node = n
 			}
 		}
