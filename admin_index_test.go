@@ -93,8 +93,13 @@ func TestAClientWritesANameIntoTheIndexOncePerPeriod(t *testing.T) {
 			tc.rdb.AddHook(&trips)
 			c := withlock.New(tc.rdb, nil)
 			// A Client's first acquisition also asks INFO memory
-			// (server_check.go): another name's, here.
-			if err := mustAcquire(t, c, "first", time.Minute).Release(ctx); err != nil {
+			// (server_check.go), after the SET in the same round trip:
+			// another name's, here.
+			first := mustAcquire(t, c, "first", time.Minute)
+			if got := trips.reset(); len(got) != 1 || !slices.Equal(got[0], []string{"hset", "set", "info"}) {
+				t.Errorf("the Client's first acquisition sent %q, want one round trip of hset, set, info", got)
+			}
+			if err := first.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			acquire := func() []string {
