@@ -271,16 +271,17 @@ type listReads struct {
 }
 
 func queueListReads(ctx context.Context, p redis.Pipeliner, key string) listReads {
-	return listReads{
-		values: p.MGet(ctx, key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)),
-		pttl:   p.PTTL(ctx, key),
+	keys := []string{key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)}
+	if pk, ok := pauseKey(key); ok {
+		keys = append(keys, pk) // pause.go
 	}
+	return listReads{values: p.MGet(ctx, keys...), pttl: p.PTTL(ctx, key)}
 }
 
 // result reads the replies as readStatus reads its script's.
 func (r listReads) result() nodeStatus {
 	v, err := r.values.Result()
-	if err == nil && len(v) != 6 {
+	if err == nil && len(v) != 6 && len(v) != 7 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
 	if err == nil {
@@ -294,8 +295,12 @@ func (r listReads) result() nodeStatus {
 	if d < 0 {
 		ms = int64(d) // go-redis keeps PTTL's -1 and -2 as -1ns and -2ns
 	}
-	return statusOf(holderTTL(ms), scriptRead(v[0]), scriptRead(v[1]), scriptRead(v[2]),
+	n := statusOf(holderTTL(ms), scriptRead(v[0]), scriptRead(v[1]), scriptRead(v[2]),
 		scriptRead(v[3]), scriptRead(v[4]), scriptRead(v[5]))
+	if len(v) == 7 && n.err == nil {
+		n.pause, _ = v[6].(string)
+	}
+	return n
 }
 
 // views reads each key as view does: a quorum needs every node's view of

@@ -69,10 +69,10 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 		if err != nil {
 			return nil, err
 		}
-		if st.Held || (all && st.LastRun != nil) {
+		if st.Held || st.Paused != nil || (all && st.LastRun != nil) {
 			list = append(list, st)
 		}
-		if !st.Held && len(v.records) == 0 && len(v.successes) == 0 {
+		if !st.Held && st.Paused == nil && len(v.records) == 0 && len(v.successes) == 0 {
 			stale = append(stale, keys[i])
 		}
 	}

@@ -70,6 +70,10 @@ type Status struct {
 	// processes it started still run under the lock (Lock.NoteLeftovers);
 	// nil otherwise.
 	Leftovers *Leftovers
+	// Paused is the name's pause (Client.Pause), nil when none. While a
+	// holder that took the lock before the pause runs, Held is true and
+	// Paused.Pending; once the pause holds, Held is false.
+	Paused *Pause
 	// EvictionPolicy is the maxmemory-policy of the server that keeps
 	// the lock when that server may evict it: its maxmemory is set and
 	// its policy is not noeviction, so under memory pressure it may delete
@@ -158,6 +162,7 @@ type nodeStatus struct {
 	done    string // the once-per marker, "" when none
 	left    string // the leftovers note, "" when none
 	evicts  string // as Status.EvictionPolicy
+	pause   string // the pause beside the key (pauseKey), "" when none
 }
 
 // statusScript reads keys at one moment, for Status: KEYS are the keys,
@@ -178,6 +183,9 @@ var statusScript = lazyScript("status.lua")
 // the node says of its eviction policy (Status.EvictionPolicy).
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
 	keys := []string{key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)}
+	if pk, ok := pauseKey(key); ok {
+		keys = append(keys, pk) // pause.go
+	}
 	v, err := rdb.Eval(ctx, statusScript(), keys, 1, 1).Slice()
 	if err == nil && len(v) != len(keys)+2 {
 		err = fmt.Errorf("unexpected reply %v", v)
@@ -188,7 +196,10 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 	ms, _ := v[1].(int64)
 	n := statusOf(holderTTL(ms), scriptRead(v[0]),
 		scriptRead(v[2]), scriptRead(v[3]), scriptRead(v[4]), scriptRead(v[5]), scriptRead(v[6]))
-	if info, ok := v[7].(string); ok && n.err == nil {
+	if len(keys) > 6 && n.err == nil {
+		n.pause, _ = v[7].(string)
+	}
+	if info, ok := v[len(v)-1].(string); ok && n.err == nil {
 		n.evicts = evictingPolicy(info) // server_check.go
 	}
 	return n

@@ -233,6 +233,9 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 	if n, ok := slotsOf(holder); ok {
 		return &SlotsError{Key: l.key, Have: n, Want: 1}
 	}
+	if p, ok := pauseOf(holder); ok { // pause.go
+		return &PausedError{Key: l.key, Pause: p}
+	}
 	if holder != l.token {
 		return notObtained(l.key, holder, ttl)
 	}
@@ -355,6 +358,9 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 	holder, _ := res[0].(string)
 	if n, ok := slotsOf(holder); ok { // a semaphore took the name meanwhile
 		return 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
+	}
+	if p, ok := pauseOf(holder); ok { // paused: the waits end, as a try does
+		return 0, nil, &PausedError{Key: key, Pause: p}
 	}
 	pttl, _ := res[1].(int64)
 	seen := make([]lineSeen, len(entries))

@@ -3,8 +3,18 @@
 -- live, then entries to look for.
 local k, b = KEYS[1], ARGV[1]
 redis.call('set', b .. ':c:' .. ARGV[2], 1, 'PX', ARGV[3])
-redis.call('set', b .. ':w', 1, 'PX', ARGV[3])
-if redis.call('exists', k) == 0 then
+if redis.call('pttl', b .. ':w') ~= -1 then
+  redis.call('set', b .. ':w', 1, 'PX', ARGV[3])
+end
+local paused = redis.call('exists', k) == 0 and redis.call('get', b .. ':pause')
+if paused then
+  local t = redis.call('pttl', b .. ':pause')
+  if t > 0 then
+    redis.call('set', k, paused, 'PX', t)
+  else
+    redis.call('set', k, paused)
+  end
+elseif redis.call('exists', k) == 0 then
   while true do
     local e = redis.call('lpop', b .. ':q')
     if not e then

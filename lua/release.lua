@@ -18,6 +18,17 @@ if m ~= '' and cid == '' then
 end
 if m ~= '' then
   local b = string.sub(m, 1, -3)
+  local p = redis.call('get', b .. ':pause')
+  if p then
+    local t = redis.call('pttl', b .. ':pause')
+    if t > 0 then
+      redis.call('set', k, p, 'PX', t)
+    else
+      redis.call('set', k, p)
+    end
+    redis.call('publish', k, '')
+    return 1
+  end
   while true do
     local e = redis.pcall('lpop', b .. ':q')
     if type(e) ~= 'string' then

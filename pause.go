@@ -1,0 +1,252 @@
+package withlock
+
+// Pausing a name everywhere (Client.Pause, Client.Resume): the pause is a
+// value in the lock's own key, so that every acquisition's SET NX, which is
+// sent anyway, collides with it and finds out; while a holder runs, it
+// waits beside the key and its release puts it in.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrPaused means the lock's name is paused (Client.Pause): nothing takes
+// it until the pause ends. Errors that match it are *PausedError and also
+// match ErrNotObtained, so that a caller that skips a busy run skips a
+// paused one too; a waiting Acquire ends with it at once.
+var ErrPaused = errors.New("lock is paused")
+
+// Pause is a pause of a lock's name, as Client.Pause sets it and Status
+// and PausedError report it.
+type Pause struct {
+	By     string    // who paused it, "<host>:<user>"
+	Since  time.Time // when it was paused
+	Until  time.Time // when it ends by itself; zero: only Resume ends it
+	Reason string    // why, as given; may be ""
+	// Pending is true, in Status, while a holder that took the lock
+	// before the pause still runs: the pause takes effect at its release.
+	Pending bool
+}
+
+// PausedError is the error of an acquisition that found its name paused.
+type PausedError struct {
+	Key   string
+	Pause Pause
+}
+
+// Error says who paused the key, since when, why and until when.
+func (e *PausedError) Error() string {
+	return e.Key + " is " + e.Pause.Describe(time.Now())
+}
+
+// Is makes errors.Is match ErrPaused and ErrNotObtained.
+func (e *PausedError) Is(target error) bool { return target == ErrPaused || target == ErrNotObtained }
+
+// Describe is p in words, as of now: "paused by host:user since 10:02:03
+// (reason), until 11:02:03" or "..., until resumed".
+func (p Pause) Describe(now time.Time) string {
+	var b strings.Builder
+	b.WriteString("paused by " + p.By + " since " + stamp(p.Since, now))
+	if p.Reason != "" {
+		b.WriteString(" (" + p.Reason + ")")
+	}
+	if p.Until.IsZero() {
+		b.WriteString(", until resumed")
+	} else {
+		b.WriteString(", until " + stamp(p.Until, now))
+	}
+	return b.String()
+}
+
+// stamp is t as a clock time, with its date when not today.
+func stamp(t, now time.Time) string {
+	t = t.Local()
+	if y, m, d := t.Date(); y == now.Local().Year() && m == now.Local().Month() && d == now.Local().Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+// pausePrefix starts a pause's value in a lock key: no token starts with
+// it ('|' is in no host name) nor does a semaphore's marker.
+const pausePrefix = "paused|"
+
+// pauseValue is p stored: "paused|<by>|<since ms>|<until ms or 0>|<reason>".
+func pauseValue(p Pause) string {
+	until := int64(0)
+	if !p.Until.IsZero() {
+		until = p.Until.UnixMilli()
+	}
+	return pausePrefix + p.By + "|" + strconv.FormatInt(p.Since.UnixMilli(), 10) + "|" +
+		strconv.FormatInt(until, 10) + "|" + p.Reason
+}
+
+// pauseOf reads a lock key's value v as a pause, false when it is none.
+func pauseOf(v string) (Pause, bool) {
+	rest, ok := strings.CutPrefix(v, pausePrefix)
+	if !ok {
+		return Pause{}, false
+	}
+	f := strings.SplitN(rest, "|", 4)
+	if len(f) != 4 {
+		return Pause{}, false
+	}
+	p := Pause{By: f[0], Reason: f[3]}
+	if ms, err := strconv.ParseInt(f[1], 10, 64); err == nil && ms > 0 {
+		p.Since = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(f[2], 10, 64); err == nil && ms > 0 {
+		p.Until = time.UnixMilli(ms)
+	}
+	return p, true
+}
+
+// pauseKey is where a pause waits beside the lock key key while a holder
+// runs, and what the release script and the line's check read: "<base>:pause".
+func pauseKey(key string) (string, bool) {
+	b, ok := lineBase(key)
+	return b + ":pause", ok
+}
+
+var (
+	// pauseScript pauses a name. KEYS are the lock key, its pause key
+	// (pauseKey) and its waiting mark; ARGV the pause's value, the ms it
+	// lasts (0: until resumed), pausePrefix and markerPrefix. It stores the
+	// value at the pause key and, when the lock key is free or paused, in
+	// the lock key, where every acquisition's SET NX collides with it;
+	// with a holder it sets the waiting mark without expiry instead, so
+	// that the holder's release takes the release script's slow path,
+	// which moves the pause into the key. It replies {1, ''} when the
+	// pause holds at once, {0, holder's token} when it waits for that
+	// holder, {-1, marker} for a semaphore's name, which it leaves alone.
+	pauseScript = lazyScript("pause.lua")
+	// resumeScript ends a pause: KEYS as pauseScript's, ARGV pausePrefix
+	// and the ms waiters keep the waiting mark alive, which the mark gets
+	// back in place of the pause's no expiry. It deletes the pause key,
+	// and the lock key when it holds a pause (and then publishes, as a
+	// release does). It replies how many keys it deleted.
+	resumeScript = lazyScript("resume.lua")
+)
+
+// Pause pauses the lock called name until Resume, or until p.Until when
+// set: every acquisition of it, by any Client on the deployment, fails at
+// once with a *PausedError (ErrPaused) and waits end. p.By and p.Since are
+// filled in when empty. A holder that runs is not stopped: the pause takes
+// effect when it releases, and Pause returns it (nil when the pause holds
+// at once). It costs the acquisitions nothing: their SET NX collides with
+// the pause's value in the key. One deployment only: a quorum or a
+// semaphore's name is refused (errors.ErrUnsupported).
+func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, error) {
+	if name == "" {
+		return nil, ErrEmptyName
+	}
+	key := c.Key(name)
+	s, err := c.pauser("pause " + key)
+	if err != nil {
+		return nil, err
+	}
+	pk, ok := pauseKey(key)
+	if !ok {
+		return nil, unsupported(fmt.Sprintf("pause %s: a key with '}' but no hash tag has no room for a pause beside it", key))
+	}
+	if p.Since.IsZero() {
+		p.Since = time.Now()
+	}
+	if p.By == "" {
+		p.By = pauser()
+	}
+	var ms int64
+	if !p.Until.IsZero() {
+		if ms = time.Until(p.Until).Milliseconds(); ms <= 0 {
+			return nil, fmt.Errorf("pause %s: its end %s has passed", key, p.Until.Format(time.RFC3339))
+		}
+	}
+	var script *redis.Cmd
+	_, err = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		if hasIndex(s.rdb) { // List shows the paused name, as it shows a taken one (admin_index.go)
+			pipe.HSet(ctx, indexKey(c.prefix), key, "")
+		}
+		script = pipe.Eval(ctx, pauseScript(), []string{key, pk, waitMark(key)},
+			pauseValue(p), ms, pausePrefix, markerPrefix)
+		return nil
+	})
+	res, serr := script.Slice()
+	if err == nil || serr != nil {
+		err = serr
+	}
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
+	if err != nil {
+		return nil, opError("pause", key, err)
+	}
+	n, _ := res[0].(int64)
+	v, _ := res[1].(string)
+	switch n {
+	case 1:
+		return nil, nil
+	case -1:
+		slots, _ := slotsOf(v)
+		return nil, unsupported(fmt.Sprintf("pause %s: it is a semaphore's name (%d slots), which cannot be paused", key, slots))
+	}
+	h := notObtained(key, v, 0).Holder
+	return &h, nil
+}
+
+// Resume ends the pause of the lock called name, set by Pause. It reports
+// whether there was one.
+func (c *Client) Resume(ctx context.Context, name string) (bool, error) {
+	if name == "" {
+		return false, ErrEmptyName
+	}
+	key := c.Key(name)
+	s, err := c.pauser("resume " + key)
+	if err != nil {
+		return false, err
+	}
+	pk, ok := pauseKey(key)
+	if !ok {
+		return false, nil
+	}
+	n, err := s.rdb.Eval(ctx, resumeScript(), []string{key, pk, waitMark(key)}, pausePrefix, aliveFor.Milliseconds()).Int64()
+	if err != nil {
+		return false, opError("resume", key, err)
+	}
+	return n > 0, nil
+}
+
+// pauser is the one deployment that keeps c's locks, or for op an error
+// that matches errors.ErrUnsupported.
+func (c *Client) pauser(op string) (*single, error) {
+	if s, ok := c.b.(*single); ok {
+		return s, nil
+	}
+	if _, ok := c.b.(slotted); ok {
+		return nil, unsupported(op + ": a semaphore's name cannot be paused")
+	}
+	return nil, unsupported(op + ": only a lock on one Redis deployment can be paused, not a quorum's")
+}
+
+// pauser names who pauses: "<host>:<user>", the user from $USER or else
+// the account running this process.
+func pauser() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	name := os.Getenv("USER")
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+	}
+	return strings.ReplaceAll(host+":"+name, "|", "_") // '|' separates the value's fields
+}
