@@ -67,7 +67,7 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 			return nil, code
 		}
 		if r.cfg.ConflictExit != 0 {
-			if r.cfg.Wait > 0 {
+			if r.cfg.Wait > 0 && !errors.Is(err, withlock.ErrPaused) { // a pause ends the wait at once: busy.go says so
 				r.gaveUp(err, time.Since(start))
 			} else {
 				r.busy(err) // busy.go

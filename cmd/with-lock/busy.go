@@ -20,6 +20,10 @@ func (r *runner) busy(err error) {
 	if r.log.quiet {
 		return
 	}
+	if line, ok := pausedLine(err); ok { // pause.go
+		r.log.warn("paused", fields{}, "%s; command not run", line)
+		return
+	}
 	var held *withlock.NotObtainedError
 	if !errors.As(err, &held) {
 		r.log.warn("busy", fields{}, "%v; command not run", err)

@@ -95,6 +95,11 @@ func (r *runner) list() int {
 				st.Leftovers.Processes, plural(st.Leftovers.Processes, "process", "processes"))
 		case st.Held:
 			holder = st.Holder.ID
+		case st.Paused != nil:
+			holder = "(paused by " + st.Paused.By + ")"
+		}
+		if st.Held && st.Paused != nil {
+			holder += " (paused at its release)"
 		}
 		switch {
 		case st.Holder.TTL < 0:

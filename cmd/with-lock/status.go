@@ -37,6 +37,10 @@ func (r *runner) admin() (code int, ok bool) {
 		action = r.breakLock // list.go
 	case r.cfg.History:
 		action = r.history // history.go
+	case r.cfg.Pause:
+		action = r.pause // pause.go
+	case r.cfg.Resume:
+		action = r.resume // pause.go
 	default:
 		return 0, false
 	}
@@ -84,6 +88,8 @@ type statusJSON struct {
 	// EvictionPolicy: the server may evict the lock under memory pressure
 	// (eviction.go); --status only, as --list does not ask.
 	EvictionPolicy string `json:"eviction_policy,omitempty"`
+
+	Paused *pauseJSON `json:"paused,omitempty"` // --pause's, until --resume or --for (pause.go)
 }
 
 // spanJSON is a --once-per window.
@@ -137,6 +143,7 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 	}
 	out.LastRun, out.LastSuccess = newRunJSON(st.LastRun), newRunJSON(st.LastSuccess)
 	out.Leftovers, out.EvictionPolicy = st.Leftovers, st.EvictionPolicy
+	out.Paused = newPauseJSON(st.Paused)
 	if st.Done != nil {
 		out.Done = &spanJSON{st.Done.Start, st.Done.End}
 	}
@@ -217,6 +224,8 @@ func statusLine(st *withlock.Status) string {
 	switch {
 	case st.Slots > 0:
 		fmt.Fprintf(&b, "%s is a semaphore: %d of %d slots held", st.Key, len(st.Holders), st.Slots)
+	case !st.Held && st.Paused != nil:
+		fmt.Fprintf(&b, "%s is %s", st.Key, st.Paused.Describe(time.Now()))
 	case !st.Held:
 		fmt.Fprintf(&b, "%s is free", st.Key)
 	case st.KeptByMinHold:
@@ -232,6 +241,9 @@ func statusLine(st *withlock.Status) string {
 	}
 	if st.Fence > 0 {
 		fmt.Fprintf(&b, ", fence %d", st.Fence)
+	}
+	if st.Held && st.Paused != nil {
+		b.WriteString("; " + pendingLine(st.Paused)) // pause.go
 	}
 	return b.String()
 }

@@ -62,6 +62,7 @@ type Config struct {
 	Monitoring  // what the monitoring learns of a run: monitoring.go
 	Capture     // what is kept of the command's output: capture.go
 	Stopping    // how the job is stopped: stopping.go
+	Pausing     // --pause and --resume: pause.go
 
 	// File is the config file: --config's, WITH_LOCK_CONFIG's, or
 	// DefaultFile, which may be missing.
@@ -305,6 +306,9 @@ func (c *Config) validate() error {
 	if err := c.validateCapture(); err != nil { // capture.go
 		return err
 	}
+	if err := c.validatePausing(); err != nil { // pause.go
+		return err
+	}
 	if err := c.validateStopping(); err != nil { // stopping.go
 		return err
 	}
@@ -390,6 +394,10 @@ func (c *Config) action() string {
 		return "--history"
 	case c.Check != "":
 		return "--check"
+	case c.Pause:
+		return "--pause"
+	case c.Resume:
+		return "--resume"
 	}
 	return ""
 }
@@ -397,14 +405,14 @@ func (c *Config) action() string {
 // validateActions refuses flags that contradict the action requested.
 func (c *Config) validateActions() error {
 	n := 0
-	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History, c.Check != ""} {
+	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History, c.Check != "", c.Pause, c.Resume} {
 		if on {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return errors.New("--status, --list, --break, --history, --check and --print-config go alone: pick one")
+		return errors.New("--status, --list, --break, --history, --check, --pause, --resume and --print-config go alone: pick one")
 	case c.JSON && !c.Status && !c.List && !c.PrintConfig && !c.History && c.Check == "":
 		return errors.New("--json goes with --status, --list, --history, --check or --print-config")
 	case c.All && !c.List:

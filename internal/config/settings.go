@@ -152,6 +152,13 @@ func settings(c *Config) []group {
 			{name: "version", field: &c.Version, help: "print the version and exit"},
 			{name: "help", short: "h", field: new(bool), help: "show this help"},
 		}},
+		{"Pausing a name everywhere", []setting{
+			{name: "pause", field: &c.Pause,
+				help: "pause lock <name> on every host and exit: runs refuse with the busy code until --resume; a running holder is not stopped"},
+			{name: "for", cli: true, field: &c.PauseFor, help: "with --pause, end the pause by itself after `DUR`"},
+			{name: "reason", cli: true, field: &c.PauseReason, help: "with --pause, why: every refused run prints this `TEXT`"},
+			{name: "resume", field: &c.Resume, help: "end the pause of lock <name> and exit: 0 resumed, 1 it was not paused"},
+		}},
 	}
 }
 
