@@ -63,6 +63,9 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		return lock, 0
 	case errors.Is(err, withlock.ErrNotObtained):
 		r.mon.skipped = outcomeBusy
+		if errors.Is(err, withlock.ErrPaused) {
+			r.mon.skipped = outcomePaused
+		}
 		if code, skip := r.doneWhileBusy(); skip { // onceper.go: kept by --min-hold after a success
 			return nil, code
 		}

@@ -46,6 +46,8 @@ type checkJSON struct {
 	// EvictionPolicy: the server may evict the lock (eviction.go), which
 	// makes the verdict at least WARNING.
 	EvictionPolicy string `json:"eviction_policy,omitempty"`
+	// Paused: --pause's, which makes the verdict at least WARNING.
+	Paused *pauseJSON `json:"paused,omitempty"`
 }
 
 type checkRunning struct {
@@ -78,7 +80,7 @@ func (r *runner) check() int {
 	case err != nil:
 		v.msg = "cannot read the records: " + r.inUserWords(err)
 	default:
-		v = mayEvict(r.judge(st, time.Now()), st)
+		v = mayEvict(whilePaused(r.judge(st, time.Now()), st), st) // pause.go
 	}
 	if !r.cfg.JSON {
 		fmt.Printf("WITH-LOCK %s - %s\n", checkStates[v.code], oneLineText(v.msg))
@@ -169,7 +171,7 @@ func (r *runner) checkJSON(v verdict, st *withlock.Status, now time.Time) checkJ
 	if st == nil {
 		return out
 	}
-	out.Key, out.EvictionPolicy = st.Key, st.EvictionPolicy
+	out.Key, out.EvictionPolicy, out.Paused = st.Key, st.EvictionPolicy, newPauseJSON(st.Paused)
 	if st.Held && !st.KeptByMinHold {
 		out.Running = &checkRunning{Holder: st.Holder.ID}
 		if !st.Holder.Since.IsZero() {

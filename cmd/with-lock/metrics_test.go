@@ -48,6 +48,12 @@ func TestMetricsFileRecordsEveryOutcome(t *testing.T) {
 			}
 			return e.run("--metrics-dir", dir, name, "true")
 		}},
+		{"paused", 75, false, func(t *testing.T, name, dir string) clitest.Result {
+			if r := e.run("--pause", name); r.Code != 0 {
+				t.Fatalf("--pause: exit %d, stderr %q", r.Code, r.Stderr)
+			}
+			return e.run("--metrics-dir", dir, name, "true")
+		}},
 		{"lost", 125, true, func(t *testing.T, name, dir string) clitest.Result {
 			j := e.startJob(0, "--metrics-dir", dir, "--ttl", "1s", name)
 			if err := e.rdb.Set(ctx, j.key, foreign, time.Minute).Err(); err != nil {
@@ -78,7 +84,7 @@ func TestMetricsFileRecordsEveryOutcome(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr %q", res.Code, tc.code, res.Stderr)
 			}
 			m := readMetrics(t, filepath.Join(dir, "with-lock-"+name+".prom"), name)
-			for _, o := range []string{"ok", "failed", "lost", "timed-out", "busy", "done", "error"} {
+			for _, o := range []string{"ok", "failed", "lost", "timed-out", "busy", "paused", "done", "error"} {
 				want := 0.0
 				if o == tc.outcome {
 					want = 1

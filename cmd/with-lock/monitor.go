@@ -16,12 +16,13 @@ const (
 	outcomeLost     = withlock.OutcomeLost     // the lock was lost while the command ran
 	outcomeTimedOut = withlock.OutcomeTimedOut // --max-run stopped the job: exit 124
 	outcomeBusy     = "busy"                   // not run: another owner held the lock
+	outcomePaused   = "paused"                 // not run: --pause paused the name
 	outcomeDone     = "done"                   // not run: --once-per's window already had its success
 	outcomeError    = "error"                  // not run: command not found, Redis unreachable or refusing, with-lock interrupted
 )
 
 // outcomes lists every outcome, in the order the metrics show them.
-var outcomes = []string{outcomeOK, outcomeFailed, outcomeLost, outcomeTimedOut, outcomeBusy, outcomeDone, outcomeError}
+var outcomes = []string{outcomeOK, outcomeFailed, outcomeLost, outcomeTimedOut, outcomeBusy, outcomePaused, outcomeDone, outcomeError}
 
 // monitor is what a run learns for the monitoring outputs (--metrics-dir,
 // --ping) beyond its exit code. The code that decides sets it:
@@ -30,7 +31,7 @@ var outcomes = []string{outcomeOK, outcomeFailed, outcomeLost, outcomeTimedOut, 
 //   - finish sets lost when the lock was lost while the command ran.
 type monitor struct {
 	begun   time.Time // when with-lock began the run, before acquiring
-	skipped string    // outcomeBusy or outcomeDone: the lock said not to run
+	skipped string    // outcomeBusy, outcomePaused or outcomeDone: the lock said not to run
 	lost    bool
 	ping    *pinger // --ping: set once the start ping is on its way (ping.go)
 }

@@ -97,3 +97,18 @@ func newPauseJSON(p *withlock.Pause) *pauseJSON {
 	}
 	return out
 }
+
+// whilePaused is --check's verdict v for a name that may be paused: at
+// least WARNING while it is, so that a job paused for maintenance and
+// forgotten is noticed before its records age into CRITICAL.
+func whilePaused(v verdict, st *withlock.Status) verdict {
+	if st.Paused == nil {
+		return v
+	}
+	v.code = max(v.code, checkWarning)
+	v.msg += "; " + st.Paused.Describe(time.Now())
+	if st.Paused.Pending {
+		v.msg += " (takes effect when the running holder releases)"
+	}
+	return v
+}

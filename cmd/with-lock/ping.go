@@ -80,9 +80,9 @@ func (r *runner) pingEnd(outcome string, code int) {
 		p.send(ctx, http.MethodGet, strconv.Itoa(code), "")
 	case !r.acquiredAt.IsZero(): // held the lock, but the command did not start
 		r.newPinger().send(ctx, http.MethodGet, strconv.Itoa(code), "")
-	case r.cfg.PingSkips && (outcome == outcomeBusy || outcome == outcomeDone):
+	case r.cfg.PingSkips && (outcome == outcomeBusy || outcome == outcomePaused || outcome == outcomeDone):
 		host, _ := os.Hostname()
-		why := map[string]string{outcomeBusy: "the lock is busy", outcomeDone: "already done in this window"}[outcome]
+		why := map[string]string{outcomeBusy: "the lock is busy", outcomePaused: "it is paused (--pause)", outcomeDone: "already done in this window"}[outcome]
 		r.newPinger().send(ctx, http.MethodPost, "log", fmt.Sprintf("with-lock: %s not run on %s: %s (exit %d)\n", r.cfg.Name, host, why, code))
 	}
 }
