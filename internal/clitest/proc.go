@@ -29,6 +29,9 @@ type Spec struct {
 	// or "unshare --pid --fork" would: the Proc is then that command's
 	// process.
 	Prefix []string
+	// Program, when set, runs in place of the binary: a script that runs
+	// with-lock itself, found on the PATH that Env sets.
+	Program string
 }
 
 // Proc is a with-lock run in the background, for tests that act on it while
@@ -58,6 +61,9 @@ func (s Spec) Start(t testing.TB) *Proc {
 	if len(s.Prefix) > 0 {
 		p.Cmd.Args = append(append(s.Prefix[:len(s.Prefix):len(s.Prefix)], p.Cmd.Path), s.Args...)
 		p.Cmd.Path, p.Cmd.Err = exec.LookPath(s.Prefix[0])
+	}
+	if s.Program != "" {
+		p.Cmd.Path, p.Cmd.Args = s.Program, append([]string{s.Program}, s.Args...)
 	}
 	p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Stdin, &p.stdout, &p.stderr
 	if s.Terminal != nil {
