@@ -157,7 +157,7 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 // line base (lineBase): its fair line, its waiting mark, a waiting Client's
 // liveness key, a semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
-	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "left"} {
+	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "left", "pause"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
 			return true
 		}

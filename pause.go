@@ -109,8 +109,15 @@ func pauseOf(v string) (Pause, bool) {
 	return p, true
 }
 
-// pauseKey is where a pause waits beside the lock key key while a holder
-// runs, and what the release script and the line's check read: "<base>:pause".
+// pauseKeys are the keys pauseScript and resumeScript are given for the
+// lock key key, whose pause key is pk.
+func pauseKeys(key, pk string) []string {
+	b, _ := lineBase(key)
+	return []string{key, pk, waitMark(key), b + ":q"}
+}
+
+// pauseKey is where a pause is kept beside the lock key key, for Status
+// and Resume: "<base>:pause".
 func pauseKey(key string) (string, bool) {
 	b, ok := lineBase(key)
 	return b + ":pause", ok
@@ -118,21 +125,26 @@ func pauseKey(key string) (string, bool) {
 
 var (
 	// pauseScript pauses a name. KEYS are the lock key, its pause key
-	// (pauseKey) and its waiting mark; ARGV the pause's value, the ms it
-	// lasts (0: until resumed), pausePrefix and markerPrefix. It stores the
-	// value at the pause key and, when the lock key is free or paused, in
-	// the lock key, where every acquisition's SET NX collides with it;
-	// with a holder it sets the waiting mark without expiry instead, so
-	// that the holder's release takes the release script's slow path,
-	// which moves the pause into the key. It replies {1, ''} when the
+	// (pauseKey), its waiting mark and its fair line; ARGV the pause's
+	// value, the ms it lasts (0: until resumed), pausePrefix and
+	// markerPrefix. It stores the value at the pause key (which Status
+	// reads) and, when the lock key is free or paused, in the lock key,
+	// where every acquisition's SET NX collides with it. With a holder, it
+	// puts the entry "0|0|<value>" at the head of the fair line and sets
+	// the waiting mark to "p" without expiry: the holder's release then
+	// takes the release script's slow path, which serves the line, and the
+	// pause's entry, first in line, takes the key for the rest of the
+	// pause (the line's check does the same when it finds the key free: a
+	// holder that crashed). The line's check, which refreshes the mark for
+	// those waiting, keeps a "p" as it is. It replies {1, ''} when the
 	// pause holds at once, {0, holder's token} when it waits for that
 	// holder, {-1, marker} for a semaphore's name, which it leaves alone.
 	pauseScript = lazyScript("pause.lua")
 	// resumeScript ends a pause: KEYS as pauseScript's, ARGV pausePrefix
-	// and the ms waiters keep the waiting mark alive, which the mark gets
-	// back in place of the pause's no expiry. It deletes the pause key,
-	// and the lock key when it holds a pause (and then publishes, as a
-	// release does). It replies how many keys it deleted.
+	// and the ms waiters keep the waiting mark alive, which a mark the
+	// pause set gets instead of no expiry. It deletes the pause key and
+	// its entry in line, and the lock key when it holds a pause (and then
+	// publishes, as a release does). It replies how many keys it deleted.
 	resumeScript = lazyScript("resume.lua")
 )
 
@@ -174,7 +186,7 @@ func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, erro
 		if hasIndex(s.rdb) { // List shows the paused name, as it shows a taken one (admin_index.go)
 			pipe.HSet(ctx, indexKey(c.prefix), key, "")
 		}
-		script = pipe.Eval(ctx, pauseScript(), []string{key, pk, waitMark(key)},
+		script = pipe.Eval(ctx, pauseScript(), pauseKeys(key, pk),
 			pauseValue(p), ms, pausePrefix, markerPrefix)
 		return nil
 	})
@@ -216,7 +228,7 @@ func (c *Client) Resume(ctx context.Context, name string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	n, err := s.rdb.Eval(ctx, resumeScript(), []string{key, pk, waitMark(key)}, pausePrefix, aliveFor.Milliseconds()).Int64()
+	n, err := s.rdb.Eval(ctx, resumeScript(), pauseKeys(key, pk), pausePrefix, aliveFor.Milliseconds()).Int64()
 	if err != nil {
 		return false, opError("resume", key, err)
 	}

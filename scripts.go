@@ -62,7 +62,9 @@ var (
 	// waiters that do not queue: quorum Clients, fenced acquisitions, names
 	// without a line) and returns 1. With ARGV[4] the mark is left as it
 	// is: the Client's own waiters are not marking it while one of them is
-	// handed the lock. The line's keys are built from the base, not
+	// handed the lock. An entry "0|0|<pause>" that a pause put first in
+	// line (pauseScript) takes the key for the rest of the pause instead,
+	// and the script publishes and returns 1. The line's keys are built from the base, not
 	// declared in KEYS, as they depend on the entries popped; the base puts
 	// them in the key's Cluster slot. Its explanations live here rather
 	// than in release.lua: the script's text travels with every release

@@ -3,25 +3,25 @@
 -- live, then entries to look for.
 local k, b = KEYS[1], ARGV[1]
 redis.call('set', b .. ':c:' .. ARGV[2], 1, 'PX', ARGV[3])
-if redis.call('pttl', b .. ':w') ~= -1 then
-  redis.call('set', b .. ':w', 1, 'PX', ARGV[3])
+if redis.call('set', b .. ':w', 1, 'PX', ARGV[3], 'GET') == 'p' then
+  redis.call('set', b .. ':w', 'p')
 end
-local paused = redis.call('exists', k) == 0 and redis.call('get', b .. ':pause')
-if paused then
-  local t = redis.call('pttl', b .. ':pause')
-  if t > 0 then
-    redis.call('set', k, paused, 'PX', t)
-  else
-    redis.call('set', k, paused)
-  end
-elseif redis.call('exists', k) == 0 then
+if redis.call('exists', k) == 0 then
   while true do
     local e = redis.call('lpop', b .. ':q')
     if not e then
       break
     end
     local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
-    if id and redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0 then
+    local u = id == '0' and tonumber(string.match(tok, '^[^|]*|[^|]*|%d+|(%d+)|'))
+    if u then
+      local t = redis.call('time')
+      u = u > 0 and u - (t[1] * 1000 + math.floor(t[2] / 1000))
+      if not u or u > 0 then
+        redis.call('set', k, tok, unpack(u and {'PX', u} or {}))
+        break
+      end
+    elseif id and redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0 then
       redis.call('set', k, tok, 'PX', ttl)
       break
     end

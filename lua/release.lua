@@ -18,24 +18,22 @@ if m ~= '' and cid == '' then
 end
 if m ~= '' then
   local b = string.sub(m, 1, -3)
-  local p = redis.call('get', b .. ':pause')
-  if p then
-    local t = redis.call('pttl', b .. ':pause')
-    if t > 0 then
-      redis.call('set', k, p, 'PX', t)
-    else
-      redis.call('set', k, p)
-    end
-    redis.call('publish', k, '')
-    return 1
-  end
   while true do
     local e = redis.pcall('lpop', b .. ':q')
     if type(e) ~= 'string' then
       break
     end
     local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
-    if id and (id == cid or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0) then
+    local u = id == '0' and tonumber(string.match(tok, '^[^|]*|[^|]*|%d+|(%d+)|'))
+    if u then
+      local t = redis.call('time')
+      u = u > 0 and u - (t[1] * 1000 + math.floor(t[2] / 1000))
+      if not u or u > 0 then
+        redis.call('set', k, tok, unpack(u and {'PX', u} or {}))
+        redis.call('publish', k, '')
+        return 1
+      end
+    elseif id and (id == cid or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0) then
       redis.call('set', k, tok, 'PX', ttl)
       if gone then
         redis.call('set', m, 1, 'PX', 3000)
