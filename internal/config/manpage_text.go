@@ -168,6 +168,21 @@ whoever holds it, say whose it was, and wake waiters; exit 0 when a lock was
 removed, 1 when none was held. The former holder stops its command with 125
 at its next renewal, saying who broke it (a marker left beside the key for
 as long as the key had left); \-\-on\-lost reacquire does not take it back.`,
+		"pause": `Run no command: pause the lock
+.I name
+on every host until \-\-resume (or \-\-for): every run of it refuses at once
+with the busy code (75, or \-E's) and one line naming who paused it (host
+and $USER), since when, why (\-\-reason) and until when; a \-w waiter stops
+waiting. A holder that runs is not stopped: the pause takes effect at its
+release, as \-\-pause says. The pause is a value in the lock's key, which
+every run's SET NX meets anyway: it costs runs nothing. \-\-status,
+\-\-list, \-\-check (WARNING) and the metrics (outcome paused) show it.
+One deployment only: not a quorum, not a \-\-slots name.`,
+		"for":    `With \-\-pause: the pause ends by itself after DUR (its key expires).`,
+		"reason": `With \-\-pause: why, on one line; every refused run prints it.`,
+		"resume": `Run no command: end the pause of the lock
+.IR name ;
+runs take it again. Exit 0 when it was paused, 1 when it was not.`,
 		"record-output": `Keep the last N KiB (at most 64; default 0, none) of the command's stdout and
 stderr, from the start of a line, in the run's record and its history entry,
 in Redis, for \-\-status, \-\-history and their \-\-json. It costs N KiB of
@@ -225,7 +240,8 @@ records say.`,
 the command has exited and processes of its job hold the lock: exit_code,
 exited, processes), and for \-\-slots slots
 and holders; eviction_policy when the server may evict the lock (its
-maxmemory\-policy, not noeviction). With \-\-list, one such object per line for each lock, with its
+maxmemory\-policy, not noeviction); paused while \-\-pause holds (by, since, until, reason,
+pending). With \-\-list, one such object per line for each lock, with its
 name. With \-\-print\-config, one object: config_file, config_file_source,
 config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
 		"config": `Read the settings from

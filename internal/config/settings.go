@@ -313,7 +313,7 @@ Exit codes: the command's own; 128+N if it died of signal N; 75 lock busy;
 64 usage; 69 Redis unavailable; 70 internal error; 77 Redis refused
 credentials; 78 bad configuration; 124 --max-run stopped the job; 125 lock
 lost while the command ran (it was stopped); 126 not executable; 127 not
-found. --status: 0 held, 1 free.
+found. --status: 0 held, 1 free. --resume: 0 resumed, 1 not paused.
 
 Examples:
   with-lock nightly-report /opt/jobs/report.sh
@@ -322,6 +322,8 @@ Examples:
   with-lock --min-hold 55s -E 0 sync /opt/jobs/sync   # every minute, many hosts
   with-lock --slots 2 -w 1h backup /opt/jobs/backup   # at most two at once
   with-lock --status --json nightly-report
+  with-lock --pause --for 2h --reason "db upgrade" nightly-report   # every host refuses
+  [ -n "$WITH_LOCK_NAME" ] || exec with-lock nightly "$0" "$@"   # a script's first line
   */5 * * * * with-lock -q -E 0 sync /opt/jobs/sync   # crontab line
 `)
 }

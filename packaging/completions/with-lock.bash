@@ -21,7 +21,8 @@ _with_lock()
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
                 --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
                 --record-output | --ping-output | --stop-timeout | --stop-signal | \
-                --once-per | --once-per-offset | --done-exit-code | --check | --max-age | --warn-age | --running-ok)
+                --once-per | --once-per-offset | --done-exit-code | --check | --max-age | --warn-age | --running-ok | \
+                --for | --reason)
                 ((i++))
                 ;;
             -*) ;;
@@ -62,7 +63,7 @@ _with_lock()
             _filedir -d
             return
             ;;
-        --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok)
+        --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok | --for | --reason)
             return
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
@@ -81,7 +82,8 @@ _with_lock()
             --tls-insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help
-            --metrics-dir --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok' -- "$cur"))
+            --metrics-dir --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok
+            --pause --for --reason --resume' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock

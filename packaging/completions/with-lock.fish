@@ -10,7 +10,8 @@ function __with_lock_command_start
         --min-hold -w --wait -E --conflict-exit-code --tls-cacert --tls-cert --tls-key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
         --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code \
-        --record-output --ping-output --stop-timeout --stop-signal
+        --record-output --ping-output --stop-timeout --stop-signal \
+        --for --reason
     set -l i 2
     while test $i -le (count $words)
         switch $words[$i]
@@ -108,5 +109,9 @@ complete -c with-lock -n $flags -l check -x -d 'judge the records of lock NAME a
 complete -c with-lock -n $flags -l max-age -x -d 'with --check, CRITICAL without a success in DUR'
 complete -c with-lock -n $flags -l warn-age -x -d 'with --check, WARNING without a success in DUR'
 complete -c with-lock -n $flags -l running-ok -x -d 'with --check, a run going on for less than DUR is OK'
+complete -c with-lock -n $flags -l pause -d 'pause the lock on every host and exit'
+complete -c with-lock -n $flags -l for -x -d 'with --pause, end the pause after DUR'
+complete -c with-lock -n $flags -l reason -x -d 'with --pause, why: every refused run prints it'
+complete -c with-lock -n $flags -l resume -d 'end the pause of the lock and exit'
 complete -c with-lock -n $flags -l version -d 'print the version and exit'
 complete -c with-lock -n $flags -s h -l help -d 'show the help'
