@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,5 +189,28 @@ while [ ! -e "$1/go" ]; do sleep 0.02; done
 	}
 	if got := readFile(t, m[0]); got != "nightly "+e.dir+"\n" {
 		t.Errorf("the copy under the lock saw %q, want WITH_LOCK_NAME and its own argument", got)
+	}
+}
+
+// A holder that dies without releasing leaves its key to expire: the -w
+// waiter in line finds the key free at its check, and the check puts the
+// pause in instead of handing the lock on.
+func TestPauseTakesEffectWhenACrashedHoldersKeyExpires(t *testing.T) {
+	e := setup(t)
+	j := e.startJob(0, "--ttl", "1s", "nightly")
+	if r := e.pauser("--pause", "--reason", "crash drill", "nightly"); r.Code != 0 || !strings.Contains(r.Stdout, "is not stopped") {
+		t.Fatalf("--pause with a holder: exit %d, stdout %q", r.Code, r.Stdout)
+	}
+	waiter := clitest.Start(t, nil, "--redis", e.srv.URL(), "-w", "60s", "nightly", "touch", e.path("waited"))
+	clitest.Eventually(t, 10*time.Second, "the waiter in line", func() bool {
+		return e.rdb.LLen(t.Context(), "{lock:nightly}:q").Val() == 2 // the pause's entry, then the waiter's
+	})
+	j.Signal(syscall.SIGKILL) // no release: the key expires within its 1s
+	w := waiter.Wait(30 * time.Second)
+	if w.Code != 75 || e.exists("waited") || !strings.Contains(w.Stderr, "(crash drill)") {
+		t.Errorf("-w waiter once the dead holder's key expired: exit %d, stderr %q; want 75, not run, the pause named", w.Code, w.Stderr)
+	}
+	if r := e.run("nightly", "true"); r.Code != 75 || !strings.Contains(r.Stderr, "paused by") {
+		t.Errorf("a run after: exit %d, stderr %q; want the pause", r.Code, r.Stderr)
 	}
 }
