@@ -109,13 +109,6 @@ func pauseOf(v string) (Pause, bool) {
 	return p, true
 }
 
-// pauseKeys are the keys pauseScript and resumeScript are given for the
-// lock key key, whose pause key is pk.
-func pauseKeys(key, pk string) []string {
-	b, _ := lineBase(key)
-	return []string{key, pk, waitMark(key), b + ":q"}
-}
-
 // pauseKey is where a pause is kept beside the lock key key, for Status
 // and Resume: "<base>:pause".
 func pauseKey(key string) (string, bool) {
@@ -157,18 +150,11 @@ var (
 // the pause's value in the key. One deployment only: a quorum or a
 // semaphore's name is refused (errors.ErrUnsupported).
 func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, error) {
-	if name == "" {
-		return nil, ErrEmptyName
-	}
-	key := c.Key(name)
-	s, err := c.pauser("pause " + key)
+	s, keys, err := c.pauseTarget("pause", name)
 	if err != nil {
 		return nil, err
 	}
-	pk, ok := pauseKey(key)
-	if !ok {
-		return nil, unsupported(fmt.Sprintf("pause %s: a key with '}' but no hash tag has no room for a pause beside it", key))
-	}
+	key := keys[0]
 	if p.Since.IsZero() {
 		p.Since = time.Now()
 	}
@@ -186,7 +172,7 @@ func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, erro
 		if hasIndex(s.rdb) { // List shows the paused name, as it shows a taken one (admin_index.go)
 			pipe.HSet(ctx, indexKey(c.prefix), key, "")
 		}
-		script = pipe.Eval(ctx, pauseScript(), pauseKeys(key, pk),
+		script = pipe.Eval(ctx, pauseScript(), keys,
 			pauseValue(p), ms, pausePrefix, markerPrefix)
 		return nil
 	})
@@ -216,23 +202,35 @@ func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, erro
 // Resume ends the pause of the lock called name, set by Pause. It reports
 // whether there was one.
 func (c *Client) Resume(ctx context.Context, name string) (bool, error) {
-	if name == "" {
-		return false, ErrEmptyName
-	}
-	key := c.Key(name)
-	s, err := c.pauser("resume " + key)
+	s, keys, err := c.pauseTarget("resume", name)
 	if err != nil {
 		return false, err
 	}
-	pk, ok := pauseKey(key)
-	if !ok {
-		return false, nil
-	}
-	n, err := s.rdb.Eval(ctx, resumeScript(), pauseKeys(key, pk), pausePrefix, aliveFor.Milliseconds()).Int64()
+	n, err := s.rdb.Eval(ctx, resumeScript(), keys, pausePrefix, aliveFor.Milliseconds()).Int64()
 	if err != nil {
-		return false, opError("resume", key, err)
+		return false, opError("resume", keys[0], err)
 	}
 	return n > 0, nil
+}
+
+// pauseTarget is, for op on the lock called name, the one deployment
+// that keeps c's locks and the keys pauseScript and resumeScript are
+// given: the lock key, its pause key, its waiting mark and its fair line.
+func (c *Client) pauseTarget(op, name string) (*single, []string, error) {
+	if name == "" {
+		return nil, nil, ErrEmptyName
+	}
+	key := c.Key(name)
+	s, err := c.pauser(op + " " + key)
+	if err != nil {
+		return nil, nil, err
+	}
+	pk, ok := pauseKey(key)
+	if !ok {
+		return nil, nil, unsupported(fmt.Sprintf("%s %s: a key with '}' but no hash tag has no room for a pause beside it", op, key))
+	}
+	b, _ := lineBase(key)
+	return s, []string{key, pk, waitMark(key), b + ":q"}, nil
 }
 
 // pauser is the one deployment that keeps c's locks, or for op an error
