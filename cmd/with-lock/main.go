@@ -37,6 +37,9 @@ import (
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 func main() {
+	if supervise.IsGuard() { // with-lock run as its own job's guard: guard_self.go
+		supervise.RunGuard()
+	}
 	// go-redis logs dial failures on its own; we report each failure once,
 	// in our words.
 	redis.SetLogger(quietLogger{})

@@ -164,6 +164,9 @@ func (c *Child) Close() {
 	select {
 	case <-c.jobDone:
 		<-c.cleaned
+		if c.guard != nil {
+			c.guard.waitExit() // it stood down when the job ended
+		}
 	default:
 	}
 }

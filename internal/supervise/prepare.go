@@ -116,6 +116,7 @@ func (p *Prepared) Start(path string, argv, env []string) (*Child, error) {
 	if err != nil {
 		if p.guard != nil {
 			p.guard.standDown()
+			p.guard.waitExit()
 		}
 		return nil, err
 	}
@@ -139,6 +140,7 @@ func (p *Prepared) Discard() {
 	}
 	if p.guard != nil {
 		p.guard.standDown()
+		p.guard.waitExit()
 	}
 	if p.cg != nil {
 		p.cg.remove()
