@@ -47,6 +47,10 @@ type Run struct {
 	// Redis memory for as long as the record lives. JSON carries it as
 	// UTF-8 text: bytes that are not UTF-8 read back as U+FFFD.
 	Output string `json:"output,omitempty"`
+	// Tracking is what followed the run's processes, as the caller says
+	// (the CLI's: "scope", "cgroup", "subreaper", "reaper" or "process
+	// group").
+	Tracking string `json:"tracking,omitempty"`
 }
 
 // record is a Run as stored at recordKey, as JSON: with the lock's name, and

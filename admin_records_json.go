@@ -45,6 +45,9 @@ func marshalRecord(rec *record) ([]byte, error) {
 	if rec.Output != "" {
 		b = appendJSONString(append(b, `,"output":`...), rec.Output)
 	}
+	if rec.Tracking != "" {
+		b = appendJSONString(append(b, `,"tracking":`...), rec.Tracking)
+	}
 	b = appendJSONString(append(b, `,"token_sha256":`...), rec.Tag)
 	return append(b, '}'), nil
 }

@@ -15,7 +15,7 @@ func TestRecordJSONIsWhatEncodingJSONWrites(t *testing.T) {
 	for _, rec := range []record{
 		{Name: "nightly", Tag: "0123456789abcdef", Run: Run{Holder: "web1:4711", Started: at, Finished: at.Add(time.Second), Outcome: OutcomeOK}},
 		{Name: "backup", Run: Run{Holder: "h:1", Started: at.In(paris), Finished: at.Add(90 * time.Minute).In(paris),
-			ExitCode: 125, Lost: true, Fence: 42, TimedOut: true, Outcome: OutcomeLost, CPUMs: 1234, MaxRSSKB: 56789}},
+			ExitCode: 125, Lost: true, Fence: 42, TimedOut: true, Outcome: OutcomeLost, CPUMs: 1234, MaxRSSKB: 56789, Tracking: "scope"}},
 		{Name: "", Run: Run{ExitCode: -1, Fence: -3, CPUMs: -1, MaxRSSKB: -2}}, // zero times, negatives
 		{Name: `quo"te\back<a>&b`, Run: Run{Holder: "tab\there\nnl\x00\x1f\x7f", Outcome: "caller's own"}},
 		{Name: "a<b", Run: Run{Holder: "x>y", Outcome: "p&q"}}, // each alone: escaped as HTML

@@ -111,6 +111,11 @@ func (r *runner) startFailed(err error) int {
 		}
 		return r.log.failed(serr.Code, "%v", serr)
 	}
+	if errors.Is(err, supervise.ErrNoLimits) || errors.Is(err, supervise.ErrNoScope) {
+		// What was asked of the surroundings they do not give: the
+		// command is not run unlimited or untracked instead.
+		return r.log.failed(exitConfig, "%v; command not run", err)
+	}
 	return r.log.failed(exitInternal, "%v", err)
 }
 

@@ -52,7 +52,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 				ka.Stop()
 			}
 			code = js.exitCode(code, !killAt.IsZero())
-			r.usage = child.Usage()
+			r.usage, r.tracking = child.Usage(), child.TrackingMode()
 			r.finish(lock, ka, code) // record.go: release, and record the run
 			child.Close()            // its cgroup went meanwhile
 			return code

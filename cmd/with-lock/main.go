@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -100,6 +101,8 @@ type runner struct {
 	usage supervise.Usage
 	// out is the command's output, when captured: output.go.
 	out *capture.Capture
+	// tracking is what followed the job, in one word (Child.TrackingMode).
+	tracking string
 }
 
 func (r *runner) run() int {
@@ -119,7 +122,7 @@ func (r *runner) run() int {
 	// The job's guard, subreaper and cgroup are made while the command is
 	// looked up and the lock taken; a run that does not start the command
 	// undoes them.
-	job := supervise.Prepare(supervise.Options{NoCgroup: r.cfg.NoCgroup}, true)
+	job := supervise.Prepare(r.jobOptions(), true)
 	defer job.Discard()
 	path, err := supervise.Resolve(r.cfg.Command[0])
 	if err != nil {
@@ -151,6 +154,13 @@ func (r *runner) run() int {
 	// ping.go: --ping's start, sent beside the command
 	r.pingStart()
 	return r.hold(child, lock) // hold.go: renew, stop the command on loss, release
+}
+
+// jobOptions are how the job is followed (--tracking) and limited.
+func (r *runner) jobOptions() supervise.Options {
+	return supervise.Options{Tracking: r.cfg.Tracking, Name: r.cfg.Name,
+		Description: "with-lock " + r.cfg.Name + ": " + strings.Join(r.cfg.Command, " "),
+		Limits:      supervise.Limits{MemoryMax: r.cfg.MemoryMaxBytes, CPUQuotaPercent: r.cfg.CPUQuotaPercent}}
 }
 
 // env is the command's environment: ours, without secrets and without

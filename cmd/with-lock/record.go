@@ -28,7 +28,8 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 		lost = ka.Err()
 	}
 	run := withlock.Run{ExitCode: code, Lost: lost != nil, TimedOut: r.timedOut,
-		CPUMs: (r.usage.User + r.usage.System).Milliseconds(), MaxRSSKB: r.usage.MaxRSSKB, Output: r.recordOutput()}
+		CPUMs: (r.usage.User + r.usage.System).Milliseconds(), MaxRSSKB: r.usage.MaxRSSKB, Output: r.recordOutput(),
+		Tracking: r.tracking}
 	relErr, recErr := lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL)
 	switch {
 	case recErr == nil:

@@ -119,8 +119,9 @@ type runJSON struct {
 	ExitCode   int       `json:"exit_code"`
 	Lost       bool      `json:"lost,omitempty"`
 	Fence      int64     `json:"fence,omitempty"`
-	Outcome    string    `json:"outcome,omitempty"` // ok, failed, lost, timed-out
-	Output     string    `json:"output,omitempty"`  // the end of what it printed: --record-output
+	Outcome    string    `json:"outcome,omitempty"`  // ok, failed, lost, timed-out
+	Output     string    `json:"output,omitempty"`   // the end of what it printed: --record-output
+	Tracking   string    `json:"tracking,omitempty"` // scope, cgroup, subreaper, reaper, process group
 }
 
 func newStatusJSON(st *withlock.Status) statusJSON {
@@ -157,7 +158,7 @@ func newRunJSON(run *withlock.Run) *runJSON {
 	}
 	out := &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
 		DurationMs: run.Duration().Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence, Outcome: run.Outcome,
-		Output: run.Output}
+		Output: run.Output, Tracking: run.Tracking}
 	out.Host, out.PID = splitHolder(run.Holder)
 	return out
 }
@@ -203,7 +204,7 @@ func (r *runner) status() int {
 			fmt.Println(holderLine(h, time.Now()))
 		}
 		if st.LastRun != nil {
-			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
+			fmt.Println("last run: " + runLine(st.LastRun, time.Now()) + trackedBy(st.LastRun))
 			fmt.Print(outputLines(st.LastRun.Output, math.MaxInt)) // history.go
 		}
 		if st.LastSuccess != nil && (st.LastRun == nil || *st.LastSuccess != *st.LastRun) {
@@ -274,6 +275,15 @@ func runLine(run *withlock.Run, now time.Time) string {
 		fmt.Fprintf(&b, ", fence %d", run.Fence)
 	}
 	return b.String()
+}
+
+// trackedBy says what followed a run's job, for --status's last run:
+// ", its job followed by scope"; nothing when the record does not say.
+func trackedBy(run *withlock.Run) string {
+	if run.Tracking == "" {
+		return ""
+	}
+	return ", its job followed by " + run.Tracking
 }
 
 // ending says how a run ended.

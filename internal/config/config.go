@@ -103,6 +103,7 @@ type Supervision struct {
 	Leftovers string        // LeftoversWait or LeftoversKill
 	MaxRun    time.Duration // stop the job after this long; 0: no limit
 	NoCgroup  bool          // no cgroup of the job's own: the subreaper alone
+	Job                     // how the job is followed, and its limits: job.go
 
 	HistorySize int // runs kept for --history; 0: none
 }
@@ -310,6 +311,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.validateStopping(); err != nil { // stopping.go
+		return err
+	}
+	if err := c.validateJob(); err != nil { // job.go
 		return err
 	}
 	if err := c.validateOncePer(); err != nil {

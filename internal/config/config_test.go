@@ -36,7 +36,7 @@ func TestParse(t *testing.T) {
 	defaults := config.Config{
 		Connection:  config.Connection{RedisURLs: []string{config.DefaultRedisURL}, RedisTimeout: config.DefaultRedisTimeout},
 		Lock:        config.Lock{Prefix: config.DefaultPrefix, TTL: config.DefaultTTL, ConflictExit: config.DefaultConflictExit, Slots: 1},
-		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, HistorySize: config.DefaultHistorySize},
+		Supervision: config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, Job: config.Job{Tracking: config.TrackingAuto}, HistorySize: config.DefaultHistorySize},
 		Output:      config.Output{LogFormat: config.LogText},
 	}
 	with := func(f func(c *config.Config)) config.Config {

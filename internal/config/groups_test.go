@@ -9,7 +9,7 @@ import (
 )
 
 func TestParseSupervisionFlags(t *testing.T) {
-	term := config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, HistorySize: config.DefaultHistorySize}
+	term := config.Supervision{OnLost: config.OnLostTerm, KillAfter: config.DefaultKillAfter, RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, Job: config.Job{Tracking: config.TrackingAuto}, HistorySize: config.DefaultHistorySize}
 	text := config.Output{LogFormat: config.LogText}
 	tests := []struct {
 		args   []string
@@ -20,10 +20,10 @@ func TestParseSupervisionFlags(t *testing.T) {
 	}{
 		{[]string{"job", "true"}, term, text, "job", 1},
 		{[]string{"--no-renew", "--on-lost", "ignore", "--kill-after", "1s", "job", "sh", "-c", "x"},
-			config.Supervision{NoRenew: true, OnLost: "ignore", KillAfter: time.Second, RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, HistorySize: config.DefaultHistorySize}, text, "job", 3},
-		{[]string{"--kill-after=0", "job", "true"}, config.Supervision{OnLost: "term", RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, HistorySize: config.DefaultHistorySize}, text, "job", 1},
+			config.Supervision{NoRenew: true, OnLost: "ignore", KillAfter: time.Second, RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, Job: config.Job{Tracking: config.TrackingAuto}, HistorySize: config.DefaultHistorySize}, text, "job", 3},
+		{[]string{"--kill-after=0", "job", "true"}, config.Supervision{OnLost: "term", RecordTTL: config.DefaultRecordTTL, Leftovers: config.LeftoversWait, Job: config.Job{Tracking: config.TrackingAuto}, HistorySize: config.DefaultHistorySize}, text, "job", 1},
 		{[]string{"--no-record", "--record-ttl", "1h", "job", "true"},
-			config.Supervision{OnLost: "term", KillAfter: config.DefaultKillAfter, NoRecord: true, RecordTTL: time.Hour, Leftovers: config.LeftoversWait, HistorySize: config.DefaultHistorySize}, text, "job", 1},
+			config.Supervision{OnLost: "term", KillAfter: config.DefaultKillAfter, NoRecord: true, RecordTTL: time.Hour, Leftovers: config.LeftoversWait, Job: config.Job{Tracking: config.TrackingAuto}, HistorySize: config.DefaultHistorySize}, text, "job", 1},
 		{[]string{"--list", "--all", "--json"}, term, config.Output{List: true, All: true, JSON: true, LogFormat: config.LogText}, "", 0},
 		{[]string{"--break", "job"}, term, config.Output{Break: true, LogFormat: config.LogText}, "job", 0},
 		{[]string{"--status", "job"}, term, config.Output{Status: true, LogFormat: config.LogText}, "job", 0},

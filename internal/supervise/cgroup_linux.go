@@ -3,6 +3,7 @@ package supervise
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,18 +28,45 @@ import (
 // start the command in, on which this run holds the lock that says the
 // group is in use (cgroup_stale_linux.go).
 type cgroup struct {
-	dir string
-	fd  int
+	dir   string
+	fd    int
+	scope string // the systemd scope whose group it is, which systemd removes; "" for with-lock's own
 }
 
-// jobCgroupParent is where the job's group goes: beside with-lock's own,
-// in the cgroup2 hierarchy this process belongs to. There is none with
-// --no-cgroup or without cgroup2.
-func jobCgroupParent(opts Options) (string, bool) {
-	if opts.NoCgroup {
-		return "", false
+// choosePlacement decides where the job goes (see scope_linux.go): a scope
+// of its own under systemd, unless with-lock's unit delegated its group;
+// else a group below with-lock's own, where it can be made; else nowhere
+// but with-lock's own group, followed by the subreaper. A scope is only
+// connected for here: it is asked for at Start, once the lock is held,
+// so that a run that does not get the lock leaves no unit in the journal.
+func choosePlacement(o Options) placement {
+	if o.Tracking == TrackingSubreaper {
+		return placement{why: "--tracking subreaper"}
 	}
-	return ownCgroupDir()
+	mount, path, ok := ownCgroup()
+	if !ok {
+		return placement{why: "no cgroup2 hierarchy here"}
+	}
+	own := filepath.Join(mount, path)
+	scope := o.Tracking == TrackingScope ||
+		(o.Tracking != TrackingCgroup && underSystemd() && !delegated(own, mount))
+	if !scope {
+		return placement{mode: TrackingCgroup, dir: own, mount: mount}
+	}
+	socket := managerSocket()
+	conn, err := dialBus(socket)
+	if err != nil {
+		pl := placement{why: "no systemd manager to ask for a scope at " + socket}
+		if o.Tracking == TrackingScope {
+			pl.err = fmt.Errorf("%w: %s: %w", ErrNoScope, socket, err)
+		}
+		return pl
+	}
+	pl := placement{mode: TrackingScope, mount: mount, bus: conn, slice: sliceOf(path)}
+	if os.Geteuid() != 0 && !strings.Contains(path, "/user@") {
+		pl.slice = "" // with-lock runs outside its user's manager: its default slice
+	}
+	return pl
 }
 
 // errNameTaken is a group name that could not be had: it exists, or the
@@ -72,18 +100,17 @@ func makeCgroup(dir string) (*cgroup, error) {
 	return g, nil
 }
 
-// ownCgroupDir finds the directory of this process's cgroup v2 group.
-// Where the hierarchy is mounted at one of the usual places and the group
-// is there, two stat calls say so; else mountinfo, which on a host with
-// many mounts is long, says where it is.
-func ownCgroupDir() (string, bool) {
+// ownCgroup finds this process's cgroup v2 group: the hierarchy's mount
+// and the group's path in it. Where the hierarchy is mounted at one of
+// the usual places and the group is there, two stat calls say so; else
+// mountinfo, which on a host with many mounts is long, says where it is.
+func ownCgroup() (mount, path string, ok bool) {
 	cg, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	path, ok := cgroupPath(string(cg))
-	if !ok {
-		return "", false
+	if path, ok = cgroupPath(string(cg)); !ok {
+		return "", "", false
 	}
 	for _, mnt := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 		var fs unix.Statfs_t
@@ -91,16 +118,16 @@ func ownCgroupDir() (string, bool) {
 			// Mounted from its root, unless a container's: then the host's
 			// path is not found under it, and mountinfo tells.
 			if st, err := os.Stat(filepath.Join(mnt, path)); err == nil && st.IsDir() {
-				return filepath.Join(mnt, path), true
+				return mnt, path, true
 			}
 			break
 		}
 	}
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	return cgroupDir(string(cg), string(mi))
+	return cgroupMount(string(cg), string(mi))
 }
 
 // cgroupPath is the cgroup v2 path in /proc/<pid>/cgroup's text cg:
@@ -124,9 +151,15 @@ func cgroupPath(cg string) (string, bool) {
 // (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system), from
 // that mount's root.
 func cgroupDir(cg, mi string) (string, bool) {
+	mount, rel, ok := cgroupMount(cg, mi)
+	return filepath.Join(mount, rel), ok
+}
+
+// cgroupMount is cgroupDir's mount and the group's path below it.
+func cgroupMount(cg, mi string) (mount, rel string, ok bool) {
 	path, ok := cgroupPath(cg)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	sc := bufio.NewScanner(strings.NewReader(mi))
 	for sc.Scan() {
@@ -144,9 +177,12 @@ func cgroupDir(cg, mi string) (string, bool) {
 		if !ok || (root != "/" && rel != "" && rel[0] != '/') {
 			continue // the group is not under this mount's root
 		}
-		return filepath.Join(mnt, rel), true
+		if rel == "" {
+			rel = "/"
+		}
+		return mnt, rel, true
 	}
-	return "", false
+	return "", "", false
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).
@@ -193,6 +229,10 @@ func (g *cgroup) procs() []int {
 // busy (a process stuck in the kernel) is left, unlocked: a later run
 // removes it.
 func (g *cgroup) remove() {
+	if g.scope != "" {
+		_ = unix.Close(g.fd) // systemd removes the scope's group once it is empty
+		return
+	}
 	if err := unix.Rmdir(g.dir); errors.Is(err, unix.EBUSY) { // not os.Remove, which tries unlink first
 		removeStaleIn(g.dir, "")
 		_ = unix.Rmdir(g.dir)

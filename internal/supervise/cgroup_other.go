@@ -12,7 +12,13 @@ type cgroup struct{ dir string }
 
 var errNameTaken = errors.New("cgroup name taken")
 
-func jobCgroupParent(Options) (string, bool) { return "", false }
+// choosePlacement has nothing to choose from here.
+func choosePlacement(Options) placement { return placement{} }
+
+// busConn is Linux's: there is no systemd here.
+type busConn struct{}
+
+func (p *Prepared) startScope() *cgroup      { return nil }
 func newCgroupDir(string) string             { return "" }
 func makeCgroup(string) (*cgroup, error)     { return nil, errors.ErrUnsupported }
 func removeStaleIn(string, string)           {}

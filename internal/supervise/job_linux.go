@@ -89,7 +89,8 @@ func taskChildren(pid, tid int) (kids []int, ok bool) {
 // missed; callers that must reach all of them repeat.
 func (c *Child) descendants() []int {
 	if c.cg != nil {
-		return c.cg.procs() // exact, and the guard is not in it
+		// Exact; the guard is in it only when it is a scope's first process.
+		return slices.DeleteFunc(c.cg.procs(), func(pid int) bool { return pid == c.guardPid() })
 	}
 	var found []int
 	queue := []int{os.Getpid()}

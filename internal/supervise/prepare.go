@@ -22,7 +22,9 @@ type Prepared struct {
 	guard    *guard // nil without one
 	guardErr error  // why there is none, when one was asked for
 
+	opts   Options
 	reaper bool          // this process is the reaper of the job's orphans
+	place  placement     // where the job goes
 	cg     *cgroup       // the job's own cgroup, or nil
 	swept  chan struct{} // closed once the stale groups beside cg are removed; nil without cg
 
@@ -39,7 +41,12 @@ type Prepared struct {
 // as of the last census. If the guard cannot be started the command runs
 // anyway: see GuardErr.
 func Prepare(opts Options, guarded bool) *Prepared {
-	p := &Prepared{}
+	if opts.NoCgroup {
+		opts.Tracking = TrackingSubreaper
+	} else if opts.Tracking == "" {
+		opts.Tracking = TrackingAuto
+	}
+	p := &Prepared{opts: opts}
 	guardReady := make(chan struct{})
 	p.ready.Add(2)
 	go func() {
@@ -51,14 +58,18 @@ func Prepare(opts Options, guarded bool) *Prepared {
 	}()
 	go func() {
 		defer p.ready.Done()
-		parent, ok := "", false
 		if p.reaper = becomeSubreaper(); p.reaper {
-			parent, ok = jobCgroupParent(opts)
+			p.place = choosePlacement(opts) // cgroup_linux.go
+		} else {
+			p.place = placement{why: "no reaper here"}
 		}
-		if <-guardReady; !ok {
+		if <-guardReady; p.place.mode != TrackingCgroup {
 			return
 		}
-		if p.cg = p.makeCgroup(parent); p.cg != nil {
+		parent := p.place.dir
+		if p.cg = p.makeCgroup(parent); p.cg == nil {
+			p.place = placement{why: "no group can be made in " + parent}
+		} else {
 			// Groups beside it left by runs that are gone (cgroup_stale_linux.go),
 			// while the lock is taken; the exit waits for it (Discard).
 			swept, own := make(chan struct{}), filepath.Base(p.cg.dir)
@@ -101,6 +112,18 @@ func (p *Prepared) makeCgroup(parent string) *cgroup {
 		p.guard.tell(guardCgroup) // none after all
 	}
 	return nil
+}
+
+// placement is where a job goes: the way it is followed, and what that
+// takes.
+type placement struct {
+	mode  string   // TrackingScope, TrackingCgroup, or "" for the reaper or process group alone
+	dir   string   // TrackingCgroup: the group the job's is made in
+	mount string   // the cgroup2 hierarchy's mount
+	bus   *busConn // TrackingScope: the systemd manager to ask
+	slice string   // TrackingScope: the slice to put the scope in; "" for the manager's default
+	why   string   // why the job has no group of its own, for -v
+	err   error    // the run cannot be had as asked (--tracking scope without systemd)
 }
 
 // Start runs path with argv and env, stdio inherited, in the prepared

@@ -132,6 +132,7 @@ type Child struct {
 	guard      *guard      // nil when unguarded
 	guardErr   error       // see GuardErr
 	tracking   string      // see Tracking
+	mode       string      // see TrackingMode
 	reaperTid  int         // the thread that started the command and reaps (Linux)
 	cg         *cgroup     // the job's cgroup, or nil (cgroup_linux.go)
 	killing    atomic.Bool // the job was sent SIGKILL (see guardDied)
@@ -139,21 +140,43 @@ type Child struct {
 
 // Options are how the job is followed.
 type Options struct {
-	// NoCgroup leaves the job in with-lock's cgroup, followed by the
-	// subreaper alone, even where a cgroup of its own could be made.
+	// Tracking is TrackingAuto (or ""), TrackingScope, TrackingCgroup or
+	// TrackingSubreaper.
+	Tracking string
+	// NoCgroup is TrackingSubreaper (--no-cgroup).
 	NoCgroup bool
+	// Name is the lock's name, and Description what the job is: for its
+	// scope's name and description under systemd.
+	Name, Description string
+	// Limits are the job's resource limits; a job whose limits cannot be
+	// applied is not started (ErrNoLimits).
+	Limits Limits
 }
 
 // start is Start in the job p prepared (prepare.go).
 func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 	g := p.guard
 	c := &Child{done: make(chan struct{}), jobDone: make(chan struct{}), censusStop: make(chan struct{}),
-		cleaned: make(chan struct{}), foreground: -1, guard: g, guardErr: p.guardErr, tracking: "process group"}
+		cleaned: make(chan struct{}), foreground: -1, guard: g, guardErr: p.guardErr, tracking: "process group", mode: "process group"}
+	if err := p.place.err; err != nil {
+		return nil, err
+	}
 	if p.reaper {
-		c.tracking = tracking
-		if c.cg = p.cg; c.cg != nil {
-			c.tracking = "cgroup " + c.cg.dir // the guard knows it (Prepare)
+		c.tracking, c.mode = tracking, tracking
+		if p.place.mode == TrackingScope {
+			p.cg = p.startScope() // scope_linux.go
 		}
+		if c.cg = p.cg; c.cg != nil {
+			c.tracking, c.mode = "cgroup "+c.cg.dir, p.place.mode // the guard knows it (Prepare, startScope)
+		} else if p.place.why != "" {
+			c.tracking += ": " + p.place.why
+		}
+	}
+	if err := p.limit(); err != nil { // limits_linux.go
+		if c.cg != nil {
+			c.cg.remove()
+		}
+		return nil, err
 	}
 	stdout, stderr := p.out.files()
 	newCmd := func() *exec.Cmd {
@@ -190,11 +213,12 @@ func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 		runtime.LockOSThread()
 		c.cmd = newCmd()
 		err := c.cmd.Start()
-		if err != nil && c.cg != nil {
+		if err != nil && c.cg != nil && !p.opts.Limits.set() && p.opts.Tracking == TrackingAuto {
 			// The kernel refused the cgroup (clone3 missing, or a group
 			// we may create but not enter): the subreaper alone, then.
 			c.cg.remove()
-			c.cg, c.tracking = nil, tracking
+			c.tracking, c.mode = tracking+": the kernel refused to start the command in "+c.cg.dir, tracking
+			c.cg = nil
 			if g != nil {
 				g.tell(guardCgroup) // none after all
 			}
@@ -218,7 +242,7 @@ func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 		}
 		return nil, startError(argv[0], path, err)
 	}
-	if g != nil && c.cg == nil && c.tracking == tracking {
+	if g != nil && c.cg == nil && c.mode == tracking {
 		go c.census() // with a cgroup the guard needs no list: it kills the group
 	}
 	return c, nil
