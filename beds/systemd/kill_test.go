@@ -10,17 +10,18 @@ import (
 // with-lock killed with SIGKILL inside a service takes its whole job with
 // it (the guard), the child that left for a session of its own included,
 // and the lock, never released, expires by its TTL: with cgroup v2, where
-// with-lock follows the job in a cgroup, and with cgroup v1 only
-// (SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0), where it follows the job by the
-// subreaper. KillMode=process keeps systemd from cleaning up after
-// with-lock, so what is stopped is the guard's doing.
+// the job runs in a scope of its own (with-lock-<name>-<pid>.scope, beside
+// the service, which systemd does not stop with it), and with cgroup v1
+// only (SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0), where with-lock follows the
+// job by the subreaper. KillMode=process keeps systemd from cleaning up
+// after with-lock, so what is stopped is the guard's doing.
 func TestKillingWithLockInServiceStopsWholeJob(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		boot   testbed.BootOptions
 		cgroup string // the job's: a group of its own, or the unit's
 	}{
-		{"cgroup v2", testbed.BootOptions{}, "/system.slice/killed.service/with-lock."},
+		{"cgroup v2", testbed.BootOptions{}, "/system.slice/with-lock-killed-"},
 		{"cgroup v1", testbed.BootOptions{CgroupV1: true}, "/system.slice/killed.service"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,6 +57,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 			child.Close()            // its cgroup went meanwhile
 			return code
 		case sig := <-r.sigs:
+			r.forwarded = sig.(syscall.Signal)
 			if err := child.Signal(sig.(syscall.Signal)); err != nil {
 				r.log.warn("warning", fields{}, "forward %v to the command: %v", sig, err)
 			}

@@ -80,7 +80,8 @@ func run(args []string) int {
 		return printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
 	}
 	r := &runner{cfg: cfg, sigs: sigs, notified: notified, log: newLogger(cfg, os.Stderr)}
-	return r.monitored(r.run) // monitor.go: --metrics-dir and --ping learn how it ended
+	code := r.monitored(r.run)      // monitor.go: --metrics-dir and --ping learn how it ended
+	return r.exitAsTheCommand(code) // signalexit.go
 }
 
 // runner is one run of with-lock: acquire, run the command, release; or
@@ -103,6 +104,8 @@ type runner struct {
 	out *capture.Capture
 	// tracking is what followed the job, in one word (Child.TrackingMode).
 	tracking string
+	// forwarded is the last signal passed on to the command (signalexit.go).
+	forwarded syscall.Signal
 }
 
 func (r *runner) run() int {

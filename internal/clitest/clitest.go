@@ -54,7 +54,7 @@ func moduleRoot() string {
 
 // Result is a finished run.
 type Result struct {
-	Code     int            // the exit code; -1 if a signal killed with-lock
+	Code     int            // the exit code; 128+N, as a shell says it, if signal N killed with-lock
 	Signal   syscall.Signal // the signal that killed with-lock, if one did
 	Stdout   string
 	Stderr   string

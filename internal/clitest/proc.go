@@ -193,11 +193,11 @@ func (p *Proc) result() Result {
 	return res
 }
 
-// exitStatus is a finished process's exit code, or -1 and the signal that
-// killed it.
+// exitStatus is a finished process's exit code, or 128+N as a shell
+// reports it and the signal N that killed it.
 func exitStatus(st *os.ProcessState) (int, syscall.Signal) {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, ws.Signal()
+		return 128 + int(ws.Signal()), ws.Signal()
 	}
 	return st.ExitCode(), 0
 }
