@@ -62,7 +62,7 @@ func choosePlacement(o Options) placement {
 		}
 		return pl
 	}
-	pl := placement{mode: TrackingScope, mount: mount, bus: conn, slice: sliceOf(path)}
+	pl := placement{mode: TrackingScope, mount: mount, bus: conn, slice: sliceOf(path), sliceDir: filepath.Dir(path)}
 	if os.Geteuid() != 0 && !strings.Contains(path, "/user@") {
 		pl.slice = "" // with-lock runs outside its user's manager: its default slice
 	}

@@ -63,6 +63,15 @@ func Prepare(opts Options, guarded bool) *Prepared {
 		} else {
 			p.place = placement{why: "no reaper here"}
 		}
+		if p.place.mode == TrackingScope && p.place.slice != "" {
+			// Scopes of runs that are gone, in the slice the job's goes to.
+			swept := make(chan struct{})
+			p.swept = swept
+			go func() {
+				defer close(swept)
+				removeStaleScopes(filepath.Join(p.place.mount, p.place.sliceDir))
+			}()
+		}
 		if <-guardReady; p.place.mode != TrackingCgroup {
 			return
 		}
@@ -117,13 +126,14 @@ func (p *Prepared) makeCgroup(parent string) *cgroup {
 // placement is where a job goes: the way it is followed, and what that
 // takes.
 type placement struct {
-	mode  string   // TrackingScope, TrackingCgroup, or "" for the reaper or process group alone
-	dir   string   // TrackingCgroup: the group the job's is made in
-	mount string   // the cgroup2 hierarchy's mount
-	bus   *busConn // TrackingScope: the systemd manager to ask
-	slice string   // TrackingScope: the slice to put the scope in; "" for the manager's default
-	why   string   // why the job has no group of its own, for -v
-	err   error    // the run cannot be had as asked (--tracking scope without systemd)
+	mode     string   // TrackingScope, TrackingCgroup, or "" for the reaper or process group alone
+	dir      string   // TrackingCgroup: the group the job's is made in
+	mount    string   // the cgroup2 hierarchy's mount
+	bus      *busConn // TrackingScope: the systemd manager to ask
+	slice    string   // TrackingScope: the slice to put the scope in; "" for the manager's default
+	sliceDir string   // TrackingScope: the slice's group, below mount
+	why      string   // why the job has no group of its own, for -v
+	err      error    // the run cannot be had as asked (--tracking scope without systemd)
 }
 
 // Start runs path with argv and env, stdio inherited, in the prepared

@@ -229,3 +229,41 @@ func (p *Prepared) startScope() *cgroup {
 	_ = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) // in use, as a group of with-lock's own (cgroup_stale_linux.go)
 	return &cgroup{dir: dir, fd: fd, scope: unit}
 }
+
+// staleScopeAge is how old an unheld scope of with-lock's must be to count
+// as left behind: a run holds its scope's group (flock) within
+// milliseconds of systemd making it, and one that is younger may be a run
+// on its way to that.
+const staleScopeAge = 3 * time.Second
+
+// removeStaleScopes kills what is left in the job scopes in the slice's
+// group at dir that no live run holds: those of runs whose with-lock and
+// guard were killed at the same moment (cgroup_stale_linux.go says why).
+// systemd stops a scope once it is empty.
+func removeStaleScopes(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if name := e.Name(); e.IsDir() && strings.HasPrefix(name, "with-lock-") && strings.HasSuffix(name, ".scope") {
+			killStaleScope(filepath.Join(dir, name))
+		}
+	}
+}
+
+func killStaleScope(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // gone meanwhile
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || time.Since(time.Unix(st.Ctim.Unix())) < staleScopeAge {
+		return
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return // its run is alive
+	}
+	_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+}
