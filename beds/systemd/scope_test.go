@@ -108,3 +108,24 @@ func TestNextRunStopsTheScopeOfAWithLockKilledWithItsGuard(t *testing.T) {
 		return b.Show(strings.TrimPrefix(scope, "/system.slice/"), "ActiveState")["ActiveState"] != "active"
 	})
 }
+
+// --memory-max and --cpu-quota are the scope's MemoryMax= and CPUQuota=,
+// which need the hierarchy's memory and cpu controllers; this machine
+// boots with none (the host binds them to cgroup v1), so a run asking for
+// them is refused, exit 78, with the reason in the journal, and the
+// command never runs.
+func TestLimitsUnderSystemdAreRefusedWithoutTheirControllers(t *testing.T) {
+	b := boot(t, testbed.BootOptions{})
+	if c := strings.Fields(b.MustExec("cat", "/sys/fs/cgroup/cgroup.controllers")); len(c) > 0 {
+		t.Logf("controllers here: %v", c)
+	}
+	for _, flag := range []string{"--memory-max=64M", "--cpu-quota=50%"} {
+		out, err := b.Exec(wait, "systemd-run", "--wait", "--unit", "limited", "--setenv=WITH_LOCK_REDIS="+b.URL(),
+			"/usr/bin/with-lock", flag, "limited", "touch", "/tmp/ran")
+		journal := b.Journal("limited.service")
+		if !strings.Contains(out, "status=78") || !strings.Contains(journal, "controller") || b.ReadFile("/tmp/ran") != "" {
+			t.Errorf("%s: want exit 78, the missing controller named, the command not run: %v\n%s\n%s", flag, err, out, journal)
+		}
+		b.MustExec("systemctl", "reset-failed", "limited.service")
+	}
+}

@@ -79,7 +79,11 @@ func (p *Prepared) limit() error {
 		if why == "" {
 			why = "it is followed by the subreaper alone"
 		}
-		return fmt.Errorf("%w: %s need the job in a cgroup of its own: %s", ErrNoLimits, l.flags(), why)
+		verb := "needs"
+		if strings.Contains(l.flags(), " and ") {
+			verb = "need"
+		}
+		return fmt.Errorf("%w: %s %s the job in a cgroup of its own: %s", ErrNoLimits, l.flags(), verb, why)
 	}
 	if p.cg.scope != "" {
 		// systemd wrote them: make sure the files are there.

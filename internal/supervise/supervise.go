@@ -164,7 +164,9 @@ func start(path string, argv, env []string, p *Prepared) (*Child, error) {
 	if p.reaper {
 		c.tracking, c.mode = tracking, tracking
 		if p.place.mode == TrackingScope {
-			p.cg = p.startScope() // scope_linux.go
+			if p.cg = p.startScope(); p.place.err != nil { // scope_linux.go
+				return nil, p.place.err
+			}
 		}
 		if c.cg = p.cg; c.cg != nil {
 			c.tracking, c.mode = "cgroup "+c.cg.dir, p.place.mode // the guard knows it (Prepare, startScope)
