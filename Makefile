@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test test-short test-cron churn bench redis promtool cron-tools dist check-dist clean
+.PHONY: build install demo test test-short test-cron churn bench redis promtool pushgateway cron-tools dist check-dist clean
 .PHONY: image beds beds-deps
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
@@ -39,6 +39,15 @@ promtool:
 		{ $(SUDO) systemctl disable --now prometheus >/dev/null 2>&1 || $(SUDO) service prometheus stop >/dev/null 2>&1 || true; }; \
 	fi
 
+## pushgateway: install prometheus-pushgateway (Debian package) if missing, without leaving its server running
+pushgateway:
+	@if ! command -v prometheus-pushgateway >/dev/null 2>&1; then \
+		echo "installing prometheus-pushgateway with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-pushgateway >/dev/null && \
+		{ $(SUDO) systemctl disable --now prometheus-pushgateway >/dev/null 2>&1 || $(SUDO) service prometheus-pushgateway stop >/dev/null 2>&1 || true; }; \
+	fi
+
 ## cron-tools: install Debian's cron, faketime and ip if missing, for test-cron, without leaving cron's own daemon running
 cron-tools:
 	@if ! command -v cron >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1 || ! dpkg -s libfaketime >/dev/null 2>&1; then \
@@ -53,7 +62,7 @@ demo: redis install
 	BIN=$(DESTDIR)$(BINDIR)/with-lock scripts/demo.sh
 
 ## test: go vet and the race-enabled test suite against real redis-server processes
-test: redis promtool
+test: redis promtool pushgateway
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 

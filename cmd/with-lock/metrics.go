@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,9 +36,8 @@ type runMetrics struct {
 	waitTotal    float64            // with_lock_wait_seconds_total
 }
 
-// writeMetrics writes the run's metrics file; a failure is one warning and
-// changes nothing else.
-func (r *runner) writeMetrics(outcome string, code int, end time.Time) {
+// newRunMetrics is what the run that exited with code says of itself.
+func (r *runner) newRunMetrics(outcome string, code int, end time.Time) *runMetrics {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
@@ -49,9 +49,30 @@ func (r *runner) writeMetrics(outcome string, code int, end time.Time) {
 	} else {
 		m.waited, m.held = r.acquiredAt.Sub(r.mon.begun), end.Sub(r.acquiredAt)
 	}
+	return m
+}
+
+// writeMetrics writes the run's metrics file; a failure is one warning and
+// changes nothing else.
+func (r *runner) writeMetrics(outcome string, code int, end time.Time) {
+	m := r.newRunMetrics(outcome, code, end)
 	if err := writeMetricsFile(r.cfg.MetricsDir, m); err != nil {
-		r.log.warn("warning", fields{}, "metrics of %s not written: %v (--metrics-dir)", r.cfg.Name, err)
+		r.log.warn("warning", fields{}, "metrics of %s not written: %v (--metrics-dir)", r.cfg.Name, metricsDirError(r.cfg.MetricsDir, err))
 	}
+}
+
+// metricsDirError says, for a directory this user may not write to, which
+// user that is: a crontab's runs are not root's, and node_exporter's
+// directory often is.
+func metricsDirError(dir string, err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	name := strconv.Itoa(os.Geteuid())
+	if u, uerr := user.LookupId(name); uerr == nil {
+		name = u.Username + " (uid " + name + ")"
+	}
+	return fmt.Errorf("%w; %s may not write to %s: give it the directory, or a directory of its own", err, name, dir)
 }
 
 // writeMetricsFile adds m to what the lock's file in dir says and replaces
@@ -174,7 +195,13 @@ func (m *runMetrics) carry(prev []byte) {
 
 // render is m in the Prometheus text format, as node_exporter's textfile
 // collector reads it: # HELP and # TYPE before each family, no timestamps.
-func (m *runMetrics) render() []byte {
+func (m *runMetrics) render() []byte { return m.renderFor(false) }
+
+// renderFor is render; for a Pushgateway (push), without the counters
+// (each push replaces the last, so nothing would count) and without the
+// last success unless this run is one, which leaves the last success
+// pushed in place (metrics_push.go).
+func (m *runMetrics) renderFor(push bool) []byte {
 	var b bytes.Buffer
 	labels := `lock="` + escapeLabel(m.lock) + `",host="` + escapeLabel(m.host) + `"`
 	family := func(name, typ, help string) {
@@ -200,6 +227,13 @@ func (m *runMetrics) render() []byte {
 	family("with_lock_last_run_outcome", "gauge", "How the last run ended: 1 for its outcome, 0 for the others.")
 	for _, o := range outcomes {
 		sample("with_lock_last_run_outcome", `,outcome="`+o+`"`, bool01(o == m.outcome))
+	}
+	if push {
+		if m.outcome == outcomeOK {
+			one("with_lock_last_success_timestamp_seconds", "gauge",
+				"When a run of the lock last succeeded (exit 0), in Unix seconds.", unixSeconds(m.end))
+		}
+		return b.Bytes()
 	}
 	one("with_lock_last_success_timestamp_seconds", "gauge",
 		"When a run of the lock last succeeded (exit 0) on this host, in Unix seconds; 0 if it never did.", m.lastSuccess)

@@ -50,6 +50,9 @@ func (r *runner) monitored(run func() int) int {
 	if r.cfg.MetricsDir != "" {
 		r.writeMetrics(outcome, code, end) // metrics.go
 	}
+	if r.cfg.MetricsPush != "" {
+		r.pushMetrics(outcome, code, end) // metrics_push.go
+	}
 	if r.cfg.PingURL != "" {
 		r.pingEnd(outcome, code) // ping.go
 	}

@@ -10,6 +10,7 @@ import (
 // Prometheus textfile (--metrics-dir) and dead man's switch pings (--ping).
 type Monitoring struct {
 	MetricsDir  string        // write with-lock-<name>.prom here at the end of every run
+	MetricsPush string        // POST the run's metrics to this Pushgateway at the end of every run
 	PingURL     string        // the healthchecks.io-style check URL; "" sends nothing
 	PingTimeout time.Duration // bound on each ping, its retry included
 	PingSkips   bool          // report busy and done skips to URL/log
@@ -31,6 +32,12 @@ func (c *Config) validateMonitoring() error {
 		u, err := url.Parse(c.PingURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return c.bad("ping", "is not an http:// or https:// URL")
+		}
+	}
+	if c.MetricsPush != "" {
+		u, err := url.Parse(c.MetricsPush)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c.bad("metrics-push", "is not an http:// or https:// URL")
 		}
 	}
 	if c.PingTimeout <= 0 {
