@@ -75,14 +75,18 @@ func TestPodmanStopOfJobIgnoringSIGTERMLeavesLockToItsTTL(t *testing.T) {
 }
 
 // As PID 1, with-lock's default --leftovers wait holds the lock, and the
-// container, for as long as a process the job left behind runs: the
-// container outlives the command, says why, and podman stop ends both and
-// releases the lock.
+// container, for as long as a process the job left behind runs: with-lock
+// exiting would have the kernel SIGKILL the leftovers, still running, and
+// the lock must cover them until they end. The container outlives the
+// command and says why; podman stop ends both and releases the lock. A
+// CronJob's pod that must end with its command uses --leftovers kill
+// (docs/kubernetes.md).
 func TestWithLockAsPID1WaitsForJobsLeftoversByDefault(t *testing.T) {
 	b := setup(t)
 	c := b.job(false, "--ttl", "1s", "leftover", "sh", "-c", "sleep 1000 & exit 0")
 	clitest.Eventually(t, wait, "with-lock did not say why the container goes on", func() bool {
-		return strings.Contains(c.Stderr(), "holding lock:leftover until its 1 remaining process ends")
+		return strings.Contains(c.Stderr(), "holding lock:leftover until its 1 remaining process ends") &&
+			strings.Contains(c.Stderr(), "as PID 1 it keeps the container running until then")
 	})
 	b.Renewed("leftover", 2)
 	if !c.Running() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -105,8 +106,8 @@ func (js *jobStop) leftOver() {
 	}
 	js.warned = true
 	n, pids := processes(left)
-	js.r.log.warn("leftovers", fields{Code: &js.code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop %s)",
-		js.code, js.key, n, plural(len(left), "ends", "end"), pids, plural(len(left), "it", "them"))
+	js.r.log.warn("leftovers", fields{Code: &js.code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop %s)%s",
+		js.code, js.key, n, plural(len(left), "ends", "end"), pids, plural(len(left), "it", "them"), pid1Note())
 }
 
 // timeUp handles --max-run's end: the whole job is stopped, unless it is
@@ -206,4 +207,15 @@ func (r *runner) jobCost(f fields) (fields, string) {
 	cpu := (u.User + u.System).Milliseconds()
 	f.CPUMs, f.MaxRSSKB = &cpu, u.MaxRSSKB
 	return f, fmt.Sprintf(" (job: %s CPU, %.1f MiB peak)", round(u.User+u.System), float64(u.MaxRSSKB)/1024)
+}
+
+// pid1Note adds, where with-lock is PID 1 (a container's entrypoint), that
+// the container waits too: it ends with its PID 1, whose exit would have
+// the kernel SIGKILL what is left, still running, before the lock is
+// released.
+func pid1Note() string {
+	if os.Getpid() != 1 {
+		return ""
+	}
+	return "; as PID 1 it keeps the container running until then"
 }
