@@ -48,6 +48,8 @@ var otherPrograms = map[string]string{
 	"--from":                  "COPY",
 	"--no-install-recommends": "apt-get",
 	"--from-file":             "kubectl",
+	// docs/long-jobs.md: where a job's scope comes from.
+	"--scope": "systemd-run",
 }
 
 // Every --flag in the README and the guides is one of with-lock's (a
