@@ -1,6 +1,8 @@
 package container_test
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -154,14 +156,25 @@ func secretMount(cj cronJob, dir string) (mode int, readOnly, ok bool) {
 // container under podman (with-lock PID 1), the Secret mounted read-only as
 // the kubelet lays one out (the file a symlink into ..data, with the
 // volume's defaultMode).
-// The job runs once; a second run while --min-hold keeps the lock is a
-// silent success that runs nothing.
+// --metrics-push points at a real Pushgateway on the host.
+// The job runs once, and its run reaches the Pushgateway; a second run
+// while --min-hold keeps the lock is a silent success that runs nothing.
 func TestKubernetesCronJobCommandRunsInContainer(t *testing.T) {
 	cj := guideCronJob(t)
 	c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
 	const password = "guide-password"
 	r := testbed.StartRedisWithPassword(t, password)
 	p := testbed.NewPodman(t)
+	pushgateway := testbed.StartPushgateway(t)
+	if flagValue(c.Args, "metrics-push") == "" {
+		t.Fatalf("args %q lack --metrics-push: a pod has no textfile directory", c.Args)
+	}
+	args := slices.Clone(c.Args)
+	for i, a := range args {
+		if strings.HasPrefix(a, "--metrics-push=") {
+			args[i] = "--metrics-push=" + pushgateway
+		}
+	}
 	file := flagValue(c.Args, "password-file")
 	mode, _, ok := secretMount(cj, path.Dir(file))
 	if !ok {
@@ -182,7 +195,7 @@ func TestKubernetesCronJobCommandRunsInContainer(t *testing.T) {
 		flags = append(flags, "--env", e.Name+"="+e.Value)
 	}
 	run := func() testbed.Result {
-		return p.Start(testbed.RunSpec{Image: p.JobImage(), Flags: flags, Args: c.Args}).Wait(wait)
+		return p.Start(testbed.RunSpec{Image: p.JobImage(), Flags: flags, Args: args}).Wait(wait)
 	}
 	name := c.Args[len(c.Args)-2]
 
@@ -192,6 +205,10 @@ func TestKubernetesCronJobCommandRunsInContainer(t *testing.T) {
 	}
 	if ttl := r.Client().TTL(t.Context(), "lock:"+name).Val(); ttl < 9*time.Minute {
 		t.Errorf("after the run lock:%s has TTL %s, want --min-hold's ten minutes", name, ttl)
+	}
+	if m := pushedMetrics(t, pushgateway); !strings.Contains(m, `with_lock_last_run_outcome{host=`) ||
+		!regexp.MustCompile(`with_lock_last_run_exit_code\{[^}]*lock="`+name+`"[^}]*\} 0\n`).MatchString(m) {
+		t.Errorf("the Pushgateway has no exit code 0 of lock %s:\n%s", name, m)
 	}
 	second := run()
 	if second.Code != 0 || second.Stdout != "" || second.Stderr != "" {
@@ -222,4 +239,19 @@ func kubeletSecret(t *testing.T, key, value string, mode os.FileMode) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// pushedMetrics is what the Pushgateway at url shows on /metrics.
+func pushedMetrics(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
