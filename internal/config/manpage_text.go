@@ -78,13 +78,33 @@ and with-lock waits for the command alone.`,
 release the lock, record the run as timed out, and exit 124, as
 .BR timeout (1)
 does. Default: no limit.`,
-		"no-cgroup": `On Linux, where
-.B with-lock
-can create a cgroup v2 group (a writable cgroup2 mount: as root, or in a
-delegated subtree), the job runs in a group of its own, so that stopping it
-reaches every process at once (cgroup.kill); \-v says which is in use.
-With this flag, or where no group can be made, the subreaper alone follows
-the job.`,
+		"no-cgroup": `The same as \-\-tracking subreaper: the subreaper alone follows the
+job, in with\-lock's own cgroup.`,
+		"tracking": `How the job's processes are followed on Linux.
+.B auto
+(default): under systemd a transient scope of the job's own,
+.IB with-lock- name - pid .scope
+in the calling unit's slice, asked of the system manager (as root) or the
+user's own manager over D\-Bus, as systemd\-run \-\-scope does; below
+with\-lock's own cgroup where its unit delegated (Delegate=yes) or where no
+systemd manages the tree; else the subreaper alone.
+.B scope
+fails the run (exit 78) where systemd gives no scope;
+.B cgroup
+makes a group below with\-lock's own under systemd too (no D\-Bus round
+trip; systemd's delegation rules are then yours to mind);
+.B subreaper
+makes none. In a group of its own, stopping the job reaches every process
+at once (cgroup.kill). \-v, \-\-status and the run's record say which
+followed the job.`,
+		"memory-max": `Limit the memory of the whole job together to SIZE (bytes, or with K, M, G,
+T), as systemd's MemoryMax= does: a job over it is killed by the kernel
+(exit 137). It needs the job in a cgroup of its own and the cgroup2
+hierarchy's memory controller; where either is missing the run is refused,
+exit 78, with the reason, and the command is not run.`,
+		"cpu-quota": `Limit the CPU time of the whole job together to PCT of one CPU (50%, or
+200% for two), as systemd's CPUQuota= does. Refused where it cannot
+apply, as \-\-memory\-max.`,
 		"min-hold": `Keep the lock at least DUR after acquiring it: if the command ends sooner, the
 key is left to expire when DUR is over instead of deleted, so a server whose
 cron fires late does not run the job again (e.g. 55s for a job started every
@@ -191,6 +211,11 @@ Redis memory per run kept; leave it off for output that holds secrets.`,
 .BI {lock: name }:last
 for DUR (default 720h, 30 days).`,
 		"no-record": `Store no record of the run.`,
+		"metrics-push": `At the end of every run, ran or not, POST the run's metrics (those of
+\-\-metrics\-dir but the counters; the last success only when the run is
+one) to the Prometheus Pushgateway at URL, in the group job="with\-lock"
+and the lock's name: for a Kubernetes CronJob's pod, which has no textfile
+directory. A Pushgateway that does not answer within 5 s costs a warning.`,
 		"metrics-dir": `At the end of every run, ran or not, write
 .IB DIR /with-lock- name .prom
 for node_exporter's textfile collector: the last run's start, end, duration,

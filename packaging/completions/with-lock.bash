@@ -21,6 +21,7 @@ _with_lock()
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
                 --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
                 --record-output | --ping-output | --stop-timeout | --stop-signal | \
+                --tracking | --memory-max | --cpu-quota | --metrics-push | \
                 --once-per | --once-per-offset | --done-exit-code | --check | --max-age | --warn-age | --running-ok | \
                 --for | --reason)
                 ((i++))
@@ -47,6 +48,10 @@ _with_lock()
             COMPREPLY=($(compgen -W 'text json' -- "$cur"))
             return
             ;;
+        --tracking)
+            COMPREPLY=($(compgen -W 'auto scope cgroup subreaper' -- "$cur"))
+            return
+            ;;
         --leftovers)
             COMPREPLY=($(compgen -W 'wait kill' -- "$cur"))
             return
@@ -69,7 +74,8 @@ _with_lock()
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
             --min-replicas | --slots | --record-ttl | --max-run | --history-size | --once-per | \
-            --once-per-offset | --done-exit-code | --record-output | --ping-output | --stop-timeout)
+            --once-per-offset | --done-exit-code | --record-output | --ping-output | --stop-timeout | \
+            --memory-max | --cpu-quota | --metrics-push)
             return
             ;;
     esac
@@ -77,12 +83,12 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --once-per --once-per-offset --done-exit-code --fence --status --json --list --all --scan --break
-            --record-ttl --no-record --history --history-size --record-output --output-on-failure -w --wait --leftovers --max-run --no-cgroup --stop-timeout --stop-signal
+            --record-ttl --no-record --history --history-size --record-output --output-on-failure -w --wait --leftovers --max-run --no-cgroup --tracking --memory-max --cpu-quota --stop-timeout --stop-signal
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --tls-cacert --tls-cert --tls-key
             --tls-insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help
-            --metrics-dir --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok
+            --metrics-dir --metrics-push --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok
             --pause --for --reason --resume' -- "$cur"))
     fi
 } &&

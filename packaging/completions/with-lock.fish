@@ -11,6 +11,7 @@ function __with_lock_command_start
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
         --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code \
         --record-output --ping-output --stop-timeout --stop-signal \
+        --tracking --memory-max --cpu-quota --metrics-push \
         --for --reason
     set -l i 2
     while test $i -le (count $words)
@@ -61,6 +62,9 @@ complete -c with-lock -n $flags -l kill-after -x -d 'SIGKILL the command DUR aft
 complete -c with-lock -n $flags -l stop-timeout -x -d 'SIGKILL the job DUR after a forwarded SIGTERM, SIGINT or SIGHUP'
 complete -c with-lock -n $flags -l stop-signal -x -a 'TERM INT HUP QUIT USR1 USR2 ALRM KILL' -d 'signal to stop the job with'
 complete -c with-lock -n $flags -l leftovers -x -a 'wait kill' -d 'processes left when the command exits'
+complete -c with-lock -n $flags -l tracking -x -a 'auto scope cgroup subreaper' -d 'how the job is followed'
+complete -c with-lock -n $flags -l memory-max -x -d 'limit the whole job\'s memory to SIZE'
+complete -c with-lock -n $flags -l cpu-quota -x -d 'limit the whole job\'s CPU to PCT of one CPU'
 complete -c with-lock -n $flags -l max-run -x -d 'stop the whole job after DUR, exit 124'
 complete -c with-lock -n $flags -l no-cgroup -d 'follow the job by the subreaper alone, no cgroup'
 complete -c with-lock -n $flags -l min-hold -x -d 'keep the lock at least DUR'
@@ -100,6 +104,7 @@ complete -c with-lock -n $flags -l min-replicas -x -d 'wait until N replicas hav
 complete -c with-lock -n $flags -l slots -x -d 'let up to N holders run at once'
 complete -c with-lock -n $flags -l config -r -F -d 'read settings from the TOML FILE'
 complete -c with-lock -n $flags -l print-config -d 'print the effective settings and where each came from'
+complete -c with-lock -n $flags -l metrics-push -x -d 'POST the run\'s metrics to the Pushgateway at URL'
 complete -c with-lock -n $flags -l metrics-dir -x -a '(__fish_complete_directories)' -d 'write with-lock-<name>.prom for the textfile collector into DIR'
 complete -c with-lock -n $flags -l ping -x -d 'healthchecks.io check URL: ping start and exit code'
 complete -c with-lock -n $flags -l ping-timeout -x -d 'give up on a ping after DUR'
