@@ -78,8 +78,8 @@ test-cron: redis cron-tools
 churn: redis
 	WITH_LOCK_CHURN_RUNS=1000 $(GO) test -count=1 -timeout 60m -run 'TestKilledRunsLeaveNoCgroupBehind' -v ./cmd/with-lock
 
-## bench: compare with redislock, redsync, rueidislock and floors; writes BENCHMARKS.md and bench/handoff.svg
-bench: redis
+## bench: compare with redislock, redsync, rueidislock and floors, and time the start-up of each tracking mode under a booted systemd (beds); writes BENCHMARKS.md and bench/handoff.svg
+bench: redis image
 	cd bench && $(GO) run ./cmd/bench
 
 ## dist: release files in dist/: binaries, tarballs, .debs (nfpm, pinned in tools/) and SHA256SUMS

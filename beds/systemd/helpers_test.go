@@ -22,10 +22,10 @@ const wait = testbed.Wait
 type bed struct {
 	*testbed.Machine
 	*testbed.Redis
-	t *testing.T
+	t testing.TB
 }
 
-func boot(t *testing.T, o testbed.BootOptions) *bed {
+func boot(t testing.TB, o testbed.BootOptions) *bed {
 	t.Helper()
 	r := testbed.StartRedis(t) // first: stopped after the machine
 	return &bed{Machine: testbed.Boot(t, o), Redis: r, t: t}
@@ -103,7 +103,7 @@ func (b *bed) installShippedUnits(name, execStart string) {
 }
 
 // replaceLine replaces the one line of text that starts with prefix.
-func replaceLine(t *testing.T, text, prefix, line string) string {
+func replaceLine(t testing.TB, text, prefix, line string) string {
 	t.Helper()
 	lines := strings.Split(text, "\n")
 	n := 0

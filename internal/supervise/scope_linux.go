@@ -167,7 +167,7 @@ func startScope(conn *busConn, r scopeRequest, mount string) (unit, dir string, 
 	// systemd moves the process as it runs the start job, just after its
 	// reply.
 	deadline := time.Now().Add(scopeWait)
-	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 10*time.Millisecond) {
+	for pause := 100 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		cg, err := os.ReadFile("/proc/" + strconv.Itoa(r.pid) + "/cgroup")
 		if err != nil {
 			return "", "", fmt.Errorf("scope %s: its first process is gone", unit)

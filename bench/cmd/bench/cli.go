@@ -69,6 +69,11 @@ func cliWays(root, dir string, srv *redistest.Server) ([]cliWay, error) {
 	redisEnv := []string{"WITH_LOCK_REDIS=redis://" + srv.Addr() + "/0"}
 	ways := []cliWay{
 		{cliOurs, "the with-lock binary, built as make build does", []string{wl, "x", "true"}, redisEnv, 0},
+		// What each way of following the job costs here, where no systemd
+		// runs: auto makes a group of the job's own (as root), as
+		// --tracking cgroup does; the subreaper alone makes none. Under
+		// systemd, the scope: tracking.go.
+		{"with-lock --tracking subreaper x true", "the job followed by the subreaper alone, no cgroup of its own", []string{wl, "--tracking", "subreaper", "x", "true"}, redisEnv, 0},
 		{cliFloor, "bench/cmd/floor: SET NX EX, fork/exec, EVAL over a raw socket, same build flags", []string{floor, "x", "true"},
 			[]string{"FLOOR_REDIS=" + srv.Addr()}, 0},
 		// The least a wrapper that promises the command dies with it

@@ -38,6 +38,7 @@ type config struct {
 	runFor                          time.Duration
 	root, out, svg                  string
 	only                            string
+	noTracking                      bool
 }
 
 func main() {
@@ -55,7 +56,8 @@ func main() {
 	flag.StringVar(&c.root, "root", "..", "the with-lock checkout")
 	flag.StringVar(&c.out, "out", "../BENCHMARKS.md", "where to write the report ('' for nowhere)")
 	flag.StringVar(&c.svg, "svg", "handoff.svg", "where to write the chart ('' for nowhere)")
-	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli, piped or list) and write no files, for profiling")
+	flag.BoolVar(&c.noTracking, "no-tracking", false, "skip the start-up by tracking mode under a booted systemd (the beds module)")
+	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli, tracking, piped or list) and write no files, for profiling")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -114,6 +116,9 @@ func run(c config) error {
 		}
 		if c.only != "list" {
 			c.listRuns = 0
+		}
+		if c.only != "tracking" {
+			c.noTracking = true
 		}
 	}
 	fmt.Printf("uncontended: %d rounds of %d pairs, 1 and 16 goroutines\n", c.rounds, c.pairs)
@@ -187,6 +192,10 @@ func run(c config) error {
 		if res.cli, err = runCLI(res.cliWays, c.cliRuns); err != nil {
 			return err
 		}
+	}
+	if !c.noTracking {
+		fmt.Println("tracking: with-lock's start-up by tracking mode under a booted systemd (beds)")
+		res.tracking = runTracking(c.root)
 	}
 	if c.pipedRuns > 0 {
 		fmt.Printf("output: %d MB through with-lock, %d runs of each way, interleaved\n", pipedBytes/1_000_000, c.pipedRuns)

@@ -27,6 +27,7 @@ func (r *results) report() report {
 	b.WriteString(r.fairTable())
 	b.WriteString(r.slotsTable())
 	b.WriteString(r.cliTable())
+	b.WriteString(r.trackingTable())
 	b.WriteString(r.pipedTable())
 	b.WriteString(r.listTable())
 	rep := report{targets: r.targets()}
@@ -50,6 +51,8 @@ func (r *results) partial(part string) string {
 		return r.uncontendedTable() + fmt.Sprintf("\nwith-lock / raw floor, median of per-round ratios: %.3f\n", r.pairedRatio) + r.throughputRatios() + r.pairedThroughput() + r.cpuTable()
 	case "contended":
 		return r.contendedTable()
+	case "tracking":
+		return r.trackingTable()
 	case "fair":
 		var b strings.Builder
 		b.WriteString(r.fairTable() + r.slotsTable())

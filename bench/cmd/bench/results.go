@@ -68,6 +68,7 @@ type results struct {
 	pipedWays []pipedWay                 // the output part (piped.go)
 	piped     map[string][]time.Duration // its wall times, by way
 	list      *listResult                // the fleet view at size (list.go); nil if not run
+	tracking  *trackingResult            // start-up by tracking mode under systemd (tracking.go); nil if not run
 
 	pairedRatio float64 // with-lock over the raw floor, uncontended, set by targets
 
