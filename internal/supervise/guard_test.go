@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/with-lock/with-lock/internal/clitest"
 )
 
 // The test binary is its own guard too, as with-lock is (guard_self.go).
@@ -62,7 +64,7 @@ func TestGuardOfEachKindKillsItsGroupAndTheEscapeesItWasToldOf(t *testing.T) {
 					if !ws.Success() {
 						t.Errorf("told done, the guard ended %v, want exit 0", ws)
 					}
-					if alive(escapee.Process.Pid) {
+					if clitest.Alive(escapee.Process.Pid) {
 						_ = member.Process.Kill()
 					} else {
 						t.Errorf("told done, the guard killed a process it was told of")
@@ -76,7 +78,7 @@ func TestGuardOfEachKindKillsItsGroupAndTheEscapeesItWasToldOf(t *testing.T) {
 					t.Fatal("the guard did not kill its process group")
 				}
 				deadline := time.Now().Add(5 * time.Second)
-				for alive(escapee.Process.Pid) {
+				for clitest.Alive(escapee.Process.Pid) {
 					if time.Now().After(deadline) {
 						t.Fatal("the guard did not kill the escapee it was told of")
 					}
@@ -85,17 +87,6 @@ func TestGuardOfEachKindKillsItsGroupAndTheEscapeesItWasToldOf(t *testing.T) {
 			}
 		})
 	}
-}
-
-// alive reports whether pid runs (not a zombie).
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && !strings.HasPrefix(s[i+1:], " Z")
 }
 
 // A /bin/sh that does not run the script (busybox, which takes the guard's
