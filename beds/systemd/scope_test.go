@@ -129,3 +129,23 @@ func TestLimitsUnderSystemdAreRefusedWithoutTheirControllers(t *testing.T) {
 		b.MustExec("systemctl", "reset-failed", "limited.service")
 	}
 }
+
+// In its scope the whole job is still with-lock's to stop: --max-run
+// stops every process of it, the child in a session of its own too, and
+// with-lock exits 124 with the lock released.
+func TestMaxRunStopsTheWholeJobInItsScope(t *testing.T) {
+	b := boot(t, testbed.BootOptions{})
+	b.WriteFile("/opt/jobs/long.sh", longJob, 0o755)
+	b.MustExec("systemd-run", "--unit", "maxrun", "--setenv=WITH_LOCK_REDIS="+b.URL(),
+		"/usr/bin/with-lock", "--max-run", "2s", "--kill-after", "1s", "maxrun", "/opt/jobs/long.sh", "/tmp/job")
+	pids := b.jobPids("/tmp/job")
+	if cg := b.Cgroup(pids["escapee"]); !strings.HasPrefix(cg, "/system.slice/with-lock-maxrun-") {
+		t.Errorf("the job runs in %s, not in a scope of its own", cg)
+	}
+	b.allGone(pids)
+	b.WaitFree("maxrun")
+	clitest.Eventually(t, wait, "the run's record", func() bool {
+		rec := b.Client().Get(t.Context(), "{lock:maxrun}:last").Val()
+		return strings.Contains(rec, `"exit_code":124`) && strings.Contains(rec, `"tracking":"scope"`)
+	})
+}
