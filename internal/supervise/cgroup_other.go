@@ -18,6 +18,8 @@ func choosePlacement(Options) placement { return placement{} }
 // busConn is Linux's: there is no systemd here.
 type busConn struct{}
 
+func (*busConn) Close() error { return nil }
+
 func (p *Prepared) startScope() *cgroup      { return nil }
 func newCgroupDir(string) string             { return "" }
 func makeCgroup(string) (*cgroup, error)     { return nil, errors.ErrUnsupported }

@@ -171,6 +171,9 @@ func (p *Prepared) Discard() {
 	if !p.use() {
 		return
 	}
+	if p.place.bus != nil {
+		p.place.bus.Close() // a scope is asked for only at Start
+	}
 	if p.guard != nil {
 		p.guard.standDown()
 		p.guard.waitExit()
