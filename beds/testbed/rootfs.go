@@ -16,7 +16,9 @@ import (
 
 // The systemd bed boots Debian 12 with what a server running with-lock
 // from cron or a timer has: systemd as init, D-Bus (systemctl and
-// systemd-run talk to systemd through it) and cron.
+// systemd-run talk to systemd through it), cron, and pam_systemd, which
+// starts a user's own systemd manager (user@<uid>.service) for a login or
+// a lingering user.
 const (
 	rootfsSuite = "bookworm"
 	// rootfsBuildTimeout bounds debootstrap: about 35 s on an idle
@@ -24,7 +26,7 @@ const (
 	rootfsBuildTimeout = 10 * time.Minute
 )
 
-var rootfsPackages = []string{"systemd", "systemd-sysv", "dbus", "cron"}
+var rootfsPackages = []string{"systemd", "systemd-sysv", "dbus", "cron", "libpam-systemd"}
 
 // Rootfs returns the directory of the Debian root file system the systemd
 // bed boots, building it with debootstrap the first time, from the mirror

@@ -53,6 +53,16 @@ func choosePlacement(o Options) placement {
 	if !scope {
 		return placement{mode: TrackingCgroup, dir: own, mount: mount}
 	}
+	if os.Geteuid() != 0 && !strings.Contains(path, "/user@"+strconv.Itoa(os.Geteuid())+".service/") {
+		// The kernel lets a user move a process only below a group it owns
+		// that holds both ends (cgroup v2's delegation containment): from
+		// cron.service or a login's session scope, not into its manager's.
+		pl := placement{why: "a user's job gets a scope of its own only under its own systemd manager (user@<uid>.service)"}
+		if o.Tracking == TrackingScope {
+			pl.err = fmt.Errorf("%w: %s", ErrNoScope, pl.why)
+		}
+		return pl
+	}
 	socket := managerSocket()
 	conn, err := dialBus(socket)
 	if err != nil {
@@ -62,11 +72,7 @@ func choosePlacement(o Options) placement {
 		}
 		return pl
 	}
-	pl := placement{mode: TrackingScope, mount: mount, bus: conn, slice: sliceOf(path), sliceDir: filepath.Dir(path)}
-	if os.Geteuid() != 0 && !strings.Contains(path, "/user@") {
-		pl.slice = "" // with-lock runs outside its user's manager: its default slice
-	}
-	return pl
+	return placement{mode: TrackingScope, mount: mount, bus: conn, slice: sliceOf(path), sliceDir: filepath.Dir(path)}
 }
 
 // errNameTaken is a group name that could not be had: it exists, or the
