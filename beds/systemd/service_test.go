@@ -13,7 +13,8 @@ const untilGo = "#!/bin/sh\necho $$ > /tmp/job.pid\nwhile [ ! -e /tmp/go ]; do s
 // with-lock as a transient service (systemd-run --wait, as an operator
 // runs a job by hand under systemd) runs the job, passes its exit code to
 // systemd and releases the lock; a second run while the first holds it is
-// refused with 75 and says who holds it.
+// refused with 75 and says who holds it, leaving nothing behind for
+// systemd to kill (its guard has exited when with-lock exits).
 func TestTransientServiceRunsJobAndReleasesLock(t *testing.T) {
 	b := boot(t, testbed.BootOptions{})
 	b.WriteFile("/opt/jobs/until-go.sh", untilGo, 0o755)
@@ -36,6 +37,9 @@ func TestTransientServiceRunsJobAndReleasesLock(t *testing.T) {
 	}
 	if b.Holder("once") != token {
 		t.Errorf("the refused run changed the lock's holder")
+	}
+	if j := b.Journal("once-second"); strings.Contains(j, "Killing process") {
+		t.Errorf("the refused run left a process (its guard) for systemd to kill:\n%s", j)
 	}
 
 	b.WriteFile("/tmp/go", "go", 0o644)

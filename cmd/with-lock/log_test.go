@@ -272,7 +272,7 @@ var varying = []struct{ example, pattern string }{
 	{`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(?:Z|[+-]\d\d:\d\d)`, `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(?:Z|[+-]\d\d:\d\d)`},
 	{`\((?:just now|\d+[a-z]+ ago)\)`, `\((?:just now|\d+[a-z]+ ago)\)`},
 	{`\d\d:\d\d:\d\d`, `\d\d:\d\d:\d\d`},
-	{`cgroup /sys/fs/cgroup/[^\s)"]*with-lock\.\d+\.[0-9a-f]{16}`, `(?:cgroup /sys/fs/cgroup/[^\s)"]*with-lock\.\d+\.[0-9a-f]{16}|subreaper)`},
+	{`cgroup /sys/fs/cgroup/[^\s)"]*(?:with-lock\.\d+\.[0-9a-f]{16}|with-lock-[^\s)"]*\.scope)`, `(?:cgroup /sys/fs/cgroup/[^\s)"]*(?:with-lock\.\d+\.[0-9a-f]{16}|with-lock-[^\s)"]*\.scope)|subreaper(?:: [^)"]*)?)`},
 	{`\d+\.\d+\.\d+\.\d+:\d+`, `\d+\.\d+\.\d+\.\d+:\d+`},
 	{`(?:\d+(?:\.\d+)?(?:ns|µs|ms|s|m|h))+\b`, `(?:\d+(?:\.\d+)?(?:ns|µs|ms|s|m|h))+`},
 	{`\d+(?:\.\d+)?`, `\d+(?:\.\d+)?`},

@@ -204,7 +204,7 @@ func (r *runner) status() int {
 			fmt.Println(holderLine(h, time.Now()))
 		}
 		if st.LastRun != nil {
-			fmt.Println("last run: " + runLine(st.LastRun, time.Now()) + trackedBy(st.LastRun))
+			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
 			fmt.Print(outputLines(st.LastRun.Output, math.MaxInt)) // history.go
 		}
 		if st.LastSuccess != nil && (st.LastRun == nil || *st.LastSuccess != *st.LastRun) {
@@ -275,15 +275,6 @@ func runLine(run *withlock.Run, now time.Time) string {
 		fmt.Fprintf(&b, ", fence %d", run.Fence)
 	}
 	return b.String()
-}
-
-// trackedBy says what followed a run's job, for --status's last run:
-// ", its job followed by scope"; nothing when the record does not say.
-func trackedBy(run *withlock.Run) string {
-	if run.Tracking == "" {
-		return ""
-	}
-	return ", its job followed by " + run.Tracking
 }
 
 // ending says how a run ended.
