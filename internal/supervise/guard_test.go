@@ -134,3 +134,64 @@ func BenchmarkGuardStart(b *testing.B) {
 		})
 	}
 }
+
+// A guard that dies is replaced while the job runs, and no count of the
+// job's processes ever takes the one that died, or its replacement, for a
+// process of the job: a job whose command has exited, leaving one process
+// in a session of its own, has that one left, however often its guard is
+// killed meanwhile (as busybox's /bin/sh once ended every guard at once).
+func TestRemainingNeverCountsAGuardThatIsReplaced(t *testing.T) {
+	p := Prepare(Options{NoCgroup: true}, true)
+	c, err := p.Start("/bin/sh", []string{"sh", "-c", "setsid sleep 30 & exit 0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GuardErr() != nil {
+		t.Fatalf("no guard: %v", c.GuardErr())
+	}
+	defer func() {
+		_ = c.Signal(syscall.SIGKILL)
+		select {
+		case <-c.JobDone():
+		case <-time.After(10 * time.Second):
+			t.Error("the job did not end after SIGKILL")
+		}
+		c.Close()
+	}()
+	c.Wait()
+	var left []int
+	clitest.Eventually(t, 5*time.Second, "the job's one process outside the command", func() bool {
+		left = c.Remaining()
+		return len(left) == 1
+	})
+	escapee := left[0]
+
+	stop := make(chan struct{})
+	counted := make(chan []int, 1)
+	go func() {
+		defer close(counted)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if l := c.Remaining(); len(l) != 1 || l[0] != escapee {
+				counted <- l
+				return
+			}
+		}
+	}()
+	const replacements = 100
+	for range replacements {
+		guard := c.guardPid()
+		_ = syscall.Kill(guard, syscall.SIGKILL)
+		clitest.Eventually(t, 5*time.Second, "a new guard in place of the one killed", func() bool {
+			return c.guardPid() != guard
+		})
+	}
+	close(stop)
+	if l, ok := <-counted; ok {
+		t.Errorf("Remaining = %v while the guard was being replaced, want only the escapee %d", l, escapee)
+	}
+}

@@ -179,6 +179,20 @@ func (c *Child) guardPid() int {
 	return c.guard.pid()
 }
 
+// holdGuard returns the guard process running now, or -1, and keeps it
+// so until unlock: a list of processes read meanwhile holds no other
+// guard. Asked after such a list was read instead, it could name a
+// replacement started since, and the guard that was replaced would count
+// as a process of the job. A guard that died is a zombie with the pid
+// returned until the reaper reaps it, and replace starts the next one.
+func (c *Child) holdGuard() (pid int, unlock func()) {
+	if c.guard == nil {
+		return -1, func() {}
+	}
+	c.guard.mu.Lock()
+	return c.guard.cmd.Process.Pid, c.guard.mu.Unlock
+}
+
 // guardDied replaces the guard, pid, that died while the job runs, unless
 // with-lock killed it itself with the rest of the job's process group.
 func (c *Child) guardDied(pid int) {

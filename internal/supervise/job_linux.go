@@ -88,9 +88,11 @@ func taskChildren(pid, tid int) (kids []int, ok bool) {
 // found by walking /proc's children lists. A process forked while the walk runs may be
 // missed; callers that must reach all of them repeat.
 func (c *Child) descendants() []int {
+	guard, unlock := c.holdGuard()
+	defer unlock()
 	if c.cg != nil {
 		// Exact; the guard is in it only when it is a scope's first process.
-		return slices.DeleteFunc(c.cg.procs(), func(pid int) bool { return pid == c.guardPid() })
+		return slices.DeleteFunc(c.cg.procs(), func(pid int) bool { return pid == guard })
 	}
 	var found []int
 	queue := []int{os.Getpid()}
@@ -98,7 +100,7 @@ func (c *Child) descendants() []int {
 		pid := queue[0]
 		queue = queue[1:]
 		for _, kid := range childrenOf(pid) {
-			if kid != c.guardPid() {
+			if kid != guard {
 				found = append(found, kid)
 				queue = append(queue, kid)
 			}
