@@ -50,7 +50,7 @@ func TestReadOnlyCgroupInContainerFallsBackToSubreaper(t *testing.T) {
 			c := b.Start(testbed.RunSpec{Image: b.JobImage(),
 				Flags: append([]string{"--env", "WITH_LOCK_REDIS=" + b.URL()}, tc.flags...),
 				Args: []string{"-v", "ro-cgroup", "sh", "-c",
-					"grep ' /sys/fs/cgroup' /proc/self/mountinfo >&2; setsid sleep 1 & exit 0"}})
+					"grep ' /sys/fs/cgroup' /proc/self/mountinfo >&2; setsid sleep 2 & exit 0"}})
 			res := c.Wait(wait)
 			if res.Code != 0 || !strings.Contains(res.Stderr, "its job followed by subreaper") {
 				t.Errorf("exit %d, want 0 and -v saying the subreaper follows the job:\n%s", res.Code, res.Stderr)

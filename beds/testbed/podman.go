@@ -85,7 +85,7 @@ func ImageArchive() string {
 }
 
 // ReleaseImage loads the archive `make image` built into the beds'
-// storage and returns the image's name. A missing archive fails the test:
+// storage and returns the image's ID. A missing archive fails the test:
 // make image builds it (make beds does first).
 func (p *Podman) ReleaseImage() string {
 	p.t.Helper()
@@ -103,8 +103,14 @@ func (p *Podman) ReleaseImage() string {
 	if !ok || strings.Contains(name, "\n") {
 		p.t.Fatalf("podman load %s: want one image loaded, got %q", archive, out)
 	}
-	images.release = name
-	return name
+	// By its ID: the storage is the machine's, and another checkout's
+	// beds may load an image of the same name meanwhile.
+	id := strings.TrimSpace(p.Output(time.Minute, "image", "inspect", "--format", "{{.Id}}", name))
+	if id == "" || strings.Contains(id, "\n") {
+		p.t.Fatalf("podman image inspect %s: want one image ID, got %q", name, id)
+	}
+	images.release = id
+	return id
 }
 
 // JobImage is an image for jobs: busybox's applets in /bin (so /bin/sh is
@@ -152,7 +158,9 @@ func (p *Podman) JobImage() string {
 	if err := os.WriteFile(filepath.Join(dir, "Containerfile"), []byte(containerfile), 0o644); err != nil {
 		p.t.Fatal(err)
 	}
-	const name = "localhost/with-lock-bed-job:latest"
+	// Named for the release image it is built on: another checkout's beds
+	// may build theirs meanwhile.
+	name := "localhost/with-lock-bed-job:" + release[:min(12, len(release))]
 	p.Output(2*time.Minute, "build", "--quiet", "--tag", name, dir)
 	images.job = name
 	return name
