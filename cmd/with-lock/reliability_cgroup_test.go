@@ -113,10 +113,9 @@ func TestKilledRunsLeaveNoCgroupBehind(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	parent := jobCgroupParent()
-	before := map[string]bool{}
-	for _, d := range newJobCgroups(parent) {
-		before[d] = true
-	}
+	// The runs' own groups, with-lock.<pid>.<random>: the parent may be
+	// shared with other tests' runs, which come and go meanwhile.
+	ours := map[string]bool{}
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("seed %d, %d runs", seed, churnRuns())
@@ -142,6 +141,7 @@ func TestKilledRunsLeaveNoCgroupBehind(t *testing.T) {
 		how := i % 4
 		counts[how]++
 		withLock, guard := p.Pid(), guardOf(p.Pid())
+		ours[strconv.Itoa(withLock)] = true
 		switch how {
 		case stopped:
 			signalPid(withLock, syscall.SIGTERM)
@@ -166,14 +166,21 @@ func TestKilledRunsLeaveNoCgroupBehind(t *testing.T) {
 	for _, sl := range jobs {
 		clitest.WaitDead(t, 2*time.Second, sl.pids()...)
 	}
-	clitest.Eventually(t, 5*time.Second, "every run's cgroup removed", func() bool {
+	ourGroups := func() (left []string) {
 		for _, d := range newJobCgroups(parent) {
-			if !before[d] {
-				return false
+			if pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), "with-lock."), "."); ours[pid] {
+				left = append(left, d)
 			}
 		}
-		return true
-	})
+		return left
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for left := ourGroups(); len(left) > 0; left = ourGroups() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5s, the runs' cgroups are still there: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // newJobCgroups lists the jobs' cgroups in parent named as this version
