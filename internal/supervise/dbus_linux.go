@@ -272,17 +272,12 @@ func (d *busDec) u32() uint32 {
 	return d.order.Uint32(d.b[d.i-4:])
 }
 
-func (d *busDec) str() string {
-	n := int(d.u32())
-	if !d.need(n + 1) {
-		return ""
-	}
-	d.i += n + 1
-	return string(d.b[d.i-n-1 : d.i-1])
-}
+func (d *busDec) str() string { return d.text(int(d.u32())) }
 
-func (d *busDec) sig() string {
-	n := int(d.byte())
+func (d *busDec) sig() string { return d.text(int(d.byte())) }
+
+// text reads n bytes and the NUL that ends them, as a string.
+func (d *busDec) text(n int) string {
 	if !d.need(n + 1) {
 		return ""
 	}
