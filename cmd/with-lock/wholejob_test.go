@@ -166,7 +166,8 @@ var trackings = []struct {
 // -v says what follows the job: a cgroup of its own where this machine
 // offers a writable cgroup2 mount (as root here), the command then in it
 // and the group removed at the end; the subreaper with --no-cgroup or
-// without one, the command then in with-lock's own cgroup.
+// without one, the command then in with-lock's own cgroup. --status
+// --json's last run says it too.
 func TestVerboseSaysWhatFollowsTheJob(t *testing.T) {
 	srv := redistest.Start(t)
 	own := cgroupOf(t, "self")
@@ -186,6 +187,14 @@ func TestVerboseSaysWhatFollowsTheJob(t *testing.T) {
 				t.Errorf("the command ran in cgroup %q, want one of its own", in)
 			case !wantCgroup && (!hasLine(res.Stderr, "its job followed by subreaper") || in != own):
 				t.Errorf("stderr %q, command's cgroup %q: want the subreaper alone and with-lock's own cgroup %q", res.Stderr, in, own)
+			}
+			want := map[bool]string{true: "cgroup", false: "subreaper"}[wantCgroup]
+			var st struct {
+				LastRun struct{ Tracking string } `json:"last_run"`
+			}
+			status := clitest.Run(t, redisEnv(srv), "--status", "--json", "tracking")
+			if err := json.Unmarshal([]byte(status.Stdout), &st); err != nil || st.LastRun.Tracking != want {
+				t.Errorf("--status --json says the last run's tracking was %q (%v), want %q:\n%s", st.LastRun.Tracking, err, want, status.Stdout)
 			}
 			if wantCgroup {
 				dir := res.Stderr[strings.Index(res.Stderr, "cgroup /")+len("cgroup "):]
