@@ -93,7 +93,9 @@ func TestHistoryPrintsTheLastRunsNewestFirst(t *testing.T) {
 // below each run. Without it no output is stored.
 func TestHistoryShowsTheEndOfEachRunsOutput(t *testing.T) {
 	e := setup(t)
-	if r := e.run("--record-output", "1", "report", "sh", "-c", `seq 1 2000; echo failed >&2; exit 3`); r.Code != 3 {
+	// All of it on stderr: stdout and stderr are two pipes, read as they
+	// come, whose order between them the record cannot know.
+	if r := e.run("--record-output", "1", "report", "sh", "-c", `seq 1 2000 >&2; echo failed >&2; exit 3`); r.Code != 3 {
 		t.Fatalf("first run: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	if r := e.run("--record-output", "1", "report", "sh", "-c", `echo done`); r.Code != 0 || r.Stdout != "done\n" {

@@ -77,12 +77,25 @@ func (s Spec) Start(t testing.TB) *Proc {
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatalf("start with-lock: %v", err)
 	}
+	var shown <-chan struct{} // closed at once without a terminal
 	if s.Terminal != nil {
-		s.Terminal.handOver(&p.stdout)
+		shown = s.Terminal.handOver(&p.stdout)
+	} else {
+		c := make(chan struct{})
+		close(c)
+		shown = c
 	}
 	go func() {
 		p.err = p.Cmd.Wait()
 		p.ended = time.Now()
+		// What the terminal showed is read by a goroutine of its own:
+		// Stdout is whole once it has read the end, which comes when
+		// the last process with the terminal open has closed it (an
+		// orphan may hold it, as it may hold a pipe: WaitDelay).
+		select {
+		case <-shown:
+		case <-time.After(p.Cmd.WaitDelay):
+		}
 		close(p.done)
 	}()
 	t.Cleanup(func() {

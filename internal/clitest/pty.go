@@ -40,14 +40,18 @@ func OpenPTY(t testing.TB) *PTY {
 }
 
 // handOver closes the test's copy of the terminal side, which the started
-// process now holds, and copies what the terminal shows to w.
-func (p *PTY) handOver(w io.Writer) {
+// process now holds, and copies what the terminal shows to w. The channel
+// it returns is closed once the copy has ended: when no process has the
+// terminal open any more and everything it showed was read.
+func (p *PTY) handOver(w io.Writer) <-chan struct{} {
 	if p.handedOver {
 		p.t.Fatalf("clitest: a PTY serves one run")
 	}
 	p.handedOver = true
 	_ = p.tty.Close()
+	copied := make(chan struct{})
 	go func() {
+		defer close(copied)
 		b := make([]byte, 1024)
 		for {
 			n, err := p.ptmx.Read(b)
@@ -57,6 +61,7 @@ func (p *PTY) handOver(w io.Writer) {
 			}
 		}
 	}()
+	return copied
 }
 
 // Type writes b to the terminal as if typed at its keyboard (0x03 is
