@@ -27,7 +27,11 @@ var fillValue = strings.Repeat("x", 1024)
 
 // FillUntilOOM writes keys without expiry until the server refuses a write
 // with OOM: its used memory is then above its maxmemory, which must be set
-// with maxmemory-policy noeviction (what redis-server starts with).
+// with maxmemory-policy noeviction (what redis-server starts with). The
+// first refusal comes with the fill's own batch in the server's memory, as
+// a query buffer the server frees soon after, which could bring it back
+// under its maxmemory: so the maxmemory is then halved, and the server
+// stays out of memory whatever it frees of that.
 func (s *Server) FillUntilOOM() {
 	s.t.Helper()
 	s.fill("FillUntilOOM", 0, func(err error) bool {
@@ -36,6 +40,19 @@ func (s *Server) FillUntilOOM() {
 		}
 		return err != nil
 	})
+	ctx := context.Background()
+	rdb := s.Client()
+	got, err := rdb.ConfigGet(ctx, "maxmemory").Result()
+	if err != nil {
+		s.t.Fatalf("FillUntilOOM: CONFIG GET maxmemory: %v", err)
+	}
+	max, err := strconv.ParseInt(got["maxmemory"], 10, 64)
+	if err != nil || max <= 0 {
+		s.t.Fatalf("FillUntilOOM: maxmemory %q: want a limit", got["maxmemory"])
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", strconv.FormatInt(max/2, 10)).Err(); err != nil {
+		s.t.Fatalf("FillUntilOOM: CONFIG SET maxmemory: %v", err)
+	}
 }
 
 // FillUntilEvicted writes keys with an hour's TTL, as a cache does, until
