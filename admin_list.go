@@ -83,8 +83,8 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 	return list, nil
 }
 
-// Break removes the lock called name whatever its token, and wakes those
-// waiting for it, with one script (GET, DEL, PUBLISH): on a Cluster on the
+// Break removes the lock called name whatever its token, and hands it to
+// the head of the fair line or wakes those waiting for it, with one script: on a Cluster on the
 // key's master, on a quorum on every node. It returns what it removed:
 // Held false when nothing was held (on a quorum: no token was on a
 // majority; keys on a minority are removed all the same). The former
@@ -111,8 +111,10 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 
 // breakScript removes a lock whatever its token. KEYS[1] is the lock key,
 // KEYS[2] its break marker (brokenKey). It returns the token it removed, or
-// nil when the key was missing; like the release script it publishes on
-// the key's channel, so that waiters try at once. When it removed a token
+// nil when the key was missing; like the release script it hands a plain
+// lock to the first live waiter of the fair line (ARGV[1] is the key's line
+// base, "" for none) and publishes on the key's channel, so that waiters
+// outside the line try at once. When it removed a token
 // it sets the marker to "<ARGV[2]> <SHA-1 of each token removed>…" for the
 // key's remaining life plus a second (a minute more for a key without
 // expiry): the holder's next renewal comes within that life.

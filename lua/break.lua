@@ -1,6 +1,7 @@
 -- Break a lock whatever its token (see breakScript). KEYS[1]: the lock key;
--- KEYS[2]: its break marker. ARGV[1]: the base of a semaphore's slot keys,
--- built here from it; ARGV[2]: who breaks it, "<host>:<pid>".
+-- KEYS[2]: its break marker. ARGV[1]: the line base of the key (its fair
+-- line and a semaphore's slot keys are built here from it); ARGV[2]: who
+-- breaks it, "<host>:<pid>".
 local token = redis.call('get', KEYS[1])
 if not token then
   return token
@@ -26,5 +27,21 @@ if ttl < 0 then
   ttl = 60000
 end
 redis.call('set', KEYS[2], ARGV[2] .. ' ' .. table.concat(sums, ' '), 'PX', ttl + 1000)
+-- A plain lock goes to the first live waiter in the fair line at once, as
+-- the release script hands it over (a semaphore's line is served by its check).
+if not n and ARGV[1] ~= '' then
+  local b = ARGV[1]
+  while true do
+    local e = redis.pcall('lpop', b .. ':q')
+    if type(e) ~= 'string' then
+      break
+    end
+    local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
+    if id and redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0 then
+      redis.call('set', KEYS[1], tok, 'PX', ttl)
+      break
+    end
+  end
+end
 redis.call('publish', KEYS[1], '')
 return out
