@@ -187,15 +187,12 @@ var extendIndexScript = lazyScript("extend_index.lua")
 
 // extendIndexed is extend for l's first renewal: it also indexes l.
 func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
-	n, err := s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix)}, l.token, ttl.Milliseconds()).Int64()
-	if err != nil {
-		return opError("extend", l.key, err)
-	}
-	if n != 1 {
-		return ErrLockNotHeld
+	v, err := s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix), replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
+	if err := extended(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
+		return err
 	}
 	l.indexed.Store(true)
-	return nil
+	return extended(l.key, v, nil)
 }
 
 // unindexScript prunes the index KEYS[1] of the lock keys among the rest,

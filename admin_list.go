@@ -154,12 +154,12 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 }
 
 // isSideKey reports whether key is the fencing counter, last-run record,
-// history, last success, once-per marker, break marker or leftovers note
+// history, last success, once-per marker, break or replace marker or leftovers note
 // of another key (see sideKey), or one of the keys beside it that have its
 // line base (lineBase): its fair line, its waiting mark, a waiting Client's
 // liveness key, a semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
-	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "left", "pause"} {
+	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "replaced", "left", "pause"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
 			return true
 		}

@@ -271,7 +271,8 @@ func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() && hasIndex(s.rdb) {
 		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
-	return s.ifOurs(ctx, "extend", extendScript(), l, ttl)
+	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
+	return extended(l.key, v, err) // replace.go
 }
 
 func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {
@@ -299,20 +300,6 @@ func released(key string, v any, err error) (string, error) {
 		return "", ErrLockNotHeld
 	}
 	return to, nil
-}
-
-// ifOurs runs a token-checked script of op (extend.lua) on
-// l with its duration argument in ms: 1 means done, anything else that the
-// lock is not ours.
-func (s *single) ifOurs(ctx context.Context, op, script string, l *Lock, d time.Duration) error {
-	n, err := s.rdb.Eval(ctx, script, []string{l.key}, l.token, d.Milliseconds()).Int64()
-	if err != nil {
-		return opError(op, l.key, err)
-	}
-	if n != 1 {
-		return ErrLockNotHeld
-	}
-	return nil
 }
 
 func (s *single) ttl(ctx context.Context, l *Lock) (time.Duration, error) {

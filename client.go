@@ -45,6 +45,13 @@ type LockOptions struct {
 	// ReplicaTimeout bounds the wait for MinReplicas; 0 means 1s. Keep it
 	// below the Redis client's ReadTimeout.
 	ReplicaTimeout time.Duration
+	// Replace, for Acquire, asks the lock's holder to stop when the lock
+	// is held, and waits first in the fair line: the holder's KeepAlive
+	// reports ErrReplaced, renewing until its Release hands the lock over
+	// (or the key expires). On a quorum, a semaphore, with Fence or
+	// MinReplicas, or where the fair line's subscription is refused,
+	// Acquire returns an error matching errors.ErrUnsupported.
+	Replace bool
 }
 
 // Client takes locks on one Redis deployment, or on a quorum of them

@@ -25,6 +25,13 @@ var (
 	// key untouched.
 	ErrLockNotHeld = errors.New("lock is no longer held")
 
+	// ErrReplaced means an Acquire with LockOptions.Replace asked this
+	// lock's holder to stop: Extend returns it having extended the lock,
+	// which stays ours until Release hands it to the replacer, and a
+	// KeepAlive reports it as a loss (LostError.ReplacedBy) while it goes
+	// on renewing, so that the replacer waits for the work to end.
+	ErrReplaced = errors.New("lock replaced")
+
 	// ErrWrongType means a key the lock needs (the lock's own key, or its
 	// fencing counter) exists but holds something this package did not
 	// write: another program uses the same key. Waiting does not help; pick
@@ -136,11 +143,16 @@ type LostError struct {
 	// the lock, the "<host>:<pid>" of the Client that broke it; "" when
 	// Redis knows of no break.
 	BrokenBy string
+	// ReplacedBy is, when Err is ErrReplaced, the "<host>:<pid>" of the
+	// Client whose Acquire with LockOptions.Replace waits for the lock.
+	ReplacedBy string
 }
 
 // Error says what was lost and why.
 func (e *LostError) Error() string {
 	switch {
+	case e.ReplacedBy != "":
+		return fmt.Sprintf("lock %s lost: replaced by %s (LockOptions.Replace)", e.Key, e.ReplacedBy)
 	case e.BrokenBy != "":
 		return fmt.Sprintf("lock %s lost: broken by %s (Client.Break)", e.Key, e.BrokenBy)
 	case errors.Is(e.Err, ErrLockNotHeld):

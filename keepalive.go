@@ -103,7 +103,9 @@ type KeepAlive struct {
 // deadline passes without a successful renewal — a renewal stuck in a slow
 // call does not delay this. On loss, Lost is
 // closed, Err returns a *LostError, Context is cancelled with it as cause,
-// and renewal stops. Renewal also stops, without a loss, when ctx is done or
+// and renewal stops; but a lock replaced by an Acquire with
+// LockOptions.Replace (LostError.ReplacedBy) is renewed until Stop, so
+// that the replacer waits for the Release after the work. Renewal also stops, without a loss, when ctx is done or
 // Stop is called. Call Stop before Release.
 func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive {
 	k := &KeepAlive{
@@ -125,7 +127,8 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 	k.interval = max(min(k.interval, (l.ttl-k.margin)/2), time.Millisecond)
 	k.deadline = l.acquired.Add(l.ttl - k.margin)
 	k.ctx, k.cancel = context.WithCancelCause(ctx)
-	loopCtx, stop := context.WithCancel(k.ctx)
+	// Not from k.ctx: a replaced lock is renewed after its loss is told.
+	loopCtx, stop := context.WithCancel(ctx)
 	k.stop = stop
 	go k.run(loopCtx)
 	return k
@@ -243,6 +246,13 @@ func (k *KeepAlive) run(ctx context.Context) {
 			}(lossAt)
 		case r := <-results:
 			busy = false
+			// A replaced lock was extended all the same: it stays ours,
+			// renewed, until Release hands it to the replacer, so that the
+			// replacer starts only once the work has stopped.
+			by := replacedBy(r.err) // replace.go
+			if by != "" {
+				r.err = nil
+			}
 			if r.err == nil || errors.Is(r.err, ErrReacquired) {
 				// Before OnRenew, which may read Deadline.
 				k.setDeadline(r.sent.Add(l.ttl - k.margin))
@@ -259,6 +269,9 @@ func (k *KeepAlive) run(ctx context.Context) {
 				lossAt = k.Deadline()
 				deadline.Reset(time.Until(lossAt))
 				next.Reset(time.Until(k.nextRenewal(r.sent)))
+				if by != "" {
+					k.loseTo(&LostError{Key: l.key, Err: ErrReplaced, ReplacedBy: by})
+				}
 			case errors.Is(r.err, ErrLockNotHeld):
 				k.lose(ErrLockNotHeld, r.brokenBy)
 				return
@@ -290,8 +303,17 @@ func (k *KeepAlive) nextRenewal(sent time.Time) time.Time {
 func (k *KeepAlive) retry() time.Duration { return max(k.interval/4, time.Millisecond) }
 
 func (k *KeepAlive) lose(err error, brokenBy string) {
-	lerr := &LostError{Key: k.lock.key, Err: err, BrokenBy: brokenBy}
+	k.loseTo(&LostError{Key: k.lock.key, Err: err, BrokenBy: brokenBy})
+}
+
+// loseTo reports the loss lerr, once: a replaced lock, still renewed, may
+// be lost again.
+func (k *KeepAlive) loseTo(lerr *LostError) {
 	k.mu.Lock()
+	if k.err != nil {
+		k.mu.Unlock()
+		return
+	}
 	k.err = lerr
 	k.mu.Unlock()
 	// Cancel before closing Lost: whoever Lost wakes must find Context

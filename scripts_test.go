@@ -18,7 +18,7 @@ func TestEveryScriptIsEmbedded(t *testing.T) {
 		"slots_extend": slotsExtendScript, "slots_line_check": slotsLineCheckScript,
 		"left": leftScript, "break": breakScript, "record": recordScript,
 		"extend_index": extendIndexScript, "unindex": unindexScript, "status": statusScript,
-		"window": windowScript, "pause": pauseScript, "resume": resumeScript,
+		"window": windowScript, "pause": pauseScript, "resume": resumeScript, "replace": replaceScript,
 	}
 	for name, script := range scripts {
 		if s := script(); !strings.Contains(s, "redis.call") && !strings.Contains(s, "redis.pcall") {

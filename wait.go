@@ -64,9 +64,17 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 		return nil, fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
 	want := c.newLock(name, token, ttl, opts)
+	replace := opts != nil && opts.Replace
+	if _, single := c.b.(*single); replace && (!single || !queues(opts) || !hasLine(want.key)) {
+		return nil, fmt.Errorf("acquire %s: %w", want.key, errReplaceUnsupported)
+	}
 	if fl, ok := c.b.(fairLine); ok && queues(opts) && hasLine(want.key) {
-		if l, err := ln.fair.wait(ctx, tctx, c, fl, want, opts); err != errLineRefused {
+		l, err := ln.fair.wait(ctx, tctx, c, fl, want, opts)
+		if err != errLineRefused {
 			return l, err
+		}
+		if replace {
+			return nil, fmt.Errorf("acquire %s: Redis refused the fair line's subscription: %w", want.key, errReplaceUnsupported)
 		}
 		// Redis refused the line's subscription: wait without the line.
 	}

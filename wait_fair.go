@@ -123,6 +123,9 @@ type liner struct {
 	pushing bool            // its RPUSH is in flight: a check cannot tell where it is
 	got     chan lineResult // capacity 1
 	gone    bool            // gave up: a hand-over to it is for leaveLine to pass on
+	// replacer, for LockOptions.Replace, is who replaces the holder: its
+	// first join goes to the head of the line and marks the holder.
+	replacer string
 }
 
 func (r *room) queue() string             { return r.base + ":q" }
@@ -167,6 +170,9 @@ func (f *fairRooms) wait(ctx, tctx context.Context, c *Client, b fairLine, want 
 	}
 	base, _ := lineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
+	if opts != nil && opts.Replace {
+		w.replacer = c.breaker() // replace.go: first in line, and the holder asked to stop
+	}
 	r = f.enter(b, want, base, w)
 
 	// Join only once Redis confirmed our subscription: a release counts
@@ -204,7 +210,8 @@ func (f *fairRooms) wait(ctx, tctx context.Context, c *Client, b fairLine, want 
 		sent := time.Now()
 		err := c.b.extend(tctx, l, l.ttl)
 		switch {
-		case err == nil:
+		case err == nil, errors.Is(err, ErrReplaced):
+			// Replaced already: KeepAlive's first renewal says so.
 			l.acquired = sent
 			return l, nil
 		case !errors.Is(err, ErrLockNotHeld):
@@ -253,6 +260,8 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 		return nil // someone else is putting w in line, or it is done
 	}
 	w.pushing = true
+	replacer := w.replacer // only the first join asks the holder to stop
+	w.replacer = ""
 	refresh := time.Since(r.lastAlive) >= aliveEvery
 	now := time.Now()
 	if refresh {
@@ -270,7 +279,14 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 		// A hand-over takes the lock for w without a SET of w's own: its
 		// name goes into the index of names with its entry (admin_index.go).
 		indexed = queueIndexWrite(ctx, p, w.want, now)
-		push = p.RPush(ctx, r.queue(), w.entry)
+		if replacer == "" {
+			push = p.RPush(ctx, r.queue(), w.entry)
+			return nil
+		}
+		// First in line before the holder is asked to stop: its release
+		// hands the lock to w, and no third waiter slips in between.
+		push = p.LPush(ctx, r.queue(), w.entry)
+		queueReplace(ctx, p, r.key, replacer)
 		return nil
 	})
 	if indexed != nil {
