@@ -169,10 +169,11 @@ func signalName(sig os.Signal) string {
 // lockOptions are the per-acquisition options of this run; nil when there
 // are none, which keeps the acquisition a single SET.
 func (r *runner) lockOptions() *withlock.LockOptions {
-	if r.cfg.MinReplicas == 0 && !r.cfg.Fence && r.cfg.MinHold == 0 {
+	if r.cfg.MinReplicas == 0 && !r.cfg.Fence && r.cfg.MinHold == 0 && !r.cfg.Replace {
 		return nil
 	}
 	return &withlock.LockOptions{
+		Replace:     r.cfg.Replace, // --replace
 		Fence:       r.cfg.Fence,   // --fence
 		MinHold:     r.cfg.MinHold, // --min-hold
 		MinReplicas: r.cfg.MinReplicas,

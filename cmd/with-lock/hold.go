@@ -233,6 +233,7 @@ func (rn *renewals) snapshot() (lastOK, lastSent time.Time, margin time.Duration
 //     "Redis unreachable for longer than the TTL allows";
 //   - --break removed it (the marker it leaves names the breaker):
 //     "broken by host:pid with --break";
+//   - --replace asked it to stop: "replaced by host:pid with --replace";
 //   - no renewal was even tried in time (with-lock was paused or starved):
 //     taken over by host:pid if Redis says so, else "it expired";
 //   - Redis said the lock is no longer ours: taken over by host:pid if
@@ -245,6 +246,9 @@ func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (strin
 	ttl := r.cfg.TTL
 	lastOK, lastSent, margin := rn.snapshot()
 	var lerr *withlock.LostError
+	if errors.As(err, &lerr) && lerr.ReplacedBy != "" {
+		return replacedReason(lock, lerr.ReplacedBy) // replace.go
+	}
 	if errors.As(err, &lerr) && lerr.Err != nil && !errors.Is(err, withlock.ErrLockNotHeld) {
 		// Stop first, explain after has already happened; asking Redis
 		// now would only wait out another timeout.

@@ -87,6 +87,7 @@ type Lock struct {
 	Fence        bool          // draw a fencing number: WITH_LOCK_FENCE
 	MinReplicas  int           // WAIT for this many replicas after acquiring
 	Slots        int           // holders allowed at once; 1 is the plain lock
+	Replace      bool          // stop the holder and run next (replace.go)
 
 	OncePer       time.Duration // 0, or run at most once per window of this length
 	OncePerOffset time.Duration // shift of the --once-per windows
@@ -317,6 +318,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.validateOncePer(); err != nil {
+		return err
+	}
+	if err := c.validateReplace(); err != nil { // replace.go
 		return err
 	}
 	return c.validateConnection()

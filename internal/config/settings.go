@@ -65,6 +65,8 @@ func settings(c *Config) []group {
 			{name: "wait", short: "w", env: "WITH_LOCK_WAIT", field: &c.Wait,
 				help: "wait up to `DUR` for a busy lock instead of failing"},
 			{name: "nonblock", short: "n", field: &c.nonblock, help: "fail at once when the lock is busy (the default)"},
+			{name: "replace", env: "WITH_LOCK_REPLACE", field: &c.Replace,
+				help: "stop the run holding the lock (as on a lost lock: 125, \"replaced by host:pid\"), wait first in line until it is gone, then run; -w defaults to --ttl + --kill-after + 5s"},
 			{name: "conflict-exit-code", short: "E", env: "WITH_LOCK_CONFLICT_EXIT_CODE", field: &c.ConflictExit, def: DefaultConflictExit,
 				help: "exit with `N` (0-255) when the lock is busy"},
 			{name: "min-hold", env: "WITH_LOCK_MIN_HOLD", field: &c.MinHold,

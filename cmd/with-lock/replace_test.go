@@ -1,0 +1,165 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/with-lock/with-lock/internal/clitest"
+)
+
+// replacedJob is a command that ignores SIGTERM, so only SIGKILL ends it,
+// and checks that the job before it is gone: it reads the pids of the last
+// run's shell and child from "$1/last" and appends any still alive to
+// "$1/overlaps", then writes its own and appends them to "$1/runs".
+const replacedJob = `for p in $(cat "$1/last" 2>/dev/null); do kill -0 "$p" 2>/dev/null && echo "$p" >> "$1/overlaps"; done
+trap '' TERM
+sleep 600 &
+echo "$$ $!" > "$1/last"
+echo "$$ $!" >> "$1/runs"
+wait`
+
+// Runs with --replace from four racing loops, each starting the next as
+// soon as its last one ends, replace one another's jobs, which ignore
+// SIGTERM: each replaced holder says who replaced it and exits 125 once
+// --kill-after's SIGKILL ended its job, and each new run starts only after
+// every process of the job before it is gone. The issue asks for 200
+// replacements; a replacement costs up to a renewal interval (a third of
+// the TTL, which must stay long enough for renewals on a loaded machine)
+// plus --kill-after, about 0.45 s here, so the count is cut to keep the test
+// to seconds.
+func TestReplaceStopsTheHolderBeforeTheNextRunStarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs redis-server")
+	}
+	const hosts, replacements = 4, 20
+	e := setup(t)
+	host, _ := hostPid(t, 0)
+	dir := t.TempDir()
+	runs := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "runs"))
+		return strings.Count(string(b), "\n")
+	}
+	var mu sync.Mutex
+	stopped := false
+	current := make([]*clitest.Proc, hosts)
+	var replaced, other []string // stderr of the runs that ended
+	var wg sync.WaitGroup
+	for i := range hosts {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if stopped {
+					mu.Unlock()
+					return
+				}
+				p := clitest.Start(t, nil, "--redis", e.srv.URL(), "--replace", "--ttl", "1s", "--kill-after", "100ms",
+					"--stop-timeout", "100ms", "-w", "20s", "replaced", "sh", "-c", replacedJob, "sh", dir)
+				current[i] = p
+				mu.Unlock()
+				select {
+				case <-p.Done():
+				case <-time.After(30 * time.Second):
+					return // the test fails below, having waited for this
+				}
+				res := p.Wait(time.Second)
+				mu.Lock()
+				if res.Code == 125 && hasLine(res.Stderr, "lock:replaced", "lost: replaced by "+host+":", "with --replace", "SIGKILL after 100ms") {
+					replaced = append(replaced, res.Stderr)
+				} else if !stopped {
+					other = append(other, strconv.Itoa(res.Code)+" "+res.Stderr)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	clitest.Eventually(t, 60*time.Second, "the replacements never reached their count", func() bool { return runs() >= replacements })
+	// The end: SIGTERM to every run. A waiting one leaves the line; the
+	// holder forwards it, and its job, ignoring it, is killed after
+	// --stop-timeout before the release hands the lock on, so the check
+	// holds to the last run.
+	mu.Lock()
+	stopped = true
+	for _, p := range current {
+		if p != nil && !p.Exited() {
+			p.Signal(syscall.SIGTERM)
+		}
+	}
+	mu.Unlock()
+	ended := make(chan struct{})
+	go func() { wg.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the runs did not end after SIGTERM")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
+		t.Errorf("runs started while the job before them was alive (pids %q)", strings.Fields(string(b)))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(other) > 0 {
+		t.Errorf("%d runs ended otherwise than replaced (exit 125, \"replaced by %s:<pid> with --replace\"), first: %q", len(other), host, other[0])
+	}
+	if len(replaced) < replacements-hosts {
+		t.Errorf("%d runs were replaced, want at least %d", len(replaced), replacements-hosts)
+	}
+	t.Logf("%d runs, %d replaced", runs(), len(replaced))
+}
+
+// --replace is refused, with exit 64 and one line saying why, where it
+// cannot put the replacing run first in a fair line, and when told not to
+// wait.
+func TestReplaceRefusedWhereItCannotGoFirst(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"quorum", []string{"--redis", "redis://127.0.0.1:1", "--redis", "redis://127.0.0.1:2", "--redis", "redis://127.0.0.1:3"}, "not a quorum of masters"},
+		{"slots", []string{"--redis", "redis://127.0.0.1:1", "--slots", "2"}, "does not go with --slots"},
+		{"fence", []string{"--redis", "redis://127.0.0.1:1", "--fence"}, "does not go with --fence"},
+		{"nonblock", []string{"--redis", "redis://127.0.0.1:1", "-n"}, "give -w a positive DUR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := clitest.Run(t, nil, append(tt.args, "--replace", "job", "true")...)
+			if res.Code != 64 || !hasLine(res.Stderr, "--replace", tt.says) || strings.Count(strings.TrimSpace(res.Stderr), "\n") > 1 {
+				t.Errorf("exit %d, stderr %q; want 64 and a line with %q", res.Code, res.Stderr, tt.says)
+			}
+		})
+	}
+}
+
+// The line's head is handed the lock by --break at once: a CLI waiter with
+// -w runs its command within a bound well under the line's one-second
+// check, measured from just before --break was started.
+func TestBreakHandsTheLockToTheWaitingRunAtOnce(t *testing.T) {
+	e := setup(t)
+	holder := e.startJob(0, "break-head")
+	waiter := clitest.Start(t, nil, "--redis", e.srv.URL(), "-w", "30s", "break-head", "touch", e.path("ran"))
+	clitest.Eventually(t, 10*time.Second, "the waiter never joined the line", func() bool {
+		return e.rdb.LLen(context.Background(), "{lock:break-head}:q").Val() == 1
+	})
+	// Right after joining, the waiter's first check is a second away.
+	broke := time.Now()
+	if res := e.run("--break", "break-head"); res.Code != 0 {
+		t.Fatalf("--break: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	clitest.Eventually(t, 10*time.Second, "the waiter never ran", func() bool { return e.exists("ran") })
+	took := time.Since(broke)
+	t.Logf("the waiter ran %s after --break started", took.Round(time.Millisecond))
+	if bound := 600 * time.Millisecond; took > bound {
+		t.Errorf("the waiter ran %s after --break, want within %s (handed over, not found at its check)", took, bound)
+	}
+	if res := waiter.Wait(10 * time.Second); res.Code != 0 {
+		t.Errorf("waiter: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	holder.finish()
+}
