@@ -84,8 +84,8 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 }
 
 // Break removes the lock called name whatever its token, and hands it to
-// the head of the fair line or wakes those waiting for it, with one script: on a Cluster on the
-// key's master, on a quorum on every node. It returns what it removed:
+// the head of the fair line or wakes those waiting for it, with one
+// script: on a Cluster on the key's master, on a quorum on every node. It returns what it removed:
 // Held false when nothing was held (on a quorum: no token was on a
 // majority; keys on a minority are removed all the same). The former
 // holder finds out at its next renewal, which fails with ErrLockNotHeld;
