@@ -109,36 +109,48 @@ func TestReplaceUnsupportedWithoutTheFairLine(t *testing.T) {
 	}
 }
 
-// On a Cluster the marker and the line are in the lock key's slot: the
-// holder learns of the replacement at its renewal, and its release hands
-// the lock to the replacer, for a name with a hash tag and one without.
-func TestReplaceOnCluster(t *testing.T) {
-	cl := redistest.StartCluster(t, 3)
-	for _, name := range []string{"c-replace", "{tag}c-replace"} {
-		holder := mustAcquire(t, withlock.New(cl.Client(), nil), name, 600*time.Millisecond)
-		ka := holder.KeepAlive(context.Background(), nil)
-		replacer := withlock.New(cl.Client(), nil)
-		withlock.SetWaitTimings(replacer, longPoll, time.Minute)
-		got := acquireAsyncWith(context.Background(), replacer, name, time.Minute, &withlock.LockOptions{Replace: true})
-		select {
-		case <-ka.Lost():
-		case <-time.After(promptly):
-			t.Fatalf("%s: the holder never learnt of the replacement", name)
-		}
-		if err := ka.Err(); !errors.Is(err, withlock.ErrReplaced) {
-			t.Fatalf("%s: Err() = %v, want ErrReplaced", name, err)
-		}
-		ka.Stop()
-		if err := holder.Release(context.Background()); err != nil {
-			t.Fatalf("%s: Release: %v", name, err)
-		}
-		o := wait(t, got, promptly, name)
-		if o.err != nil {
-			t.Fatalf("%s: %v", name, o.err)
-		}
-		if v := cl.NodeFor(holder.Key()).Client().Get(context.Background(), holder.Key()).Val(); v != o.lock.Token() {
-			t.Errorf("%s: key holds %q, want the replacer's token", name, v)
-		}
-		_ = o.lock.Release(context.Background())
+// Through Sentinel, and on a Cluster with the marker and the line in the
+// lock key's slot: the holder learns of the replacement at its renewal,
+// and its release hands the lock to the replacer, for a name with a hash
+// tag and one without.
+func TestReplaceOnClusterAndThroughSentinel(t *testing.T) {
+	deployments := []struct {
+		name   string
+		client func() redis.UniversalClient
+	}{
+		{"cluster", func() redis.UniversalClient { return redistest.StartCluster(t, 3).Client() }},
+		{"sentinel", func() redis.UniversalClient { return redistest.StartSentinels(t).Client(nil) }},
+	}
+	for _, d := range deployments {
+		t.Run(d.name, func(t *testing.T) {
+			rdb := d.client()
+			for _, name := range []string{"c-replace", "{tag}c-replace"} {
+				holder := mustAcquire(t, withlock.New(rdb, nil), name, 600*time.Millisecond)
+				ka := holder.KeepAlive(context.Background(), nil)
+				replacer := withlock.New(rdb, nil)
+				withlock.SetWaitTimings(replacer, longPoll, time.Minute)
+				got := acquireAsyncWith(context.Background(), replacer, name, time.Minute, &withlock.LockOptions{Replace: true})
+				select {
+				case <-ka.Lost():
+				case <-time.After(promptly):
+					t.Fatalf("%s: the holder never learnt of the replacement", name)
+				}
+				if err := ka.Err(); !errors.Is(err, withlock.ErrReplaced) {
+					t.Fatalf("%s: Err() = %v, want ErrReplaced", name, err)
+				}
+				ka.Stop()
+				if err := holder.Release(context.Background()); err != nil {
+					t.Fatalf("%s: Release: %v", name, err)
+				}
+				o := wait(t, got, promptly, name)
+				if o.err != nil {
+					t.Fatalf("%s: %v", name, o.err)
+				}
+				if v := rdb.Get(context.Background(), holder.Key()).Val(); v != o.lock.Token() {
+					t.Errorf("%s: key holds %q, want the replacer's token", name, v)
+				}
+				_ = o.lock.Release(context.Background())
+			}
+		})
 	}
 }
