@@ -116,14 +116,14 @@ func TestReplaceUnsupportedWithoutTheFairLine(t *testing.T) {
 func TestReplaceOnClusterAndThroughSentinel(t *testing.T) {
 	deployments := []struct {
 		name   string
-		client func() redis.UniversalClient
+		client func(t *testing.T) redis.UniversalClient
 	}{
-		{"cluster", func() redis.UniversalClient { return redistest.StartCluster(t, 3).Client() }},
-		{"sentinel", func() redis.UniversalClient { return redistest.StartSentinels(t).Client(nil) }},
+		{"cluster", func(t *testing.T) redis.UniversalClient { return redistest.StartCluster(t, 3).Client() }},
+		{"sentinel", func(t *testing.T) redis.UniversalClient { return redistest.StartSentinels(t).Client(nil) }},
 	}
 	for _, d := range deployments {
 		t.Run(d.name, func(t *testing.T) {
-			rdb := d.client()
+			rdb := d.client(t)
 			for _, name := range []string{"c-replace", "{tag}c-replace"} {
 				holder := mustAcquire(t, withlock.New(rdb, nil), name, 600*time.Millisecond)
 				ka := holder.KeepAlive(context.Background(), nil)
