@@ -37,7 +37,16 @@ if not n and ARGV[1] ~= '' then
       break
     end
     local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
-    if id and redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0 then
+    -- A pending pause (id 0) goes into the key as the line's check puts it.
+    local u = id == '0' and tonumber(string.match(tok, '^[^|]*|[^|]*|%d+|(%d+)|'))
+    if u then
+      local t = redis.call('time')
+      u = u > 0 and u - (t[1] * 1000 + math.floor(t[2] / 1000))
+      if not u or u > 0 then
+        redis.call('set', KEYS[1], tok, unpack(u and {'PX', u} or {}))
+        break
+      end
+    elseif id and redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0 then
       redis.call('set', KEYS[1], tok, 'PX', ttl)
       break
     end

@@ -163,3 +163,22 @@ func TestBreakHandsTheLockToTheWaitingRunAtOnce(t *testing.T) {
 	}
 	holder.finish()
 }
+
+// --break hands the lock on in the line's order, and a pause waiting at the
+// head of the line for the running holder is first: the break puts it into
+// the key, so a run after it refuses as paused, as it would after the
+// holder's release.
+func TestBreakPutsAPendingPauseIntoTheKey(t *testing.T) {
+	e := setup(t)
+	j := e.startJob(0, "paused-break")
+	if r := e.run("--pause", "--reason", "deploy", "paused-break"); r.Code != 0 {
+		t.Fatalf("--pause: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if r := e.run("--break", "paused-break"); r.Code != 0 {
+		t.Fatalf("--break: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if r := e.run("paused-break", "touch", e.path("ran")); r.Code != 75 || e.exists("ran") || !strings.Contains(r.Stderr, "(deploy)") {
+		t.Errorf("a run after --break: exit %d, stderr %q; want 75, not run, the pause named", r.Code, r.Stderr)
+	}
+	j.Wait(10 * time.Second)
+}
