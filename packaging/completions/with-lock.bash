@@ -88,6 +88,7 @@ _with_lock()
             --tls-insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
             --version -h --help
+            --replace
             --metrics-dir --metrics-push --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok
             --pause --for --reason --resume' -- "$cur"))
     fi

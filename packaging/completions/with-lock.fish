@@ -87,6 +87,7 @@ complete -c with-lock -n $flags -l output-on-failure -d 'hold the output back, p
 complete -c with-lock -n $flags -s w -l wait -x -d 'wait up to DUR for a busy lock'
 complete -c with-lock -n $flags -s E -l conflict-exit-code -x -d 'exit code when the lock is busy'
 complete -c with-lock -n $flags -s n -l nonblock -d 'fail at once when the lock is busy'
+complete -c with-lock -n $flags -l replace -d 'stop the run holding the lock, wait until it is gone, then run'
 complete -c with-lock -n $flags -s q -l quiet -d 'print errors only'
 complete -c with-lock -n $flags -s v -l verbose -d 'print one line per event on stderr'
 complete -c with-lock -n $flags -l log-format -x -a 'text json' -d 'format of what with-lock prints on stderr'
