@@ -20,8 +20,12 @@ func replacedKey(key string) string { return sideKey(key, "replaced") }
 
 // replaceScript marks the holder of a plain lock as replaced (see
 // replacedKey). KEYS[1] is the lock key, KEYS[2] its replace marker,
-// ARGV[1] the replacer's "<host>:<pid>". It returns the holder's token, nil
-// when the key is free; a semaphore's marker is returned and left alone.
+// KEYS[3] and KEYS[4] its pause (pauseKey) and its line, ARGV[1] the
+// replacer's "<host>:<pid>", ARGV[2] its entry in the queue. It returns the
+// holder's token, nil when the key is free; a semaphore's marker is
+// returned and left alone. Where a pause waits for the holder's release
+// (Client.Pause), the holder is not marked and the replacer's entry goes
+// behind the pause: a paused name starts no run, a replacing one neither.
 var replaceScript = lazyScript("replace.lua")
 
 // extended reads the reply v (or err) of the extend scripts for the lock
@@ -68,8 +72,9 @@ func replacedBy(err error) string {
 var errReplaceUnsupported = fmt.Errorf("%w: LockOptions.Replace needs the fair line: one Redis deployment (not a quorum), a plain lock without Fence, MinReplicas or slots, and Redis 7.0 or newer", errors.ErrUnsupported)
 
 // queueReplace sends, in the join's pipeline p and after the waiter's
-// LPUSH to the head of the line, the script that marks key's holder as
-// replaced by by.
-func queueReplace(ctx context.Context, p redis.Pipeliner, key, by string) *redis.Cmd {
-	return p.Eval(ctx, replaceScript(), []string{key, replacedKey(key)}, by)
+// LPUSH of entry to the head of r's line, the script that marks r's
+// holder as replaced by by.
+func queueReplace(ctx context.Context, p redis.Pipeliner, r *room, by, entry string) *redis.Cmd {
+	paused, _ := pauseKey(r.key) // r has a line: its key has a base
+	return p.Eval(ctx, replaceScript(), []string{r.key, replacedKey(r.key), paused, r.queue()}, by, entry)
 }

@@ -286,7 +286,7 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 		// First in line before the holder is asked to stop: its release
 		// hands the lock to w, and no third waiter slips in between.
 		push = p.LPush(ctx, r.queue(), w.entry)
-		queueReplace(ctx, p, r.key, replacer)
+		queueReplace(ctx, p, r, replacer, w.entry)
 		return nil
 	})
 	if indexed != nil {

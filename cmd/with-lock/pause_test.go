@@ -214,3 +214,30 @@ func TestPauseTakesEffectWhenACrashedHoldersKeyExpires(t *testing.T) {
 		t.Errorf("a run after: exit %d, stderr %q; want the pause", r.Code, r.Stderr)
 	}
 }
+
+// A --replace while a pause waits for the holder's release does not stop
+// the holder: a paused name starts no new run, a replacing one neither.
+// The replacer waits behind the pause, as any waiter, and meets it at the
+// holder's release.
+func TestReplaceWhileAPauseWaitsLeavesTheHolderAndMeetsThePause(t *testing.T) {
+	e := setup(t)
+	j := e.startJob(4, "nightly")
+	if r := e.pauser("--pause", "--reason", "deploy", "nightly"); r.Code != 0 {
+		t.Fatalf("--pause with a holder: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	queued := e.rdb.LLen(t.Context(), "{lock:nightly}:q").Val()
+	replacer := clitest.Start(t, nil, "--redis", e.srv.URL(), "--replace", "-w", "60s", "nightly", "touch", e.path("replaced"))
+	clitest.Eventually(t, 10*time.Second, "the replacer in line", func() bool {
+		return e.rdb.LLen(t.Context(), "{lock:nightly}:q").Val() == queued+1
+	})
+	if n := e.rdb.Exists(t.Context(), "{lock:nightly}:replaced").Val(); n != 0 {
+		t.Error("the holder was asked to stop while a pause waited for it")
+	}
+	if r := j.finish(); r.Code != 4 {
+		t.Errorf("holder: exit %d, stderr %q; want its command's 4, not stopped", r.Code, r.Stderr)
+	}
+	w := replacer.Wait(30 * time.Second)
+	if w.Code != 75 || e.exists("replaced") || !strings.Contains(w.Stderr, "paused by") || !strings.Contains(w.Stderr, "(deploy)") {
+		t.Errorf("--replace at the holder's release: exit %d, stderr %q; want 75, not run, the pause named", w.Code, w.Stderr)
+	}
+}
