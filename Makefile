@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test test-short test-cron churn bench redis promtool pushgateway cron-tools dist check-dist clean
+.PHONY: build install demo test test-short test-cron churn replace-churn bench redis promtool pushgateway cron-tools dist check-dist clean
 .PHONY: image beds beds-deps
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
@@ -77,6 +77,10 @@ test-cron: redis cron-tools
 ## churn: 1,000 runs killed at random moments (with-lock, its guard, both at once): no job or cgroup is left behind (as root)
 churn: redis
 	WITH_LOCK_CHURN_RUNS=1000 $(GO) test -count=1 -timeout 60m -run 'TestKilledRunsLeaveNoCgroupBehind' -v ./cmd/with-lock
+
+## replace-churn: 200 runs with --replace from four racing loops, jobs that ignore SIGTERM: no two jobs ever overlap (a few minutes)
+replace-churn: redis
+	WITH_LOCK_REPLACEMENTS=200 $(GO) test -count=1 -timeout 30m -run 'TestReplaceStopsTheHolderBeforeTheNextRunStarts' -v ./cmd/with-lock
 
 ## bench: compare with redislock, redsync, rueidislock and floors, and time the start-up of each tracking mode under a booted systemd (beds); writes BENCHMARKS.md and bench/handoff.svg
 bench: redis image
