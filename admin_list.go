@@ -93,7 +93,8 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 // had left, from which the holder's KeepAlive learns who broke it
 // (LostError.BrokenBy) and that it must not take it back
 // (KeepAliveOptions.Reacquire). The marker names this Client's host:pid
-// and holds only digests of the tokens removed.
+// and holds only digests of the tokens removed. A paused name is left
+// paused, with a *PausedError (ErrPaused): Resume ends a pause.
 func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 	if name == "" {
 		return nil, ErrEmptyName
@@ -123,10 +124,11 @@ var breakScript = lazyScript("break.lua")
 // breakOn runs the break script for key on rdb, as the Client by
 // ("<host>:<pid>"), and returns the token it removed, "" when the key was
 // missing; for a semaphore's marker also the tokens it removed from the
-// slots, by slot ("" for a free one).
+// slots, by slot ("" for a free one). A paused key is left as it is, with
+// a *PausedError: a pause is no holder.
 func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (string, []string, error) {
 	b, _ := lineBase(key) // "" for a key that cannot be a semaphore
-	v, err := rdb.Eval(ctx, breakScript(), []string{key, brokenKey(key)}, b, by).Result()
+	v, err := rdb.Eval(ctx, breakScript(), []string{key, brokenKey(key)}, b, by, pausePrefix).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", nil, nil
@@ -139,6 +141,9 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 	}
 	switch v := v.(type) {
 	case string:
+		if p, ok := pauseOf(v); ok {
+			return "", nil, &PausedError{Key: key, Pause: p}
+		}
 		return v, nil, nil
 	case []any:
 		var out []string

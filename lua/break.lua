@@ -1,9 +1,13 @@
 -- Break a lock whatever its token (see breakScript). KEYS[1]: the lock key;
 -- KEYS[2]: its break marker. ARGV[1]: the line base of the key (its fair
 -- line and a semaphore's slot keys are built here from it); ARGV[2]: who
--- breaks it, "<host>:<pid>".
+-- breaks it, "<host>:<pid>"; ARGV[3]: a pause's prefix.
 local token = redis.call('get', KEYS[1])
 if not token then
+  return token
+end
+-- A pause is no holder: it is left for its end or Resume.
+if string.sub(token, 1, #ARGV[3]) == ARGV[3] then
   return token
 end
 local ttl = redis.call('pttl', KEYS[1])
