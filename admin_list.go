@@ -94,7 +94,7 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 // (LostError.BrokenBy) and that it must not take it back
 // (KeepAliveOptions.Reacquire). The marker names this Client's host:pid
 // and holds only digests of the tokens removed. A paused name is left
-// paused, with a *PausedError (ErrPaused): Resume ends a pause.
+// paused, with a *NotObtainedError with Paused (ErrPaused): Resume ends a pause.
 func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 	if name == "" {
 		return nil, ErrEmptyName
@@ -125,7 +125,7 @@ var breakScript = lazyScript("break.lua")
 // ("<host>:<pid>"), and returns the token it removed, "" when the key was
 // missing; for a semaphore's marker also the tokens it removed from the
 // slots, by slot ("" for a free one). A paused key is left as it is, with
-// a *PausedError: a pause is no holder.
+// a *NotObtainedError with Paused: a pause is no holder.
 func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (string, []string, error) {
 	b, _ := lineBase(key) // "" for a key that cannot be a semaphore
 	v, err := rdb.Eval(ctx, breakScript(), []string{key, brokenKey(key)}, b, by, pausePrefix).Result()
@@ -142,7 +142,7 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 	switch v := v.(type) {
 	case string:
 		if p, ok := pauseOf(v); ok {
-			return "", nil, &PausedError{Key: key, Pause: p}
+			return "", nil, pausedError(key, p)
 		}
 		return v, nil, nil
 	case []any:

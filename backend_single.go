@@ -234,7 +234,7 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 		return &SlotsError{Key: l.key, Have: n, Want: 1}
 	}
 	if p, ok := pauseOf(holder); ok { // pause.go
-		return &PausedError{Key: l.key, Pause: p}
+		return pausedError(l.key, p)
 	}
 	if holder != l.token {
 		return notObtained(l.key, holder, ttl)
@@ -347,7 +347,7 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 		return 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
 	}
 	if p, ok := pauseOf(holder); ok { // paused: the waits end, as a try does
-		return 0, nil, &PausedError{Key: key, Pause: p}
+		return 0, nil, pausedError(key, p)
 	}
 	pttl, _ := res[1].(int64)
 	seen := make([]lineSeen, len(entries))

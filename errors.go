@@ -55,12 +55,18 @@ type NotObtainedError struct {
 	// Slots is, for a semaphore (NewSemaphore), its number of slots, all
 	// held; 0 for a plain lock.
 	Slots int
+	// Paused is the pause that refused the acquisition (Client.Pause),
+	// nil when a holder did; errors.Is(err, ErrPaused) tells the same.
+	Paused *Pause
 }
 
 // Error names the key, the holder, how long it has held the lock when
 // known, and its remaining time when known, which renewal keeps near the
 // TTL. It never shows the holder's full token.
 func (e *NotObtainedError) Error() string {
+	if e.Paused != nil {
+		return e.Key + " is " + e.Paused.Describe(time.Now())
+	}
 	h := e.Holder
 	held := ""
 	switch d := time.Since(h.Since); {
@@ -81,8 +87,11 @@ func (e *NotObtainedError) Error() string {
 	return fmt.Sprintf("%s is held by %s%s%s", e.Key, h.ID, held, expires)
 }
 
-// Is makes errors.Is(err, ErrNotObtained) true.
-func (e *NotObtainedError) Is(target error) bool { return target == ErrNotObtained }
+// Is makes errors.Is(err, ErrNotObtained) true, and errors.Is(err,
+// ErrPaused) when a pause refused it.
+func (e *NotObtainedError) Is(target error) bool {
+	return target == ErrNotObtained || (target == ErrPaused && e.Paused != nil)
+}
 
 // waitEnded is the end of a wait that its context cut short, in words:
 // whether it ran out of time or was cancelled, or the caller's own cause.

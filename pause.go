@@ -19,13 +19,13 @@ import (
 )
 
 // ErrPaused means the lock's name is paused (Client.Pause): nothing takes
-// it until the pause ends. Errors that match it are *PausedError and also
+// it until the pause ends. Errors that match it are *NotObtainedError (its Paused set) and also
 // match ErrNotObtained, so that a caller that skips a busy run skips a
 // paused one too; a waiting Acquire ends with it at once.
 var ErrPaused = errors.New("lock is paused")
 
 // Pause is a pause of a lock's name, as Client.Pause sets it and Status
-// and PausedError report it.
+// and NotObtainedError.Paused report it.
 type Pause struct {
 	By     string    // who paused it, "<host>:<user>"
 	Since  time.Time // when it was paused
@@ -36,19 +36,11 @@ type Pause struct {
 	Pending bool
 }
 
-// PausedError is the error of an acquisition that found its name paused.
-type PausedError struct {
-	Key   string
-	Pause Pause
+// pausedError is the error of an acquisition that found key paused: a
+// *NotObtainedError whose Paused says by whom.
+func pausedError(key string, p Pause) *NotObtainedError {
+	return &NotObtainedError{Key: key, Paused: &p}
 }
-
-// Error says who paused the key, since when, why and until when.
-func (e *PausedError) Error() string {
-	return e.Key + " is " + e.Pause.Describe(time.Now())
-}
-
-// Is makes errors.Is match ErrPaused and ErrNotObtained.
-func (e *PausedError) Is(target error) bool { return target == ErrPaused || target == ErrNotObtained }
 
 // Describe is p in words, as of now: "paused by host:user since 10:02:03
 // (reason), until 11:02:03" or "..., until resumed".
@@ -143,7 +135,7 @@ var (
 
 // Pause pauses the lock called name until Resume, or until p.Until when
 // set: every acquisition of it, by any Client on the deployment, fails at
-// once with a *PausedError (ErrPaused) and waits end. p.By and p.Since are
+// once with a *NotObtainedError whose Paused is set (ErrPaused) and waits end. p.By and p.Since are
 // filled in when empty. A holder that runs is not stopped: the pause takes
 // effect when it releases, and Pause returns it (nil when the pause holds
 // at once). It costs the acquisitions nothing: their SET NX collides with

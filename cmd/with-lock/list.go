@@ -140,10 +140,10 @@ func (r *runner) breakLock() int {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
 	defer cancel()
 	st, err := r.locker.Break(ctx, r.cfg.Name)
-	var paused *withlock.PausedError
-	if errors.As(err, &paused) {
+	var paused *withlock.NotObtainedError
+	if errors.As(err, &paused) && paused.Paused != nil {
 		r.log.print(levelWarn, "warning", fields{}, "%s is not held: it is %s; nothing removed (--resume %s ends the pause)",
-			paused.Key, paused.Pause.Describe(time.Now()), r.cfg.Name)
+			paused.Key, paused.Paused.Describe(time.Now()), r.cfg.Name)
 		return exitNotHeld
 	}
 	if err != nil {

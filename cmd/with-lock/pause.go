@@ -65,11 +65,11 @@ func (r *runner) resume() int {
 // pausedLine is the one line of a run refused by a pause, or "" when err
 // is no pause.
 func pausedLine(err error) (string, bool) {
-	var paused *withlock.PausedError
-	if !errors.As(err, &paused) {
+	var refused *withlock.NotObtainedError
+	if !errors.As(err, &refused) || refused.Paused == nil {
 		return "", false
 	}
-	return paused.Key + " is " + paused.Pause.Describe(time.Now()), true
+	return refused.Error(), true
 }
 
 // pendingLine says that pause p waits for the holder that runs.
