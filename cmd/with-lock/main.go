@@ -139,7 +139,10 @@ func (r *runner) run() int {
 		return r.log.failed(exitConfig, "%v", err)
 	}
 	r.locker = locker
-	<-r.notified              // from here on a signal must not leave the lock behind
+	<-r.notified                     // from here on a signal must not leave the lock behind
+	if code, ok := r.jitter(); !ok { // jitter.go: --jitter's random delay
+		return code
+	}
 	lock, code := r.acquire() // acquire.go
 	if lock == nil {
 		return code

@@ -82,6 +82,7 @@ type Lock struct {
 	Prefix       string        // put before Name to make the key
 	TTL          time.Duration // the lock's time to live
 	Wait         time.Duration // 0: fail at once when busy
+	Jitter       time.Duration // wait a random time up to this before the first try
 	ConflictExit int           // exit code when the lock is busy
 	MinHold      time.Duration // keep the lock at least this long after acquiring it
 	Fence        bool          // draw a fencing number: WITH_LOCK_FENCE
@@ -269,6 +270,8 @@ func (c *Config) validate() error {
 		return c.bad("redis-timeout", "%s must be positive", c.RedisTimeout)
 	case c.Wait < 0:
 		return c.bad("wait", "%s is negative", c.Wait)
+	case c.Jitter < 0:
+		return c.bad("jitter", "%s is negative", c.Jitter)
 	case c.ConflictExit < 0 || c.ConflictExit > 255:
 		return c.bad("conflict-exit-code", "%d is outside 0-255", c.ConflictExit)
 	case c.MinHold < 0:

@@ -134,6 +134,7 @@ func TestParseUsageErrors(t *testing.T) {
 		{[]string{"--ttl", "-5s", "job", "cmd"}, "below the minimum of 200ms"},
 		{[]string{"--redis-timeout", "0s", "job", "cmd"}, "must be positive"},
 		{[]string{"-w", "-1s", "job", "cmd"}, "negative"},
+		{[]string{"--jitter", "-1s", "job", "cmd"}, "--jitter -1s is negative"},
 		{[]string{"-E", "256", "job", "cmd"}, "outside 0-255"},
 		{[]string{"-E", "-1", "job", "cmd"}, "outside 0-255"},
 		{[]string{"-E", "x", "job", "cmd"}, "x"},

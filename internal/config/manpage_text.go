@@ -285,6 +285,18 @@ would for a run, so it also checks a configuration.`,
 		"wait": `Wait up to
 .I DUR
 for a busy lock instead of failing; exit 75 if it is still busy then.`,
+		"jitter": `Before the first try, wait a random time between 0 and
+.I DUR
+(uniform; default 0), as systemd's RandomizedDelaySec does, so that a fleet
+whose cron fires in the same second does not open all its connections, TLS
+handshakes and SETs at once. Nothing is sent to Redis until then, and a
+signal meanwhile ends the run at once (128+N) without running the command.
+\-\-wait counts from the first try. The jitter delays the run's start:
+with \-\-min\-hold, keep DUR plus the hosts' clock skew below the min-hold,
+so that the last host to start still finds the lock held, and the min-hold
+plus DUR below the period, so that the next run finds it free; with
+\-\-once\-per, the window is the one of the first try, so keep DUR plus the
+skew plus \-\-wait below half the period.`,
 		"nonblock": `Fail at once when the lock is busy. This is the default; accepted for
 .BR flock (1)
 habits. With \-\-wait on the same command line it is a usage error; it beats

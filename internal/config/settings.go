@@ -64,6 +64,8 @@ func settings(c *Config) []group {
 				help: "the lock expires `DUR` (at least " + MinTTL.String() + ") after it was last set or renewed"},
 			{name: "wait", short: "w", env: "WITH_LOCK_WAIT", field: &c.Wait,
 				help: "wait up to `DUR` for a busy lock instead of failing"},
+			{name: "jitter", env: "WITH_LOCK_JITTER", field: &c.Jitter,
+				help: "first wait a random time up to `DUR`, so that hosts whose cron fires together do not reach Redis at once"},
 			{name: "nonblock", short: "n", field: &c.nonblock, help: "fail at once when the lock is busy (the default)"},
 			{name: "replace", env: "WITH_LOCK_REPLACE", field: &c.Replace,
 				help: "stop the run holding the lock (as on a lost lock: 125, \"replaced by host:pid\"), wait first in line until it is gone, then run; -w defaults to --ttl + --kill-after + 5s"},

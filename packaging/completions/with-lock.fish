@@ -7,7 +7,7 @@
 function __with_lock_command_start
     set -l words (commandline -opc)
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
-        --min-hold -w --wait -E --conflict-exit-code --tls-cacert --tls-cert --tls-key --password-file \
+        --min-hold -w --wait --jitter -E --conflict-exit-code --tls-cacert --tls-cert --tls-key --password-file \
         --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
         --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code \
         --record-output --ping-output --stop-timeout --stop-signal \
@@ -85,6 +85,7 @@ complete -c with-lock -n $flags -l history-size -x -d 'keep the last N runs for 
 complete -c with-lock -n $flags -l record-output -x -d 'keep the last N KiB of the output in the record'
 complete -c with-lock -n $flags -l output-on-failure -d 'hold the output back, print it only if the run failed'
 complete -c with-lock -n $flags -s w -l wait -x -d 'wait up to DUR for a busy lock'
+complete -c with-lock -n $flags -l jitter -x -d 'first wait a random time up to DUR'
 complete -c with-lock -n $flags -s E -l conflict-exit-code -x -d 'exit code when the lock is busy'
 complete -c with-lock -n $flags -s n -l nonblock -d 'fail at once when the lock is busy'
 complete -c with-lock -n $flags -l replace -d 'stop the run holding the lock, wait until it is gone, then run'
