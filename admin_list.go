@@ -162,7 +162,7 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 // history, last success, once-per marker, break or replace marker or leftovers note
 // of another key (see sideKey), or one of the keys beside it that have its
 // line base (lineBase): its fair line, its waiting mark, a waiting Client's
-// liveness key, a semaphore's slot. None of them is a lock.
+// liveness or far key, a semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
 	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "replaced", "left", "pause"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
@@ -172,8 +172,8 @@ func isSideKey(key string) bool {
 	return isLineKey(key)
 }
 
-// isLineKey reports whether key is "B:q", "B:w", "B:c:<hex id>" or
-// "B:s:<n>" for a line base B (a key with a hash tag).
+// isLineKey reports whether key is "B:q", "B:w", "B:c:<hex id>",
+// "B:f:<hex id>" or "B:s:<n>" for a line base B (a key with a hash tag).
 func isLineKey(key string) bool {
 	b, ok := strings.CutSuffix(key, ":q")
 	if !ok {
@@ -187,7 +187,7 @@ func isLineKey(key string) bool {
 		}
 		id := key[i+1:]
 		switch key[j:i] {
-		case ":c":
+		case ":c", ":f":
 			ok = id != "" && strings.Trim(id, "0123456789abcdef") == ""
 		case ":s":
 			ok = id != "" && strings.Trim(id, "0123456789") == ""

@@ -131,8 +131,10 @@ type fairLine interface {
 	handed(v string) (token string, slot int)
 	// lineCheck runs the fair line's check for key (lineCheckScript) as the
 	// Client cid, for the entries of its waiters: the PTTL in ms of the
-	// holder whose lock frees first, and what it saw of each entry.
-	lineCheck(ctx context.Context, key, cid string, entries []string) (pttl int64, seen []lineSeen, err error)
+	// holder whose lock frees first, and what it saw of each entry. far
+	// says that the waiters are all far back (wait_fair_far.go): the check
+	// then refreshes the Client's far key, not its liveness key.
+	lineCheck(ctx context.Context, key, cid string, far bool, entries []string) (pttl int64, seen []lineSeen, err error)
 	// mayHold reports whether a key read as v after a waiter's entry left
 	// the line may have been handed to token: the waiter, giving up, then
 	// releases it (release with l.slot 0 finds the slot).

@@ -34,7 +34,7 @@ func (s *semaphore) mayHold(string, string) bool { return true }
 // of the line, and an entry that holds a slot reads "<slot>:<token>". The
 // PTTL is the holder's whose slot frees first. A name in use with another
 // number of slots ends the waits with a *SlotsError.
-func (s *semaphore) lineCheck(ctx context.Context, key, cid string, entries []string) (int64, []lineSeen, error) {
+func (s *semaphore) lineCheck(ctx context.Context, key, cid string, _ bool, entries []string) (int64, []lineSeen, error) {
 	b, err := s.base(key)
 	if err != nil {
 		return 0, nil, err

@@ -328,10 +328,15 @@ func (s *single) handed(v string) (string, int) { return v, 0 }
 func (s *single) mayHold(v, token string) bool { return v == token }
 
 // lineCheck runs lineCheckScript: an entry was handed the lock when the
-// key holds its token. A semaphore's marker ends the waits with a
+// key holds its token, for aliveFor at most when it was handed as to a far
+// waiter (provisional). A semaphore's marker ends the waits with a
 // *SlotsError, as it ends a try.
-func (s *single) lineCheck(ctx context.Context, key, cid string, entries []string) (int64, []lineSeen, error) {
-	args := []any{lineArg(key), cid, aliveFor.Milliseconds()}
+func (s *single) lineCheck(ctx context.Context, key, cid string, far bool, entries []string) (int64, []lineSeen, error) {
+	farMs := int64(0)
+	if far {
+		farMs = farFor.Milliseconds()
+	}
+	args := []any{lineArg(key), cid, aliveFor.Milliseconds(), farMs}
 	for _, e := range entries {
 		args = append(args, e)
 	}
@@ -354,6 +359,7 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, entries []strin
 	for i, e := range entries {
 		seen[i].pos, _ = res[2+i].(int64)
 		seen[i].handed = holder != "" && holder == entryToken(e)
+		seen[i].provisional = seen[i].handed && pttl <= aliveFor.Milliseconds()
 	}
 	return pttl, seen, nil
 }

@@ -57,7 +57,12 @@ var (
 	// It sets the key to that waiter's token with its TTL, sets the mark
 	// again (it lives aliveFor, 3000 ms, for those still waiting) if its
 	// DEL took it, and returns the token: the lock never comes free while a
-	// live waiter is queued. With nobody live in line it deletes the key,
+	// live waiter is queued. A Client without a liveness key but with a far
+	// key "<base>:f:<id>" (its waiters far back, wait_fair_far.go) was alive
+	// lately: its waiter gets the lock for at most 3000 ms, published as
+	// "~<token>" so that it renews it, and the entry now at the head is
+	// published "?<its token>", so that it checks the line once that much
+	// has passed, should the other be frozen. With nobody live in line it deletes the key,
 	// publishes on a channel named exactly like the key (which wakes
 	// waiters that do not queue: quorum Clients, fenced acquisitions, names
 	// without a line) and returns 1. With ARGV[4] the mark is left as it
@@ -95,11 +100,13 @@ var (
 	// lineCheckScript is the fair line's check (wait_fair.go): KEYS[1] is the
 	// lock key, ARGV[1] the base of its line (lineArg), ARGV[2] the
 	// Client's id, ARGV[3] the life in ms of its liveness key and of the
-	// key's waiting mark, which it refreshes both, and ARGV[4:] entries of that
-	// Client's waiters. If the key is free (its holder crashed or a
-	// min-hold ran out, so no release served the line) it hands the lock to
-	// the first live waiter as releaseScript does, publishing to it even
-	// when that is the caller. It returns the key's holder ("" if free),
+	// key's waiting mark, which it refreshes both, ARGV[4] 0, or when the
+	// Client's waiters are all far back (wait_fair_far.go) the life in ms
+	// of its far key, which it then refreshes with the mark instead, and
+	// ARGV[5:] entries of that Client's waiters. If the key is free (its
+	// holder crashed or a min-hold ran out, so no release served the line)
+	// it hands the lock to the first live waiter as releaseScript does,
+	// publishing to it even when that is the caller. It returns the key's holder ("" if free),
 	// its PTTL (1, not 0, in its last millisecond, so that the head waiter
 	// checks again rather than wait for the poll), and each entry's position in the line (-1 when absent).
 	lineCheckScript = lazyScript("line_check.lua")

@@ -34,9 +34,13 @@ import (
 // What can leave K free while live waiters are queued (a crashed holder's
 // expiry, a min-hold that ran out, an operator's DEL) is repaired by the
 // check (lineCheckScript), which hands K to the head: run by the head
-// waiter at its holder's expiry when it knows it is first, by every waiter
-// that has waited a poll interval, after its Client's subscription was
-// restored, and when a join finds the line empty.
+// waiter at its holder's expiry when it knows it is first, by every near
+// waiter that has waited a poll interval, after its Client's subscription
+// was restored, and when a join finds the line empty.
+//
+// Only the waiters near the head do that upkeep: a waiter further back
+// than nearLine is far (wait_fair_far.go) and stays quiet, so that the
+// line's cost per hand-over does not grow with its length.
 //
 // Each Client keeps one room per key with waiters: its sharded
 // subscription (a connection), its waiters in join order and the goroutines
@@ -109,6 +113,7 @@ type room struct {
 
 	waiters   []*liner // in join order
 	lastAlive time.Time
+	farState            // its far waiters' upkeep: wait_fair_far.go
 	headAt    time.Time // run the check then: our first waiter's holder expires
 	recover   bool      // the subscription was restored: check every waiter
 	expires   time.Time
@@ -126,6 +131,7 @@ type liner struct {
 	// replacer, for LockOptions.Replace, is who replaces the holder: its
 	// first join goes to the head of the line and marks the holder.
 	replacer string
+	place    // where it is in line, and whether far back: wait_fair_far.go
 }
 
 func (r *room) queue() string             { return r.base + ":q" }
@@ -201,12 +207,13 @@ func (f *fairRooms) wait(ctx, tctx context.Context, c *Client, b fairLine, want 
 			return nil, res.err
 		}
 		l := res.l
-		if time.Since(l.acquired) <= l.ttl/8 {
+		if !res.provisional && time.Since(l.acquired) <= l.ttl/8 {
 			return l, nil
 		}
 		// Handed over at an unknown moment after l.acquired, so long ago
-		// that KeepAlive would have little time left: renew once, and
-		// count from then.
+		// that KeepAlive would have little time left, or for aliveFor only
+		// (a far waiter, until it confirms): renew once, and count from
+		// then.
 		sent := time.Now()
 		err := c.b.extend(tctx, l, l.ttl)
 		switch {
@@ -237,14 +244,18 @@ type lineSeen struct {
 	pos    int64 // its place in line, 0 for the head; -1 when absent
 	handed bool  // absent because the lock was handed to it
 	slot   int   // the semaphore slot it was handed; 0 for a plain lock
+	// provisional: handed for aliveFor only, as to a far waiter not seen
+	// alive lately, until it renews the lock.
+	provisional bool
 }
 
 // lineResult is what a waiter in the line is told: its lock, or the error
 // that ends its wait (a check that failed, as a failed try ends a plain
 // wait).
 type lineResult struct {
-	l   *Lock
-	err error
+	l           *Lock
+	err         error
+	provisional bool // handed for aliveFor only: renew before using it
 }
 
 // join puts w at the tail of the line, refreshing the Client's liveness
@@ -267,14 +278,28 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 	if refresh {
 		r.lastAlive = now
 	}
+	// A Client whose last waiter joined far back writes its far key too,
+	// when due, so that this one costs no round trip of its own; the
+	// waiting mark goes with the far key, and lives as long.
+	farKey := r.expectFar && r.farDue(now)
+	if farKey {
+		r.wroteFar(now)
+	}
+	expectFar := r.expectFar
 	w.proof = now
 	cid := f.cid
 	f.mu.Unlock()
 	var push *redis.IntCmd
 	var indexed func()
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if refresh {
+		switch {
+		case refresh && expectFar:
+			p.Set(ctx, r.alive(cid), 1, aliveFor)
+		case refresh:
 			r.setAlive(ctx, p, cid)
+		}
+		if farKey {
+			r.setFar(ctx, p, cid)
 		}
 		// A hand-over takes the lock for w without a SET of w's own: its
 		// name goes into the index of names with its entry (admin_index.go).
@@ -294,6 +319,9 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 	}
 	f.mu.Lock()
 	w.pushing = false
+	if err == nil {
+		f.placed(r, w, push.Val()-1, now, true)
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("join the line for %s: %w", r.key, err)

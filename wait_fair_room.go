@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,7 @@ func (f *fairRooms) roomFor(b fairLine, key, base string) *room {
 	}
 	rdb := b.lineStore()
 	r := &room{key: key, base: base, mark: waitMark(key), b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	r.farOK = farWaiting(b)
 	if f.rooms == nil {
 		f.rooms = make(map[string]*room)
 	}
@@ -58,9 +60,11 @@ func (f *fairRooms) check(ctx context.Context, r *room, ws []*liner, depth int) 
 	for i, w := range ws {
 		entries[i] = w.entry
 	}
+	// With all our waiters far back, the check writes the far key.
+	far := r.farOK && !slices.ContainsFunc(r.waiters, func(w *liner) bool { return !w.far })
 	f.mu.Unlock()
 	sent := time.Now()
-	pttl, seen, err := r.b.lineCheck(ctx, r.key, cid, entries)
+	pttl, seen, err := r.b.lineCheck(ctx, r.key, cid, far, entries)
 	if err == nil && len(seen) != len(ws) {
 		err = fmt.Errorf("unexpected reply %v", seen)
 	}
@@ -69,7 +73,11 @@ func (f *fairRooms) check(ctx context.Context, r *room, ws []*liner, depth int) 
 	}
 	var rejoin []*liner
 	f.mu.Lock()
-	r.lastAlive = sent
+	if far {
+		r.wroteFar(sent)
+	} else {
+		r.lastAlive = sent
+	}
 	r.expires = time.Time{}
 	if pttl > 0 {
 		r.expires = sent.Add(time.Duration(pttl)*time.Millisecond + expiryMargin)
@@ -81,9 +89,10 @@ func (f *fairRooms) check(ctx context.Context, r *room, ws []*liner, depth int) 
 		switch pos := seen[i].pos; {
 		case seen[i].handed:
 			w.want.slot = seen[i].slot
-			f.deliver(r, w, w.proof)
+			f.deliver(r, w, w.proof, seen[i].provisional)
 		case pos >= 0:
 			w.proof = sent
+			f.placed(r, w, pos, sent, false)
 			if pos == 0 && pttl > 0 {
 				r.headAt = r.expires
 				r.tend()
@@ -101,27 +110,34 @@ func (f *fairRooms) check(ctx context.Context, r *room, ws []*liner, depth int) 
 	return nil
 }
 
-// deliver gives w its lock, handed over no earlier than since. Called with
-// f.mu held.
-func (f *fairRooms) deliver(r *room, w *liner, since time.Time) {
+// deliver gives w its lock, handed over no earlier than since, for
+// aliveFor only when provisional. Called with f.mu held.
+func (f *fairRooms) deliver(r *room, w *liner, since time.Time, provisional bool) {
 	f.removeLiner(r, w)
+	r.served(w, time.Now())
 	w.want.acquired = since
-	w.got <- lineResult{l: w.want}
+	w.got <- lineResult{l: w.want, provisional: provisional}
 }
 
 // deliverToken delivers the lock to r's waiter it was handed to (v, as
-// backend.handed reads it), if it is still waiting: handed over no earlier
-// than since, or than the waiter's proof when since is zero. Called with
-// f.mu held.
+// backend.handed reads it, or "~" and that when handed as to a far waiter,
+// for aliveFor), if it is still waiting: handed over no earlier than
+// since, or than the waiter's proof when since is zero. Called with f.mu
+// held.
 func (f *fairRooms) deliverToken(r *room, v string, since time.Time) {
 	tok, slot := r.b.handed(v)
+	provisional := false
+	if !slices.ContainsFunc(r.waiters, func(w *liner) bool { return w.want.token == tok }) && strings.HasPrefix(v, "~") {
+		tok, slot = r.b.handed(v[1:])
+		provisional = true
+	}
 	for _, w := range r.waiters {
 		if w.want.token == tok {
 			w.want.slot = slot
 			if since.IsZero() {
 				since = w.proof
 			}
-			f.deliver(r, w, since)
+			f.deliver(r, w, since, provisional)
 			return
 		}
 	}
@@ -159,9 +175,18 @@ func (f *fairRooms) dropRoom(r *room) {
 	delete(f.rooms, r.key)
 	f.busy.Add(-1)
 	close(r.done)
+	farKey := ""
+	if r.farSet {
+		farKey = r.farKey(f.cid)
+	}
 	f.mu.Unlock()
 	// Outside f.mu: Close waits for an SSUBSCRIBE of listen still dialling.
 	_ = r.ps.Close()
+	if farKey != "" { // it would outlive the room by up to farFor
+		ctx, cancel := context.WithTimeout(context.Background(), aliveFor)
+		defer cancel()
+		_ = r.rdb.Del(ctx, farKey).Err()
+	}
 }
 
 // listen subscribes to this Client's channel, then delivers the locks
@@ -209,7 +234,11 @@ func (f *fairRooms) listen(r *room, channel string) {
 			r.tend()
 		case *redis.Message:
 			f.mu.Lock()
-			f.deliverToken(r, m.Payload, time.Time{})
+			if tok, ok := strings.CutPrefix(m.Payload, "?"); ok {
+				f.upNext(r, tok)
+			} else {
+				f.deliverToken(r, m.Payload, time.Time{})
+			}
 			f.mu.Unlock()
 		}
 	}
@@ -240,6 +269,7 @@ func (f *fairRooms) keep(r *room, cid string, poll time.Duration) {
 		now := time.Now()
 		next := now.Add(aliveEvery)
 		var due []*liner
+		near, far := false, false // the room has near, far waiters in line
 		f.mu.Lock()
 		headDue := !r.headAt.IsZero() && !now.Before(r.headAt)
 		for _, w := range r.waiters {
@@ -247,6 +277,16 @@ func (f *fairRooms) keep(r *room, cid string, poll time.Duration) {
 			if w.pushing || w.proof.IsZero() {
 				continue // not in line yet: its join takes care
 			}
+			if w.far { // quiet until its check: wait_fair_far.go
+				far = true
+				if r.recover || !now.Before(w.nextCheck) {
+					due = append(due, w)
+				} else if w.nextCheck.Before(next) {
+					next = w.nextCheck
+				}
+				continue
+			}
+			near = true
 			if r.recover || headDue || now.Sub(w.proof) >= every {
 				due = append(due, w)
 			} else if at := w.proof.Add(every + rand.N(every/4+1)); at.Before(next) {
@@ -259,23 +299,46 @@ func (f *fairRooms) keep(r *room, cid string, poll time.Duration) {
 			next = r.headAt
 		}
 		r.recover = false
-		refresh := len(r.waiters) > 0 && now.Sub(r.lastAlive) >= aliveEvery
+		// Near waiters keep the liveness key, and the far key goes: a
+		// release must skip this Client if it freezes now. Far ones only
+		// keep the far key.
+		refresh := near && now.Sub(r.lastAlive) >= aliveEvery
+		dropFar := refresh && r.farSet
+		farRefresh := !near && far && r.farDue(now)
+		// A check writes one of the two keys itself (check).
+		if len(due) > 0 {
+			refresh, farRefresh = false, false
+		}
 		if refresh {
 			r.lastAlive = now
 		}
+		if dropFar {
+			r.farSet = false
+		}
+		if farRefresh {
+			r.wroteFar(now)
+		}
 		f.mu.Unlock()
-		switch {
-		case len(due) > 0:
+		if refresh || dropFar || farRefresh {
+			_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				if refresh {
+					r.setAlive(ctx, p, cid)
+				}
+				if dropFar {
+					p.Del(ctx, r.farKey(cid))
+				}
+				if farRefresh {
+					r.setFar(ctx, p, cid)
+				}
+				return nil
+			})
+		}
+		if len(due) > 0 {
 			if err := f.check(ctx, r, due, 0); err != nil {
 				f.mu.Lock()
 				f.fail(r, due, err)
 				f.mu.Unlock()
 			}
-		case refresh:
-			_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				r.setAlive(ctx, p, cid)
-				return nil
-			})
 		}
 		timer.Reset(max(time.Until(next), time.Millisecond))
 	}

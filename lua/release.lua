@@ -25,6 +25,10 @@ if m ~= '' then
     end
     local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
     local u = id == '0' and tonumber(string.match(tok, '^[^|]*|[^|]*|%d+|(%d+)|'))
+    local px, msg = ttl, tok
+    if id and not u and id ~= cid and redis.call('exists', b .. ':c:' .. id) == 0 then
+      px, msg = redis.call('exists', b .. ':f:' .. id) == 1 and math.min(ttl, 3000), '~' .. tok
+    end
     if u then
       local t = redis.call('time')
       u = u > 0 and u - (t[1] * 1000 + math.floor(t[2] / 1000))
@@ -33,8 +37,15 @@ if m ~= '' then
         redis.call('publish', k, '')
         return 1
       end
-    elseif id and (id == cid or redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0) then
-      redis.call('set', k, tok, 'PX', ttl)
+    elseif id and px and (id == cid or redis.call('spublish', b .. ':w:' .. id, msg) > 0) then
+      redis.call('set', k, tok, 'PX', px)
+      if msg ~= tok then
+        local n = redis.pcall('lrange', b .. ':q', 0, 0)
+        local nid, nt = string.match(type(n) == 'table' and n[1] or '', '^(%x+)|%d+|(.+)$')
+        if nid then
+          redis.call('spublish', b .. ':w:' .. nid, '?' .. nt)
+        end
+      end
       if gone then
         redis.call('set', m, 1, 'PX', 3000)
       end
