@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -19,7 +20,7 @@ import (
 // CA is a certificate authority made for one test, with its certificate
 // in PEM at CertFile.
 type CA struct {
-	t        testing.TB
+	t        tb
 	dir      string
 	cert     *x509.Certificate
 	key      *ecdsa.PrivateKey
@@ -29,7 +30,13 @@ type CA struct {
 // NewCA makes a fresh CA in a temporary directory.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	ca := &CA{t: t, dir: t.TempDir()}
+	return newCA(t, t.TempDir(), name)
+}
+
+// newCA makes a fresh CA whose files are written to dir.
+func newCA(t tb, dir, name string) *CA {
+	t.Helper()
+	ca := &CA{t: t, dir: dir}
 	ca.key = newKey(t)
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(t),
@@ -92,7 +99,7 @@ func (ca *CA) write(file, kind string, der []byte) string {
 	return path
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
+func newKey(t tb) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -101,7 +108,7 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 	return key
 }
 
-func serial(t testing.TB) *big.Int {
+func serial(t tb) *big.Int {
 	t.Helper()
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
@@ -115,6 +122,39 @@ func serial(t testing.TB) *big.Int {
 // with requireClientCert, demanded. Server.Client and Server.URL speak
 // TLS; the client trusts ca.
 func StartTLS(t testing.TB, ca *CA, requireClientCert bool, extra ...string) *Server {
+	t.Helper()
+	return startTLS(t, "", ca, requireClientCert, extra...)
+}
+
+// StartTLSMain is StartTLS for a program that has no test (the bench, as
+// StartMain): a server that speaks only TLS, with a CA of its own, both
+// removed by stop.
+func StartTLSMain(requireClientCert bool, extra ...string) (s *Server, ca *CA, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "redistest-tls-")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	m := &mainTB{}
+	stop = func() {
+		m.cleanup()
+		_ = os.RemoveAll(dir)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(mainFatal)
+			if !ok {
+				panic(r)
+			}
+			stop()
+			s, ca, stop, err = nil, nil, nil, f
+		}
+	}()
+	ca = newCA(m, dir, "redistest")
+	return startTLS(m, dir, ca, requireClientCert, extra...), ca, stop, nil
+}
+
+// startTLS is StartTLS for t, in dir ("": a new temporary directory).
+func startTLS(t tb, dir string, ca *CA, requireClientCert bool, extra ...string) *Server {
 	t.Helper()
 	certFile, keyFile := ca.Issue("redis-server")
 	auth := "optional"
@@ -130,7 +170,7 @@ func StartTLS(t testing.TB, ca *CA, requireClientCert bool, extra ...string) *Se
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
-	return launch(t, launchOptions{tls: cfg, extra: append([]string{
+	return launch(t, launchOptions{tls: cfg, dir: dir, extra: append([]string{
 		"tls-cert-file", certFile, "tls-key-file", keyFile,
 		"tls-ca-cert-file", ca.CertFile, "tls-auth-clients", auth,
 	}, extra...)})
