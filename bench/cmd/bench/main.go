@@ -39,6 +39,7 @@ type config struct {
 	root, out, svg                  string
 	only                            string
 	noTracking                      bool
+	scale                           scaleConfig // scale.go
 }
 
 func main() {
@@ -57,7 +58,8 @@ func main() {
 	flag.StringVar(&c.out, "out", "../BENCHMARKS.md", "where to write the report ('' for nowhere)")
 	flag.StringVar(&c.svg, "svg", "handoff.svg", "where to write the chart ('' for nowhere)")
 	flag.BoolVar(&c.noTracking, "no-tracking", false, "skip the start-up by tracking mode under a booted systemd (the beds module)")
-	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli, tracking, piped or list) and write no files, for profiling")
+	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli, tracking, piped, list or scale) and write no files, for profiling")
+	c.scale.flags()
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -119,6 +121,9 @@ func run(c config) error {
 		}
 		if c.only != "tracking" {
 			c.noTracking = true
+		}
+		if c.only != "scale" {
+			c.scale.off()
 		}
 	}
 	fmt.Printf("uncontended: %d rounds of %d pairs, 1 and 16 goroutines\n", c.rounds, c.pairs)
@@ -209,6 +214,9 @@ func run(c config) error {
 			return err
 		}
 	}
+	if err := runScale(c, res); err != nil {
+		return err
+	}
 	res.env.loadAfter = loadAvg()
 
 	if c.only != "" {
@@ -240,7 +248,7 @@ func checkClean(adm *redis.Client) error {
 		return err
 	}
 	// A waiting Client's liveness key in the fair line outlives the run
-	// by at most its 3s life; the CLI's last-run records are kept on
+	// by at most its 3s life, its far key by its 90s; the CLI's last-run records are kept on
 	// purpose, with their retention: the last run, the short history and
 	// the last success; the index of the prefix's names stays for --list,
 	// which prunes it.
@@ -248,6 +256,7 @@ func checkClean(adm *redis.Client) error {
 		ttl := adm.PTTL(context.Background(), k).Val()
 		record := strings.HasSuffix(k, "}:last") || strings.HasSuffix(k, "}:runs") || strings.HasSuffix(k, "}:ok")
 		return strings.Contains(k, "}:c:") && ttl > 0 && ttl <= 3*time.Second ||
+			strings.Contains(k, "}:f:") && ttl > 0 && ttl <= 90*time.Second ||
 			record && ttl > 0 || strings.HasSuffix(k, "}:names")
 	})
 	if len(keys) > 0 {

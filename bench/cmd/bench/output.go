@@ -34,7 +34,8 @@ func (r *results) markdown(rep report, chart string) string {
 	fmt.Fprintf(&b, "2. Contended: %d interleaved rounds of %s per library and mode; 8 (or 16) goroutines loop on one lock: lock, hold %s, unlock. Latency percentiles pool the rounds; rates, commands per acquisition are medians over rounds; fairness sums the rounds.\n", r.cfg.cRounds, r.cfg.runFor, holdFor)
 	fmt.Fprintf(&b, "3. CLI: each way runs `true` under a lock %d times, interleaved, after 3 warm-up runs each.\n", r.cfg.cliRuns)
 	fmt.Fprintf(&b, "4. Output: a command writing %d MB runs alone and under with-lock, its output captured or not, %d times each, interleaved, after a warm-up run each.\n", pipedBytes/1_000_000, r.cfg.pipedRuns)
-	fmt.Fprintf(&b, "5. Fleet view: `with-lock --list` and its variants, %d runs of each, interleaved, after a warm-up run, on a redis-server of its own holding %d locks beside %d unrelated keys.\n\n", r.cfg.listRuns, r.cfg.listLocks, r.cfg.listKeys)
+	fmt.Fprintf(&b, "5. Fleet view: `with-lock --list` and its variants, %d runs of each, interleaved, after a warm-up run, on a redis-server of its own holding %d locks beside %d unrelated keys.\n", r.cfg.listRuns, r.cfg.listLocks, r.cfg.listKeys)
+	b.WriteString(r.scaleMeasured() + "\n")
 
 	b.WriteString("## Results\n\n")
 	b.WriteString(rep.text)

@@ -30,6 +30,7 @@ func (r *results) report() report {
 	b.WriteString(r.trackingTable())
 	b.WriteString(r.pipedTable())
 	b.WriteString(r.listTable())
+	b.WriteString(r.scaleTables())
 	rep := report{targets: r.targets()}
 	b.WriteString("\n### Targets, ratios from this run\n\n")
 	for _, t := range rep.targets {
@@ -71,6 +72,13 @@ func (r *results) partial(part string) string {
 		var b strings.Builder
 		b.WriteString(r.listTable() + "\n")
 		r.listTargets(func(what string, met bool, format string, args ...any) {
+			fmt.Fprintf(&b, "- %s: %s — %v\n", what, fmt.Sprintf(format, args...), met)
+		})
+		return b.String()
+	case "scale":
+		var b strings.Builder
+		b.WriteString(r.scaleTables() + "\n")
+		r.scaleTargets(func(what string, met bool, format string, args ...any) {
 			fmt.Fprintf(&b, "- %s: %s — %v\n", what, fmt.Sprintf(format, args...), met)
 		})
 		return b.String()
@@ -280,6 +288,7 @@ func (r *results) targets() []target {
 	r.pipedTargets(add)
 	r.fairTargets(add)
 	r.listTargets(add)
+	r.scaleTargets(add)
 	return ts
 }
 

@@ -69,6 +69,7 @@ type results struct {
 	piped     map[string][]time.Duration // its wall times, by way
 	list      *listResult                // the fleet view at size (list.go); nil if not run
 	tracking  *trackingResult            // start-up by tracking mode under systemd (tracking.go); nil if not run
+	scale     *scaleResult               // the scale section (scale.go); nil if not run
 
 	pairedRatio float64 // with-lock over the raw floor, uncontended, set by targets
 

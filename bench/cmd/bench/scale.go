@@ -1,0 +1,119 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// The scale section: with-lock at the size of a fleet, on this one
+// machine. The fair line with up to 1,000 waiting Clients
+// (scale_waiters.go) and the herd of runs at the top of the minute
+// (scale_herd.go). Each run has a redis-server of its own.
+
+// scaleConfig is the scale section's part of the bench's flags.
+type scaleConfig struct {
+	waiters ints // waiting Clients per run of the fair line; none: skip
+	laps    int  // turns of every waiter in the fair line's window
+	herd    ints // runs per herd; none: skip
+}
+
+func (s *scaleConfig) flags() {
+	s.waiters = ints{8, 64, 256, 1000}
+	s.herd = ints{500, 1000, 2000}
+	flag.Var(&s.waiters, "scale-waiters", "waiting Clients in the fair line's scale runs, comma-separated ('' to skip)")
+	flag.IntVar(&s.laps, "scale-laps", 20, "turns of each waiter in the fair line's scale runs")
+	flag.Var(&s.herd, "scale-herd", "with-lock runs of one name released at once, comma-separated ('' to skip)")
+}
+
+// off turns the whole section off.
+func (s *scaleConfig) off() { s.waiters, s.herd = nil, nil }
+
+// scaleResult is what the scale section measured.
+type scaleResult struct {
+	waiters []waitersRun
+	herds   []herdRun
+}
+
+// runScale runs the scale section into res.
+func runScale(c config, res *results) error {
+	s := c.scale
+	if len(s.waiters) == 0 && len(s.herd) == 0 {
+		return nil
+	}
+	res.scale = &scaleResult{}
+	if len(s.waiters) > 0 {
+		fmt.Printf("scale: the fair line with %v waiting Clients, %d turns each, hold %s\n", s.waiters, s.laps, holdFor)
+	}
+	for _, n := range s.waiters {
+		r, err := runWaiters(n, s.laps)
+		if err != nil {
+			return fmt.Errorf("scale, %d waiters: %w", n, err)
+		}
+		fmt.Println("  " + r.String())
+		res.scale.waiters = append(res.scale.waiters, r)
+	}
+	if len(s.herd) > 0 {
+		return runHerds(c, res.scale)
+	}
+	return nil
+}
+
+// runHerds runs every herd way at every size, on two servers of their own
+// (plain and TLS), with the with-lock binary built from the checkout.
+func runHerds(c config, res *scaleResult) error {
+	dir, err := os.MkdirTemp("", "with-lock-bench-herd-bin-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	wl := filepath.Join(dir, "with-lock")
+	if err := goBuild(c.root, wl, "./cmd/with-lock"); err != nil {
+		return err
+	}
+	h, err := startHerdServers()
+	if err != nil {
+		return err
+	}
+	defer h.stop()
+	fmt.Printf("scale: herds of %v runs of one name, released together\n", c.scale.herd)
+	seq := 0
+	for _, n := range c.scale.herd {
+		for _, w := range herdWays() {
+			seq++
+			r, err := runHerd(h, wl, w, n, seq)
+			if err != nil {
+				return fmt.Errorf("herd of %d, %s: %w", n, w.name, err)
+			}
+			fmt.Println("  " + r.String())
+			res.herds = append(res.herds, r)
+		}
+	}
+	return nil
+}
+
+// ints is a flag of comma-separated integers.
+type ints []int
+
+func (v *ints) String() string {
+	var s []string
+	for _, n := range *v {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
+}
+
+func (v *ints) Set(s string) error {
+	*v = nil
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%q is not a positive number", f)
+		}
+		*v = append(*v, n)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What the scale runs read of a redis-server between two moments: its
+// commands by name (INFO commandstats, the commands scripts run
+// included), its CPU time and its memory.
+
+// serverStats is one reading of a server's counters.
+type serverStats struct {
+	calls map[string]int64 // calls per command, "info" left out
+	cpu   time.Duration    // used_cpu_user + used_cpu_sys
+	reads int64            // total_reads_processed: reads from client sockets
+}
+
+// readStats reads rdb's commandstats, CPU time and socket reads.
+func readStats(rdb *redis.Client) serverStats {
+	return serverStats{calls: commandCalls(rdb), cpu: serverCPU(rdb), reads: infoInt(rdb, "stats", "total_reads_processed")}
+}
+
+// since is s less an earlier reading: the calls, CPU time and reads in
+// between (the reads less the INFO calls of readStats).
+func (s serverStats) since(before serverStats) serverStats {
+	d := serverStats{calls: map[string]int64{}, cpu: s.cpu - before.cpu, reads: s.reads - before.reads - 3}
+	for cmd, n := range s.calls {
+		if n -= before.calls[cmd]; n > 0 {
+			d.calls[cmd] = n
+		}
+	}
+	return d
+}
+
+// total is the number of commands in s.
+func (s serverStats) total() int64 {
+	var n int64
+	for _, k := range s.calls {
+		n += k
+	}
+	return n
+}
+
+// commandCalls reads INFO commandstats: calls per command, without INFO,
+// which is how the bench reads them.
+func commandCalls(rdb *redis.Client) map[string]int64 {
+	calls := map[string]int64{}
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return calls
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
+			continue
+		}
+		cmd, stats, _ := strings.Cut(rest, ":")
+		if cmd == "info" {
+			continue
+		}
+		for _, field := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(field, "calls="); ok {
+				calls[cmd], _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return calls
+}
+
+// infoInt reads one integer field of an INFO section, or 0.
+func infoInt(rdb *redis.Client, section, field string) int64 {
+	info, err := rdb.Info(context.Background(), section).Result()
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// memory is what a server holds in bytes: in all (used_memory), and for
+// its normal clients' connections (mem_clients_normal: buffers and state).
+func memory(rdb *redis.Client) (used, clients int64) {
+	return infoInt(rdb, "memory", "used_memory"), infoInt(rdb, "memory", "mem_clients_normal")
+}
+
+// commandTime reads INFO commandstats for one command: its calls and the
+// µs redis-server spent in them.
+func commandTime(rdb *redis.Client, cmd string) (calls, usec int64) {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		stats, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":")
+		if !ok {
+			continue
+		}
+		for _, field := range strings.Split(stats, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				calls = n
+			case "usec":
+				usec = n
+			}
+		}
+	}
+	return calls, usec
+}

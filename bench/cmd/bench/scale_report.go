@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	wlconfig "github.com/with-lock/with-lock/internal/config"
+)
+
+// The scale section's tables and targets (scale.go).
+
+// handOverCmds are the commands of one hand-over, per hand-over: the
+// release's EVALSHA (EVAL the first time) and what its script runs, GET,
+// LPOP, EXISTS, SPUBLISH and the SET that gives the lock on, counted as
+// one per SPUBLISH. A check or a renewal that reads with GET or EXISTS
+// counts here too, so this is an upper bound of the hand-over's own.
+func (r waitersRun) handOverCmds() float64 {
+	c := r.server.calls
+	return r.perHandOver(float64(c["evalsha"] + c["eval"] + c["get"] + c["lpop"] + c["exists"] + 2*c["spublish"]))
+}
+
+func (r *results) scaleTables() string {
+	s := r.scale
+	if s == nil {
+		return ""
+	}
+	var b strings.Builder
+	if len(s.waiters) > 0 {
+		b.WriteString(waitersTable(s.waiters))
+	}
+	if len(s.herds) > 0 {
+		b.WriteString(herdTable(s.herds))
+	}
+	return b.String()
+}
+
+func waitersTable(runs []waitersRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### Scale: the fair line with up to %d waiting Clients, one lock held %s\n\n", runs[len(runs)-1].n, holdFor)
+	fmt.Fprintf(&b, "Every waiter has its own Client (go-redis client and connections), as a host would, and loops acquire, hold, release, queue again, with the CLI's TTL (%s); a redis-server of its own per row. Measured in the steady state: after each waiter's first turn, until every waiter has had its turns (and %s at least). The hand-over: the release's EVALSHA and what its script runs (GET, LPOP, EXISTS, SPUBLISH, SET; a check's or renewal's GET and EXISTS included). All: every command Redis ran in the window (INFO commandstats), the next waiter's RPUSH and the liveness key it writes when its wait passes a second included. Reads: socket reads Redis processed (requests, pipelines counted once). CPU: redis-server's user+system time (INFO cpu) over the window. Memory: used_memory with every waiter queued, less before any Client connected, per waiter; in brackets the part INFO counts as client connections (a pool connection and a subscription each) and the line's own keys (MEMORY USAGE).\n\n",
+		scaleTTL, scaleMinWindow)
+	var rows [][]string
+	for _, r := range runs {
+		lo, hi, fair := r.fairness()
+		rows = append(rows, []string{fmt.Sprint(r.n), fmt.Sprint(r.acquired), fmt.Sprintf("%d–%d (%.2f)", lo, hi, fair),
+			fmt.Sprintf("%.2f", r.handOverCmds()), fmt.Sprintf("%.2f", r.perHandOver(float64(r.server.total()))),
+			fmt.Sprintf("%.2f", r.perHandOver(float64(r.server.reads))),
+			fmt.Sprintf("%.0f", r.perHandOver(float64(r.server.cpu.Microseconds()))),
+			fmtMS(percentile(r.latencies, 50)), fmtMS(percentile(r.latencies, 99)),
+			fmt.Sprintf("%.1f KB (%.1f, %.2f)", r.memPerWaiter/1024, r.connPerWaiter/1024, r.linePerWaiter/1024),
+			fmt.Sprintf("%.0f", r.perHandOver(float64(r.clientCPU.Microseconds())))})
+	}
+	b.WriteString(mdTable([]string{"waiters", "hand-overs", "fairness min–max", "cmds/hand-over: the hand-over", "all", "reads", "Redis CPU µs", "p50", "p99", "Redis memory/waiter (connections, line)", "bench process CPU µs"}, rows))
+	b.WriteString("\nCommands per hand-over by name:\n\n")
+	for _, r := range runs {
+		fmt.Fprintf(&b, "- %d waiters: %s\n", r.n, r.breakdown())
+	}
+	return b.String()
+}
+
+func herdTable(runs []herdRun) string {
+	var b strings.Builder
+	b.WriteString("\n### Scale: the herd at the top of the minute, N runs of one name released together\n\n")
+	fmt.Fprintf(&b, "Fresh Clients: N goroutines of the bench, each with a go-redis client set up from the CLI's own settings (internal/config) and so a new connection, released together by closing a channel, each one TryAcquire within the default --redis-timeout (%s): Redis and the protocol alone. Processes: N with-lock processes started by one launcher per core as fast as this machine starts them (the winner's command runs until all others have answered); `with-lock --version` is the same launches doing nothing but start and exit, this machine's start-up rate. Wall: from the first start to the last answer. Peak: the most TCP connections to Redis at once (ESTABLISHED in /proc/net/tcp, accepted or in the listen backlog). --once-per runs use the README's crontab form (`--once-per 1h -w 60s -q`): the losers wait in line, then find the window done and exit 0. TLS: rediss:// with a P-256 certificate, TLS 1.3.\n\n", wlconfig.DefaultRedisTimeout)
+	var rows [][]string
+	startup := map[int]time.Duration{}
+	for _, r := range runs {
+		if r.way.startup {
+			startup[r.n] = r.wall
+		}
+	}
+	for _, r := range runs {
+		codes := make([]int, 0, len(r.codes))
+		for c := range r.codes {
+			codes = append(codes, c)
+		}
+		slices.Sort(codes)
+		var cs []string
+		for _, c := range codes {
+			cs = append(cs, fmt.Sprintf("%d×%d", r.codes[c], c))
+		}
+		part := "—"
+		if r.way.procs && !r.way.startup && startup[r.n] > 0 {
+			part = fmtMS(max(r.wall-startup[r.n], 0))
+		}
+		ran := fmt.Sprint(r.ran)
+		if r.way.startup {
+			ran = "—"
+		}
+		rows = append(rows, []string{fmt.Sprint(r.n), r.way.name, fmtMS(r.wall), part, fmtMS(percentile(r.answers, 50)), fmtMS(percentile(r.answers, 99)),
+			strings.Join(cs, ", "), ran, fmtMS(r.serverCPU), fmt.Sprint(r.peak)})
+	}
+	b.WriteString(mdTable([]string{"N", "way", "wall", "beyond start-up", "answer p50", "p99", "exit codes", "ran", "Redis CPU", "peak connections"}, rows))
+	for _, r := range runs {
+		for _, e := range r.errs {
+			fmt.Fprintf(&b, "\n- %d, %s: %s", r.n, r.way.name, strings.TrimSpace(e))
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// scaleTargets are issue 30's.
+func (r *results) scaleTargets(add func(what string, met bool, format string, args ...any)) {
+	s := r.scale
+	if s == nil {
+		return
+	}
+	for _, w := range s.waiters {
+		_, _, fair := w.fairness()
+		add(fmt.Sprintf("scale, %d waiting Clients: fairness ≥ 0.9", w.n), fair >= 0.9, "%.2f", fair)
+		add(fmt.Sprintf("scale, %d waiting Clients: ≤ 6 Redis commands per hand-over", w.n), w.handOverCmds() <= 6.05, "%.2f (all: %.2f)", w.handOverCmds(), w.perHandOver(float64(w.server.total())))
+		p99 := percentile(w.latencies, 99)
+		add(fmt.Sprintf("scale, %d waiting Clients: hand-over p99 ≤ 1 ms", w.n), p99 <= time.Millisecond, "%s", fmtMS(p99))
+		add(fmt.Sprintf("scale, %d waiting Clients: no overlap, no failed call", w.n), w.overlaps == 0 && w.errors == 0, "%d overlaps, %d errors", w.overlaps, w.errors)
+	}
+	if len(s.waiters) > 1 {
+		first, last := s.waiters[0], s.waiters[len(s.waiters)-1]
+		c0, c1 := first.perHandOver(float64(first.server.cpu.Microseconds())), last.perHandOver(float64(last.server.cpu.Microseconds()))
+		add(fmt.Sprintf("scale: Redis CPU per hand-over flat from %d to %d waiters (≤ 1.25×)", first.n, last.n), c1 <= 1.25*c0, "%.0f µs → %.0f µs (%.2f×)", c0, c1, c1/c0)
+		r0, r1 := first.perHandOver(float64(first.server.reads)), last.perHandOver(float64(last.server.reads))
+		add(fmt.Sprintf("scale: Redis reads per hand-over flat from %d to %d waiters (≤ 1.25×)", first.n, last.n), r1 <= 1.25*r0, "%.2f → %.2f (%.2f×)", r0, r1, r1/r0)
+	}
+	for _, h := range s.herds {
+		if h.way.startup {
+			continue
+		}
+		want := 75
+		if h.way.oncePer {
+			want = 0
+		}
+		ok := h.ran == 1 && h.codes[69] == 0 &&
+			(want == 0 && h.codes[0] == h.n || want == 75 && h.codes[0] == 1 && h.codes[75] == h.n-1)
+		add(fmt.Sprintf("herd of %d, %s: one ran, the others %d, none 69", h.n, h.way.name, want), ok, "ran %d; %v", h.ran, h.codes)
+	}
+	for _, h := range s.herds {
+		if h.way.jitter == 0 {
+			continue
+		}
+		for _, base := range s.herds {
+			if base.n == h.n && base.way.procs == h.way.procs && base.way.tls == h.way.tls && base.way.jitter == 0 && !base.way.oncePer && !base.way.startup {
+				add(fmt.Sprintf("herd of %d, %s: --jitter %s lowers the peak of connections", h.n, base.way.name, h.way.jitter), h.peak < base.peak,
+					"%d → %d", base.peak, h.peak)
+			}
+		}
+	}
+}
+
+// scaleMeasured is the scale section's line in BENCHMARKS.md's list of
+// what is measured, with the limits of this machine.
+func (r *results) scaleMeasured() string {
+	c := r.cfg.scale
+	if len(c.waiters) == 0 && len(c.herd) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("6. Scale: the fair line with %s waiting Clients (each served %d times in the measured window), and herds of %s runs of one name released together, as fresh Clients and as processes, plain and TLS, with and without --jitter, and with --once-per's waiting losers. All on this one %d-core machine: the bench process holds every Client and its goroutines, and shares the cores with redis-server and, for the herds, with every process it starts, so wall times and latencies there are this machine's; Redis's own CPU, commands, reads and memory per hand-over or per run are the figures that carry over to a fleet.\n",
+		c.waiters.String(), c.laps, c.herd.String(), r.env.cores)
+}
