@@ -275,15 +275,17 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 	w.replacer = ""
 	refresh := time.Since(r.lastAlive) >= aliveEvery
 	now := time.Now()
-	if refresh {
+	if refresh && r.expectFar {
 		r.lastAlive = now
+	} else if refresh {
+		r.wroteAlive(now)
 	}
-	// A Client whose last waiter joined far back writes its far key too,
-	// when due, so that this one costs no round trip of its own; the
-	// waiting mark goes with the far key, and lives as long.
-	farKey := r.expectFar && r.farDue(now)
-	if farKey {
-		r.wroteFar(now)
+	// A Client whose last waiter joined far back writes the waiting mark
+	// for as long as a far key lives, when its last write of the mark is
+	// about to expire.
+	mark := r.expectFar && r.markUntil.Sub(now) < aliveMargin
+	if mark {
+		r.markUntil = now.Add(farFor)
 	}
 	expectFar := r.expectFar
 	w.proof = now
@@ -298,8 +300,8 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 		case refresh:
 			r.setAlive(ctx, p, cid)
 		}
-		if farKey {
-			r.setFar(ctx, p, cid)
+		if mark {
+			p.Set(ctx, r.mark, 1, farFor)
 		}
 		// A hand-over takes the lock for w without a SET of w's own: its
 		// name goes into the index of names with its entry (admin_index.go).

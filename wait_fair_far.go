@@ -33,7 +33,9 @@ import (
 //
 // A far waiter's join still writes its liveness key when due, which lives
 // aliveFor: when the line moves fast, the waiter is served within that
-// life and its hand-over is a plain one, at no cost beyond the join's.
+// life and its hand-over is a plain one, at no cost beyond the join's; its
+// Client writes the far key only when the liveness key is about to expire
+// (farDue).
 // A semaphore's line (slots_line_check.lua, slots_release.lua) has no far
 // waiters: all its waiters keep the upkeep.
 const (
@@ -69,6 +71,15 @@ type farState struct {
 	rate      float64   // entries served per second ahead of our waiters; 0: unknown
 	lastFar   time.Time // when the far key and the mark were last written
 	farSet    bool      // the far key may exist: written and not deleted since
+	markUntil time.Time // when this Client's last write of the mark expires
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // farWaiting reports whether waiters of b's line may be far: a plain
@@ -80,13 +91,29 @@ func farWaiting(b fairLine) bool {
 
 func (r *room) farKey(cid string) string { return r.base + ":f:" + cid }
 
-// farDue reports whether the far key and the mark are due for a write.
-func (r *room) farDue(now time.Time) bool {
-	return !r.farSet || now.Sub(r.lastFar) >= farEvery
+// farDue is when the far key and the mark are due for a write, for a
+// Client whose waiters are all far: a while before its liveness key
+// expires, so that one whose turn comes later is handed the lock as a far
+// waiter, not skipped; then every farEvery. A waiter served before that
+// costs no write of it.
+func (r *room) farDue() time.Time {
+	if !r.farSet {
+		return r.lastAlive.Add(aliveFor - aliveMargin)
+	}
+	return r.lastFar.Add(farEvery)
 }
 
 // wroteFar notes that the far key and the mark are being written.
-func (r *room) wroteFar(now time.Time) { r.lastFar, r.farSet = now, true }
+func (r *room) wroteFar(now time.Time) {
+	r.lastFar, r.farSet = now, true
+	r.markUntil = later(r.markUntil, now.Add(farFor))
+}
+
+// wroteAlive notes that the liveness key and the mark are being written.
+func (r *room) wroteAlive(now time.Time) {
+	r.lastAlive = now
+	r.markUntil = later(r.markUntil, now.Add(aliveFor))
+}
 
 // setFar queues the write of the Client's far key and of the key's waiting
 // mark on p, both for farFor: the mark outlives every far waiter.

@@ -76,7 +76,7 @@ func (f *fairRooms) check(ctx context.Context, r *room, ws []*liner, depth int) 
 	if far {
 		r.wroteFar(sent)
 	} else {
-		r.lastAlive = sent
+		r.wroteAlive(sent)
 	}
 	r.expires = time.Time{}
 	if pttl > 0 {
@@ -304,13 +304,16 @@ func (f *fairRooms) keep(r *room, cid string, poll time.Duration) {
 		// keep the far key.
 		refresh := near && now.Sub(r.lastAlive) >= aliveEvery
 		dropFar := refresh && r.farSet
-		farRefresh := !near && far && r.farDue(now)
+		farRefresh := !near && far && !now.Before(r.farDue())
+		if !near && far && !farRefresh && r.farDue().Before(next) {
+			next = r.farDue()
+		}
 		// A check writes one of the two keys itself (check).
 		if len(due) > 0 {
 			refresh, farRefresh = false, false
 		}
 		if refresh {
-			r.lastAlive = now
+			r.wroteAlive(now)
 		}
 		if dropFar {
 			r.farSet = false
