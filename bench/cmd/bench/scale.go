@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The scale section: with-lock at the size of a fleet, on this one
@@ -36,6 +38,11 @@ func (s *scaleConfig) off() { s.waiters, s.herd = nil, nil }
 type scaleResult struct {
 	waiters []waitersRun
 	herds   []herdRun
+	// redis-server's CPU per new connection (connectCost), plain and TLS.
+	connPlain, connTLS time.Duration
+	// The fewest waiters beside as many idle connections as the most
+	// waiters hold; nil if not run.
+	idle *waitersRun
 }
 
 // runScale runs the scale section into res.
@@ -49,12 +56,23 @@ func runScale(c config, res *results) error {
 		fmt.Printf("scale: the fair line with %v waiting Clients, %d turns each, hold %s\n", s.waiters, s.laps, holdFor)
 	}
 	for _, n := range s.waiters {
-		r, err := runWaiters(n, s.laps)
+		r, err := runWaiters(n, s.laps, 0)
 		if err != nil {
 			return fmt.Errorf("scale, %d waiters: %w", n, err)
 		}
 		fmt.Println("  " + r.String())
 		res.scale.waiters = append(res.scale.waiters, r)
+	}
+	// The fewest waiters again, beside as many idle connections as the
+	// most waiters hold: Redis's cost per connection apart from the line's.
+	if len(s.waiters) > 1 {
+		few, most := slices.Min(s.waiters), slices.Max(s.waiters)
+		r, err := runWaiters(few, s.laps, 2*(most-few))
+		if err != nil {
+			return fmt.Errorf("scale, %d waiters beside idle connections: %w", few, err)
+		}
+		fmt.Println("  " + r.String())
+		res.scale.idle = &r
 	}
 	if len(s.herd) > 0 {
 		return runHerds(c, res.scale)
@@ -79,6 +97,13 @@ func runHerds(c config, res *scaleResult) error {
 		return err
 	}
 	defer h.stop()
+	if res.connPlain, err = connectCost(h, false, 300); err != nil {
+		return err
+	}
+	if res.connTLS, err = connectCost(h, true, 300); err != nil {
+		return err
+	}
+	fmt.Printf("scale: redis-server's CPU per new connection: %s plain, %s TLS\n", res.connPlain, res.connTLS)
 	fmt.Printf("scale: herds of %v runs of one name, released together\n", c.scale.herd)
 	seq := 0
 	for _, n := range c.scale.herd {

@@ -28,10 +28,14 @@ func (r *results) scaleTables() string {
 	}
 	var b strings.Builder
 	if len(s.waiters) > 0 {
-		b.WriteString(waitersTable(s.waiters))
+		runs := s.waiters
+		if s.idle != nil {
+			runs = append(slices.Clone(runs), *s.idle)
+		}
+		b.WriteString(waitersTable(runs))
 	}
 	if len(s.herds) > 0 {
-		b.WriteString(herdTable(s.herds))
+		b.WriteString(herdTable(s))
 	}
 	return b.String()
 }
@@ -44,7 +48,11 @@ func waitersTable(runs []waitersRun) string {
 	var rows [][]string
 	for _, r := range runs {
 		lo, hi, fair := r.fairness()
-		rows = append(rows, []string{fmt.Sprint(r.n), fmt.Sprint(r.acquired), fmt.Sprintf("%d–%d (%.2f)", lo, hi, fair),
+		who := fmt.Sprint(r.n)
+		if r.idle > 0 {
+			who = fmt.Sprintf("%d, beside %d idle connections", r.n, r.idle)
+		}
+		rows = append(rows, []string{who, fmt.Sprint(r.acquired), fmt.Sprintf("%d–%d (%.2f)", lo, hi, fair),
 			fmt.Sprintf("%.2f", r.handOverCmds()), fmt.Sprintf("%.2f", r.perHandOver(float64(r.server.total()))),
 			fmt.Sprintf("%.2f", r.perHandOver(float64(r.server.reads))),
 			fmt.Sprintf("%.0f", r.perHandOver(float64(r.server.cpu.Microseconds()))),
@@ -55,12 +63,15 @@ func waitersTable(runs []waitersRun) string {
 	b.WriteString(mdTable([]string{"waiters", "hand-overs", "fairness min–max", "cmds/hand-over: the hand-over", "all", "reads", "Redis CPU µs", "p50", "p99", "Redis memory/waiter (connections, line)", "bench process CPU µs"}, rows))
 	b.WriteString("\nCommands per hand-over by name:\n\n")
 	for _, r := range runs {
-		fmt.Fprintf(&b, "- %d waiters: %s\n", r.n, r.breakdown())
+		if r.idle == 0 {
+			fmt.Fprintf(&b, "- %d waiters: %s\n", r.n, r.breakdown())
+		}
 	}
 	return b.String()
 }
 
-func herdTable(runs []herdRun) string {
+func herdTable(s *scaleResult) string {
+	runs := s.herds
 	var b strings.Builder
 	b.WriteString("\n### Scale: the herd at the top of the minute, N runs of one name released together\n\n")
 	fmt.Fprintf(&b, "Fresh Clients: N goroutines of the bench, each with a go-redis client set up from the CLI's own settings (internal/config) and so a new connection, released together by closing a channel, each one TryAcquire within the default --redis-timeout (%s): Redis and the protocol alone. Processes: N with-lock processes started by one launcher per core as fast as this machine starts them (the winner's command runs until all others have answered); `with-lock --version` is the same launches doing nothing but start and exit, this machine's start-up rate. Wall: from the first start to the last answer. Peak: the most TCP connections to Redis at once (ESTABLISHED in /proc/net/tcp, accepted or in the listen backlog). --once-per runs use the README's crontab form (`--once-per 1h -w 60s -q`): the losers wait in line, then find the window done and exit 0. TLS: rediss:// with a P-256 certificate, TLS 1.3.\n\n", wlconfig.DefaultRedisTimeout)
@@ -93,6 +104,8 @@ func herdTable(runs []herdRun) string {
 			strings.Join(cs, ", "), ran, fmtMS(r.serverCPU), fmt.Sprint(r.peak)})
 	}
 	b.WriteString(mdTable([]string{"N", "way", "wall", "beyond start-up", "answer p50", "p99", "exit codes", "ran", "Redis CPU", "peak connections"}, rows))
+	fmt.Fprintf(&b, "\nredis-server's CPU for one new connection (handshake, PING, close; 300 one after the other): %s plain, %s over TLS. Its one thread spends N times that on a herd of N hosts before any lock is taken: over TLS, %d hosts at once need %s of it.\n",
+		fmtUS(s.connPlain), fmtUS(s.connTLS), 2000, fmtMS(2000*s.connTLS))
 	for _, r := range runs {
 		for _, e := range r.errs {
 			fmt.Fprintf(&b, "\n- %d, %s: %s", r.n, r.way.name, strings.TrimSpace(e))
@@ -120,6 +133,11 @@ func (r *results) scaleTargets(add func(what string, met bool, format string, ar
 		first, last := s.waiters[0], s.waiters[len(s.waiters)-1]
 		c0, c1 := first.perHandOver(float64(first.server.cpu.Microseconds())), last.perHandOver(float64(last.server.cpu.Microseconds()))
 		add(fmt.Sprintf("scale: Redis CPU per hand-over flat from %d to %d waiters (≤ 1.25×)", first.n, last.n), c1 <= 1.25*c0, "%.0f µs → %.0f µs (%.2f×)", c0, c1, c1/c0)
+		if i := s.idle; i != nil {
+			ci := i.perHandOver(float64(i.server.cpu.Microseconds()))
+			add(fmt.Sprintf("scale: Redis CPU per hand-over with %d waiters within 1.25× of %d waiters beside %d idle connections", last.n, i.n, i.idle), c1 <= 1.25*ci,
+				"%.0f µs vs %.0f µs (%.2f×)", c1, ci, c1/ci)
+		}
 		r0, r1 := first.perHandOver(float64(first.server.reads)), last.perHandOver(float64(last.server.reads))
 		add(fmt.Sprintf("scale: Redis reads per hand-over flat from %d to %d waiters (≤ 1.25×)", first.n, last.n), r1 <= 1.25*r0, "%.2f → %.2f (%.2f×)", r0, r1, r1/r0)
 	}
@@ -157,4 +175,9 @@ func (r *results) scaleMeasured() string {
 	}
 	return fmt.Sprintf("6. Scale: the fair line with %s waiting Clients (each served %d times in the measured window), and herds of %s runs of one name released together, as fresh Clients and as processes, plain and TLS, with and without --jitter, and with --once-per's waiting losers. All on this one %d-core machine: the bench process holds every Client and its goroutines, and shares the cores with redis-server and, for the herds, with every process it starts, so wall times and latencies there are this machine's; Redis's own CPU, commands, reads and memory per hand-over or per run are the figures that carry over to a fleet.\n",
 		c.waiters.String(), c.laps, c.herd.String(), r.env.cores)
+}
+
+// fmtUS writes d in µs.
+func fmtUS(d time.Duration) string {
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }

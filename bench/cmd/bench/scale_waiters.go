@@ -32,6 +32,7 @@ import (
 // waitersRun is one N's measurement.
 type waitersRun struct {
 	n         int
+	idle      int             // idle connections beside the waiters
 	window    time.Duration   // the measured steady state
 	acquired  int             // acquisitions in the window
 	latencies []time.Duration // release started → next acquire returned
@@ -60,8 +61,10 @@ const scaleMinWindow = 3 * time.Second
 func lineOf(key string) string { return "{" + key + "}:q" }
 
 // runWaiters measures n waiters on a redis-server of its own.
-func runWaiters(n, laps int) (waitersRun, error) {
-	r := waitersRun{n: n, perWaiter: make([]int, n)}
+// With idle, as many more connections stay open beside the waiters, doing
+// nothing: what Redis spends on every connection it holds, whoever holds it.
+func runWaiters(n, laps, idle int) (waitersRun, error) {
+	r := waitersRun{n: n, idle: idle, perWaiter: make([]int, n)}
 	srv, stop, err := redistest.StartMain("maxclients", "20000")
 	if err != nil {
 		return r, err
@@ -70,6 +73,13 @@ func runWaiters(n, laps int) (waitersRun, error) {
 	adm := newGoRedis(srv.Addr())
 	defer adm.Close()
 	ctx := context.Background()
+	for range idle {
+		conn := newGoRedis(srv.Addr()).Conn()
+		defer conn.Close()
+		if err := conn.Ping(ctx).Err(); err != nil {
+			return r, err
+		}
+	}
 	used0, conns0 := memory(adm)
 
 	clients := make([]*withlock.Client, n)
@@ -205,8 +215,8 @@ func (r waitersRun) fairness() (lo, hi int, ratio float64) {
 // String is the line the run prints as it goes.
 func (r waitersRun) String() string {
 	lo, hi, fair := r.fairness()
-	return fmt.Sprintf("%5d waiters: %6d hand-overs in %s, fairness %d–%d (%.2f), %.2f cmds, %.1f µs Redis CPU per hand-over, p50 %s, p99 %s, %.1f KB per waiter (%.1f KB its connections), client CPU %.0f µs per hand-over, %d overlaps, %d errors",
-		r.n, r.acquired, r.window.Round(time.Millisecond), lo, hi, fair,
+	return fmt.Sprintf("%5d waiters (+%d idle connections): %6d hand-overs in %s, fairness %d–%d (%.2f), %.2f cmds, %.1f µs Redis CPU per hand-over, p50 %s, p99 %s, %.1f KB per waiter (%.1f KB its connections), client CPU %.0f µs per hand-over, %d overlaps, %d errors",
+		r.n, r.idle, r.acquired, r.window.Round(time.Millisecond), lo, hi, fair,
 		r.perHandOver(float64(r.server.total())), r.perHandOver(float64(r.server.cpu.Microseconds())),
 		fmtMS(percentile(r.latencies, 50)), fmtMS(percentile(r.latencies, 99)), r.memPerWaiter/1024, r.connPerWaiter/1024,
 		r.perHandOver(float64(r.clientCPU.Microseconds())), r.overlaps, r.errors) +
