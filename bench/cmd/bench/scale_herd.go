@@ -48,17 +48,20 @@ type herdWay struct {
 	startup bool          // `with-lock --version` only: this machine's start-up rate
 }
 
-// herdJitter is the --jitter of the herd's jittered ways.
-const herdJitter = time.Second
+// herdJitter is the --jitter of the herd's jittered ways: what a job
+// started every minute can spare, and over TLS more than redis-server's
+// one thread needs for 2,000 handshakes (connectCost).
+const herdJitter = 10 * time.Second
 
 func herdWays() []herdWay {
+	j := "--jitter " + short(herdJitter)
 	return []herdWay{
 		{name: "fresh Clients"},
 		{name: "fresh Clients, TLS", tls: true},
-		{name: "fresh Clients, TLS, --jitter 1s", tls: true, jitter: herdJitter},
+		{name: "fresh Clients, TLS, " + j, tls: true, jitter: herdJitter},
 		{name: "processes", procs: true},
 		{name: "processes, TLS", procs: true, tls: true},
-		{name: "processes, TLS, --jitter 1s", procs: true, tls: true, jitter: herdJitter},
+		{name: "processes, TLS, " + j, procs: true, tls: true, jitter: herdJitter},
 		{name: "processes, --once-per 1h -w 60s", procs: true, oncePer: true},
 		{name: "processes, `with-lock --version` (start-up only)", procs: true, startup: true},
 	}
@@ -393,4 +396,15 @@ func connectCost(h *herdServers, overTLS bool, n int) (time.Duration, error) {
 		}
 	}
 	return (serverCPU(adm) - cpu0) / time.Duration(n), nil
+}
+
+// short writes d as a person would: 1m, not 1m0s.
+func short(d time.Duration) string {
+	switch {
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
 }
