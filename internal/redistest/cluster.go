@@ -2,9 +2,12 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +22,7 @@ const ClusterTimeout = 60 * time.Second
 // Cluster is a Redis Cluster of masters without replicas, made with
 // redis-cli --cluster create.
 type Cluster struct {
-	t     testing.TB
+	t     tb
 	Nodes []*Server
 }
 
@@ -27,13 +30,53 @@ type Cluster struct {
 // cluster with every slot assigned and waits until all nodes agree.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return startCluster(t, "", n)
+}
+
+// StartClusterMain is StartCluster for a program that has no test (the
+// bench, as StartMain), with extra config directives for every node; stop
+// kills the nodes and removes their directories.
+func StartClusterMain(n int, extra ...string) (c *Cluster, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "redistest-cluster-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("start a cluster: %w", err)
+	}
+	m := &mainTB{}
+	stop = func() {
+		m.cleanup()
+		_ = os.RemoveAll(dir)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(mainFatal)
+			if !ok {
+				panic(r)
+			}
+			stop()
+			c, stop, err = nil, nil, f
+		}
+	}()
+	return startCluster(m, dir, n, extra...), stop, nil
+}
+
+// startCluster is StartCluster for t, each node in a directory of its own
+// under dir ("": temporary directories of t's).
+func startCluster(t tb, dir string, n int, extra ...string) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t}
 	args := []string{"--cluster", "create"}
-	for _, port := range clusterPorts(t, n) {
-		s := launch(t, launchOptions{port: port, extra: []string{
+	for i, port := range clusterPorts(t, n) {
+		nodeDir := ""
+		if dir != "" {
+			nodeDir = filepath.Join(dir, strconv.Itoa(i))
+			if err := os.Mkdir(nodeDir, 0o700); err != nil {
+				t.Fatalf("start a cluster: %v", err)
+			}
+		}
+		s := launch(t, launchOptions{port: port, dir: nodeDir, extra: append([]string{
 			"cluster-enabled", "yes", "cluster-config-file", "nodes.conf",
 			"cluster-node-timeout", "2000",
-		}})
+		}, extra...)})
 		c.Nodes = append(c.Nodes, s)
 		args = append(args, s.Addr())
 	}
@@ -115,7 +158,7 @@ func (c *Cluster) NodeFor(key string) *Server {
 // clusterPorts finds n distinct loopback ports p whose cluster bus port
 // p+10000 is free as well. They come from 20000-45000 so the bus port stays
 // below 65536 and away from the ephemeral range's usual start.
-func clusterPorts(t testing.TB, n int) []int {
+func clusterPorts(t tb, n int) []int {
 	t.Helper()
 	var ports []int
 	for tries := 0; len(ports) < n; tries++ {
