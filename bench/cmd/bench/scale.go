@@ -21,6 +21,7 @@ type scaleConfig struct {
 	waiters ints // waiting Clients per run of the fair line; none: skip
 	laps    int  // turns of every waiter in the fair line's window
 	herd    ints // runs per herd; none: skip
+	cluster bool // the fleet view on a Cluster (scale_cluster.go)
 }
 
 func (s *scaleConfig) flags() {
@@ -29,10 +30,11 @@ func (s *scaleConfig) flags() {
 	flag.Var(&s.waiters, "scale-waiters", "waiting Clients in the fair line's scale runs, comma-separated ('' to skip)")
 	flag.IntVar(&s.laps, "scale-laps", 20, "turns of each waiter in the fair line's scale runs")
 	flag.Var(&s.herd, "scale-herd", "with-lock runs of one name released at once, comma-separated ('' to skip)")
+	flag.BoolVar(&s.cluster, "scale-cluster", true, "time --list on a Cluster of 3 masters beside 2,000,000 keys each")
 }
 
 // off turns the whole section off.
-func (s *scaleConfig) off() { s.waiters, s.herd = nil, nil }
+func (s *scaleConfig) off() { s.waiters, s.herd, s.cluster = nil, nil, false }
 
 // scaleResult is what the scale section measured.
 type scaleResult struct {
@@ -43,12 +45,14 @@ type scaleResult struct {
 	// The fewest waiters beside as many idle connections as the most
 	// waiters hold; nil if not run.
 	idle *waitersRun
+	// The fleet view on a Cluster; nil if not run.
+	cluster *clusterList
 }
 
 // runScale runs the scale section into res.
 func runScale(c config, res *results) error {
 	s := c.scale
-	if len(s.waiters) == 0 && len(s.herd) == 0 {
+	if len(s.waiters) == 0 && len(s.herd) == 0 && !s.cluster {
 		return nil
 	}
 	res.scale = &scaleResult{}
@@ -75,7 +79,18 @@ func runScale(c config, res *results) error {
 		res.scale.idle = &r
 	}
 	if len(s.herd) > 0 {
-		return runHerds(c, res.scale)
+		if err := runHerds(c, res.scale); err != nil {
+			return err
+		}
+	}
+	if s.cluster {
+		fmt.Printf("scale: --list on a Cluster of %d masters, %d locks beside %d keys each\n", clusterMasters, clusterLocks, clusterKeys)
+		l, err := runClusterList(c.root)
+		if err != nil {
+			return fmt.Errorf("scale, the fleet view on a Cluster: %w", err)
+		}
+		res.scale.cluster = l
+		fmt.Print(l.table())
 	}
 	return nil
 }

@@ -37,6 +37,9 @@ func (r *results) scaleTables() string {
 	if len(s.herds) > 0 {
 		b.WriteString(herdTable(s))
 	}
+	if s.cluster != nil {
+		b.WriteString(s.cluster.table())
+	}
 	return b.String()
 }
 
@@ -153,6 +156,9 @@ func (r *results) scaleTargets(add func(what string, met bool, format string, ar
 			(want == 0 && h.codes[0] == h.n || want == 75 && h.codes[0] == 1 && h.codes[75] == h.n-1)
 		add(fmt.Sprintf("herd of %d, %s: one ran, the others %d, none 69", h.n, h.way.name, want), ok, "ran %d; %v", h.ran, h.codes)
 	}
+	if s.cluster != nil {
+		s.cluster.targets(add)
+	}
 	for _, h := range s.herds {
 		if h.way.jitter == 0 {
 			continue
@@ -170,7 +176,7 @@ func (r *results) scaleTargets(add func(what string, met bool, format string, ar
 // what is measured, with the limits of this machine.
 func (r *results) scaleMeasured() string {
 	c := r.cfg.scale
-	if len(c.waiters) == 0 && len(c.herd) == 0 {
+	if len(c.waiters) == 0 && len(c.herd) == 0 && !c.cluster {
 		return ""
 	}
 	return fmt.Sprintf("6. Scale: the fair line with %s waiting Clients (each served %d times in the measured window), and herds of %s runs of one name released together, as fresh Clients and as processes, plain and TLS, with and without --jitter, and with --once-per's waiting losers. All on this one %d-core machine: the bench process holds every Client and its goroutines, and shares the cores with redis-server and, for the herds, with every process it starts, so wall times and latencies there are this machine's; Redis's own CPU, commands, reads and memory per hand-over or per run are the figures that carry over to a fleet.\n",
