@@ -48,7 +48,9 @@ func runClusterList(root string) (*clusterList, error) {
 	ctx := context.Background()
 	nodes := make([]*redis.Client, len(c.Nodes))
 	for i, s := range c.Nodes {
-		nodes[i] = newGoRedis(s.Addr())
+		// DEBUG POPULATE of 2,000,000 keys takes seconds, more than the
+		// default read timeout of 3s on a loaded machine.
+		nodes[i] = redis.NewClient(&redis.Options{Addr: s.Addr(), DisableIdentity: true, ReadTimeout: time.Minute})
 		defer nodes[i].Close()
 		if err := nodes[i].Do(ctx, "DEBUG", "POPULATE", clusterKeys, fmt.Sprintf("cache%d", i)).Err(); err != nil {
 			return nil, fmt.Errorf("DEBUG POPULATE on %s: %w", s.Addr(), err)
