@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -37,26 +36,13 @@ func StartCluster(t testing.TB, n int) *Cluster {
 // bench, as StartMain), with extra config directives for every node; stop
 // kills the nodes and removes their directories.
 func StartClusterMain(n int, extra ...string) (c *Cluster, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "redistest-cluster-")
+	stop, err = startForMain("redistest-cluster-", "start a cluster", func(m *mainTB, dir string) {
+		c = startCluster(m, dir, n, extra...)
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("start a cluster: %w", err)
+		return nil, nil, err
 	}
-	m := &mainTB{}
-	stop = func() {
-		m.cleanup()
-		_ = os.RemoveAll(dir)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(mainFatal)
-			if !ok {
-				panic(r)
-			}
-			stop()
-			c, stop, err = nil, nil, f
-		}
-	}()
-	return startCluster(m, dir, n, extra...), stop, nil
+	return c, stop, nil
 }
 
 // startCluster is StartCluster for t, each node in a directory of its own

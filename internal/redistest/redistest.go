@@ -59,9 +59,23 @@ func Start(t testing.TB, extra ...string) *Server {
 // failures of the Server's methods, which Start reports with t.Fatalf,
 // panic instead.
 func StartMain(extra ...string) (s *Server, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "redistest-")
+	stop, err = startForMain("redistest-", "start redis-server", func(m *mainTB, dir string) {
+		s = launch(m, launchOptions{dir: dir, extra: extra})
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("start redis-server: %w", err)
+		return nil, nil, err
+	}
+	return s, stop, nil
+}
+
+// startForMain runs start for a program without a test (StartMain and its
+// kind), with a mainTB and a new temporary directory named after pattern.
+// A Fatalf of start's comes back as err, what start had started stopped;
+// otherwise stop kills what it started and removes the directory.
+func startForMain(pattern, what string, start func(m *mainTB, dir string)) (stop func(), err error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	m := &mainTB{}
 	stop = func() {
@@ -75,10 +89,11 @@ func StartMain(extra ...string) (s *Server, stop func(), err error) {
 				panic(r)
 			}
 			stop()
-			s, stop, err = nil, nil, f
+			stop, err = nil, f
 		}
 	}()
-	return launch(m, launchOptions{dir: dir, extra: extra}), stop, nil
+	start(m, dir)
+	return stop, nil
 }
 
 // mainTB stands in for a test in StartMain: Fatalf panics with a mainFatal

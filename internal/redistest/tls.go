@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -130,27 +129,14 @@ func StartTLS(t testing.TB, ca *CA, requireClientCert bool, extra ...string) *Se
 // StartMain): a server that speaks only TLS, with a CA of its own, both
 // removed by stop.
 func StartTLSMain(requireClientCert bool, extra ...string) (s *Server, ca *CA, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "redistest-tls-")
+	stop, err = startForMain("redistest-tls-", "start redis-server", func(m *mainTB, dir string) {
+		ca = newCA(m, dir, "redistest")
+		s = startTLS(m, dir, ca, requireClientCert, extra...)
+	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("start redis-server: %w", err)
+		return nil, nil, nil, err
 	}
-	m := &mainTB{}
-	stop = func() {
-		m.cleanup()
-		_ = os.RemoveAll(dir)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(mainFatal)
-			if !ok {
-				panic(r)
-			}
-			stop()
-			s, ca, stop, err = nil, nil, nil, f
-		}
-	}()
-	ca = newCA(m, dir, "redistest")
-	return startTLS(m, dir, ca, requireClientCert, extra...), ca, stop, nil
+	return s, ca, stop, nil
 }
 
 // startTLS is StartTLS for t, in dir ("": a new temporary directory).
