@@ -16,7 +16,7 @@ _with_lock()
                 break
                 ;;
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
-                --min-hold | -w | --wait | -E | --conflict-exit-code | --tls-cacert | --tls-cert | \
+                --min-hold | -w | --wait | --jitter | -E | --conflict-exit-code | --tls-cacert | --tls-cert | \
                 --tls-key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
                 --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
                 --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
@@ -71,7 +71,7 @@ _with_lock()
         --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok | --for | --reason)
             return
             ;;
-        --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | \
+        --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | --jitter | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
             --min-replicas | --slots | --record-ttl | --max-run | --history-size | --once-per | \
             --once-per-offset | --done-exit-code | --record-output | --ping-output | --stop-timeout | \
@@ -83,7 +83,7 @@ _with_lock()
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
             --on-lost --kill-after --min-hold --once-per --once-per-offset --done-exit-code --fence --status --json --list --all --scan --break
-            --record-ttl --no-record --history --history-size --record-output --output-on-failure -w --wait --leftovers --max-run --no-cgroup --tracking --memory-max --cpu-quota --stop-timeout --stop-signal
+            --record-ttl --no-record --history --history-size --record-output --output-on-failure -w --wait --jitter --leftovers --max-run --no-cgroup --tracking --memory-max --cpu-quota --stop-timeout --stop-signal
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --tls-cacert --tls-cert --tls-key
             --tls-insecure --password-file --sentinel --sentinel-master --sentinel-user
             --sentinel-password-file --cluster --min-replicas --slots --config --print-config
