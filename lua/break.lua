@@ -50,9 +50,16 @@ if not n and ARGV[1] ~= '' then
         redis.call('set', KEYS[1], tok, unpack(u and {'PX', u} or {}))
         break
       end
-    elseif id and redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, tok) > 0 then
-      redis.call('set', KEYS[1], tok, 'PX', ttl)
-      break
+    elseif id then
+      -- A far waiter (its far key, no liveness key) for 3s, as a release.
+      local px, msg = ttl, tok
+      if redis.call('exists', b .. ':c:' .. id) == 0 then
+        px, msg = redis.call('exists', b .. ':f:' .. id) == 1 and math.min(ttl, 3000), '~' .. tok
+      end
+      if px and redis.call('spublish', b .. ':w:' .. id, msg) > 0 then
+        redis.call('set', KEYS[1], tok, 'PX', px)
+        break
+      end
     end
   end
 end
