@@ -322,7 +322,11 @@ func (f *fairRooms) join(ctx context.Context, r *room, w *liner, depth int) erro
 	f.mu.Lock()
 	w.pushing = false
 	if err == nil {
-		f.placed(r, w, push.Val()-1, now, true)
+		pos := push.Val() - 1
+		if replacer != "" {
+			pos = 0 // LPUSH: at the head, near however long the line
+		}
+		f.placed(r, w, pos, now, true)
 	}
 	f.mu.Unlock()
 	if err != nil {
