@@ -95,8 +95,13 @@ func TestLostLockSaysWhy(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "lost-" + strconv.Itoa(i)
-			p := clitest.Start(t, nil, "--redis", e.srv.URL(), "--ttl", ttl.String(), name, "sleep", "30")
-			clitest.Eventually(t, waitFor, "with-lock never took the lock", func() bool { return e.rdb.Exists(ctx, "lock:"+name).Val() == 1 })
+			// The fault comes once the command runs: the key alone exists
+			// before with-lock has read the SET's reply, and a kill then is
+			// an acquisition whose outcome is unknown, not a lost lock.
+			started := e.path(name + "-runs")
+			p := clitest.Start(t, nil, "--redis", e.srv.URL(), "--ttl", ttl.String(), name,
+				"sh", "-c", `touch "$1"; exec sleep 30`, "sh", started)
+			p.WaitFile(started)
 			tc.fault(t, "lock:"+name, p)
 			r := p.Wait(clitest.RunTimeout)
 			if r.Code != 125 {
