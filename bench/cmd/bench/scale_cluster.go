@@ -40,7 +40,10 @@ type clusterList struct {
 // the same), takes the locks as the CLI takes and renews them, and times
 // the with-lock binary built from root.
 func runClusterList(root string) (*clusterList, error) {
-	c, stop, err := redistest.StartClusterMain(clusterMasters, "enable-debug-command", "local")
+	// DEBUG POPULATE blocks a master for seconds; with the test Clusters'
+	// 2s node timeout the others then mark it failed and the Cluster
+	// answers CLUSTERDOWN. A minute's timeout keeps it up through the fill.
+	c, stop, err := redistest.StartClusterMain(clusterMasters, "enable-debug-command", "local", "cluster-node-timeout", "60000")
 	if err != nil {
 		return nil, err
 	}
