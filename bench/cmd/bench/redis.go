@@ -12,17 +12,7 @@ import (
 // commandsProcessed reads INFO stats total_commands_processed, which counts
 // the commands run inside Lua scripts too. The INFO itself counts one.
 func commandsProcessed(rdb *redis.Client) int64 {
-	info, err := rdb.Info(context.Background(), "stats").Result()
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
+	return infoInt(rdb, "stats", "total_commands_processed")
 }
 
 // serverCPU reads INFO cpu: the server's used_cpu_user plus used_cpu_sys.
@@ -48,29 +38,60 @@ func serverCPU(rdb *redis.Client) time.Duration {
 // included. Redis times each command on its own, so this is the release
 // script's cost apart from reading, parsing and replying.
 func scriptTime(rdb *redis.Client) (calls, usec int64) {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:"} {
-			stats, ok := strings.CutPrefix(line, cmd)
-			if !ok {
-				continue
-			}
-			for _, field := range strings.Split(stats, ",") {
-				k, v, _ := strings.Cut(field, "=")
-				n, _ := strconv.ParseInt(v, 10, 64)
-				switch k {
-				case "calls":
-					calls += n
-				case "usec":
-					usec += n
-				}
-			}
-		}
+	stats := commandStats(rdb)
+	for _, cmd := range []string{"eval", "evalsha"} {
+		calls += stats[cmd].calls
+		usec += stats[cmd].usec
 	}
 	return calls, usec
+}
+
+// commandStat is one command's line of INFO commandstats.
+type commandStat struct{ calls, usec int64 }
+
+// commandStats reads INFO commandstats: each command's calls and the µs
+// redis-server spent in them, by lower-case name; none on an error.
+func commandStats(rdb *redis.Client) map[string]commandStat {
+	stats := map[string]commandStat{}
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return stats
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
+			continue
+		}
+		cmd, fields, _ := strings.Cut(rest, ":")
+		var st commandStat
+		for _, field := range strings.Split(fields, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				st.calls = n
+			case "usec":
+				st.usec = n
+			}
+		}
+		stats[cmd] = st
+	}
+	return stats
+}
+
+// infoInt reads one integer field of an INFO section, or 0.
+func infoInt(rdb *redis.Client, section, field string) int64 {
+	info, err := rdb.Info(context.Background(), section).Result()
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 func redisVersion(rdb *redis.Client) string {

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,71 +47,16 @@ func (s serverStats) total() int64 {
 // which is how the bench reads them.
 func commandCalls(rdb *redis.Client) map[string]int64 {
 	calls := map[string]int64{}
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		return calls
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		rest, ok := strings.CutPrefix(line, "cmdstat_")
-		if !ok {
-			continue
-		}
-		cmd, stats, _ := strings.Cut(rest, ":")
-		if cmd == "info" {
-			continue
-		}
-		for _, field := range strings.Split(stats, ",") {
-			if v, ok := strings.CutPrefix(field, "calls="); ok {
-				calls[cmd], _ = strconv.ParseInt(v, 10, 64)
-			}
+	for cmd, st := range commandStats(rdb) {
+		if cmd != "info" {
+			calls[cmd] = st.calls
 		}
 	}
 	return calls
-}
-
-// infoInt reads one integer field of an INFO section, or 0.
-func infoInt(rdb *redis.Client, section, field string) int64 {
-	info, err := rdb.Info(context.Background(), section).Result()
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // memory is what a server holds in bytes: in all (used_memory), and for
 // its normal clients' connections (mem_clients_normal: buffers and state).
 func memory(rdb *redis.Client) (used, clients int64) {
 	return infoInt(rdb, "memory", "used_memory"), infoInt(rdb, "memory", "mem_clients_normal")
-}
-
-// commandTime reads INFO commandstats for one command: its calls and the
-// µs redis-server spent in them.
-func commandTime(rdb *redis.Client, cmd string) (calls, usec int64) {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		stats, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":")
-		if !ok {
-			continue
-		}
-		for _, field := range strings.Split(stats, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls = n
-			case "usec":
-				usec = n
-			}
-		}
-	}
-	return calls, usec
 }
