@@ -97,6 +97,8 @@ type Status struct {
 // (NewQuorum) it asks every node and reports the lock held when one token
 // is on a majority of them, with the time until fewer than a majority of
 // its keys remain, as Lock.TTL does, and the newest record of the nodes.
+// It answers once a majority has and their answers settle the holder,
+// without waiting for the others, which it names in Status.Unanswered.
 func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
 	if name == "" {
 		return nil, ErrEmptyName
