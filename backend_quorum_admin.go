@@ -24,6 +24,14 @@ import (
 // answered, which the silent ones could make a majority), they wait for
 // the others, up to ctx's end.
 
+// adminGrace is how long an admin call still waits for the nodes that
+// have not answered once the outcome was decided: longer than a run's
+// lateGrace, since a person or a script reads Status.Unanswered, and a
+// node of a healthy quorum that is only a little slower than the others,
+// on a loaded host, should not be reported as not answering. A healthy
+// quorum's every node answers within it, which then costs nothing.
+const adminGrace = 250 * time.Millisecond
+
 // adminLimit bounds the calls of an admin read or break that go on after
 // the outcome was decided: up to ctx's deadline, or a minute without one.
 func adminLimit(ctx context.Context) time.Duration {
@@ -74,7 +82,7 @@ func noStatus(ctx context.Context, views []nodeStatus, pending []bool) {
 }
 
 func (q *quorum) view(ctx context.Context, key string) (lockView, error) {
-	views, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), lateGrace, func(ctx context.Context, rdb redis.UniversalClient) nodeStatus {
+	views, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) nodeStatus {
 		return readStatus(ctx, rdb, key)
 	}, func(views []nodeStatus, pending []bool) bool { return settled(views, pending, q.need) }, nil)
 	noStatus(ctx, views, pending)
@@ -90,7 +98,7 @@ func (q *quorum) views(ctx context.Context, keys []string) ([]lockView, error) {
 	if len(keys) == 0 {
 		return views, nil
 	}
-	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), lateGrace, func(ctx context.Context, rdb redis.UniversalClient) []nodeStatus {
+	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) []nodeStatus {
 		reads := make([]listReads, len(keys))
 		// Each key's reads say their own error, a lost connection's too.
 		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -145,7 +153,7 @@ func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
 		keys []string
 		err  error
 	}
-	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), lateGrace, func(ctx context.Context, rdb redis.UniversalClient) scan {
+	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) scan {
 		keys, err := scanKeys(ctx, rdb, match)
 		return scan{keys, err}
 	}, func(res []scan, pending []bool) bool {
@@ -187,7 +195,7 @@ func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
 // release of that holder's token queued (queueOnPending), which removes
 // its key when it wakes, and never a key someone took since.
 func (q *quorum) breakLock(ctx context.Context, key, by string) (lockView, error) {
-	views, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), lateGrace, func(ctx context.Context, rdb redis.UniversalClient) nodeStatus {
+	views, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) nodeStatus {
 		token, _, err := breakOn(ctx, rdb, key, by)
 		return nodeStatus{token: token, err: err}
 	}, func(views []nodeStatus, pending []bool) bool { return settled(views, pending, q.need) }, nil)

@@ -45,13 +45,18 @@ func within[T any](t *testing.T, what string, f func() (T, error)) (T, error) {
 
 // With one of three members stopped, Status, List and Break answer from
 // the other two without waiting for it, as with every member up, and
-// name it in Status.Unanswered.
+// name it in Status.Unanswered, which is empty while every member answers.
 func TestQuorumAdminAnswersFromAMajorityWithAMemberStopped(t *testing.T) {
 	ctx := context.Background()
 	servers, admins, c := quorumNodesWith(t, quorumAdminTimeout)
 	mustAcquire(t, c, "job", time.Minute)
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s:%d", host, os.Getpid())
+	if st, err := c.Status(ctx, "job"); err != nil {
+		t.Fatalf("Status with every member up: %v", err)
+	} else if st.Unanswered != nil {
+		t.Fatalf("Status with every member up: Unanswered %v, want none", st.Unanswered)
+	}
 	servers[2].Signal(syscall.SIGSTOP)
 	defer servers[2].Signal(syscall.SIGCONT) // a second SIGCONT does nothing
 	check := func(what string, st *withlock.Status, held bool) {
