@@ -300,23 +300,6 @@ func (r listReads) result() nodeStatus {
 	return n
 }
 
-// views reads each key as view does: a quorum needs every node's view of
-// a key to combine them.
-func (q *quorum) views(ctx context.Context, keys []string) ([]lockView, error) {
-	views := make([]lockView, len(keys))
-	for i, key := range keys {
-		v, err := q.view(ctx, key)
-		if isWrongType(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		views[i] = v
-	}
-	return views, nil
-}
-
 // listKeys returns the lock keys List reads: from the index where the
 // deployment keeps one, else by scanning for the keys under the prefix
 // (and with all, the last-run records under it), as also with scan.

@@ -36,9 +36,9 @@ type ListOptions struct {
 // quorum, or with Scan, it finds the keys under the prefix with SCAN (never
 // KEYS) on every master of a Cluster and every node of a quorum, another
 // program's keys too (held by "unknown" when their value is not a token).
-// The keys are then read in one pipeline per master (one by one on a
-// quorum, as Status reads them): a lock taken or released meanwhile may be
-// missed or shown free. Fencing counters, last-run records and break
+// The keys are then read in one pipeline per master (on a quorum, per
+// node, answering from a majority as Status does): a lock taken or
+// released meanwhile may be missed or shown free. Fencing counters, last-run records and break
 // markers are not locks and are skipped. Index entries of names out of use
 // (no lock, record or waiter) for ten minutes are removed.
 func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error) {
@@ -87,7 +87,10 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 // the head of the fair line or wakes those waiting for it, with one
 // script: on a Cluster on the key's master, on a quorum on every node. It returns what it removed:
 // Held false when nothing was held (on a quorum: no token was on a
-// majority; keys on a minority are removed all the same). The former
+// majority; keys on a minority are removed all the same). On a quorum it
+// returns once a majority removed the key and their answers settle whose
+// it was; a node that has not answered by then gets the removal of that
+// holder's key queued, and is named in Status.Unanswered. The former
 // holder finds out at its next renewal, which fails with ErrLockNotHeld;
 // the break leaves a marker beside the key, for as long as the removed key
 // had left, from which the holder's KeepAlive learns who broke it

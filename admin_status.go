@@ -82,6 +82,11 @@ type Status struct {
 	// user without +info, INFO renamed away). On a quorum, the first
 	// answering node's that may. List does not ask: "" there.
 	EvictionPolicy string
+	// Unanswered lists the nodes of a quorum (numbered from 1, in
+	// NewQuorum's order) that this Status was decided without: they had
+	// not answered when a majority's answers settled it, or they failed.
+	// nil when every node answered, and on one deployment.
+	Unanswered []int
 }
 
 // Status reads the lock called name, its remaining time, its fencing
@@ -92,6 +97,8 @@ type Status struct {
 // (NewQuorum) it asks every node and reports the lock held when one token
 // is on a majority of them, with the time until fewer than a majority of
 // its keys remain, as Lock.TTL does, and the newest record of the nodes.
+// It answers once a majority has and their answers settle the holder,
+// without waiting for the others, which it names in Status.Unanswered.
 func (c *Client) Status(ctx context.Context, name string) (*Status, error) {
 	if name == "" {
 		return nil, ErrEmptyName
@@ -269,7 +276,7 @@ func statusOf(ttl time.Duration, key, fence, record, success, done, left read) n
 // one token is on a majority (need) of them, and a majority must answer.
 // Its TTL is the quorum-th longest of that token's: after it, fewer than a
 // majority remain.
-func majority(key string, views []nodeStatus, need int) (lockView, error) {
+func majority(op, key string, views []nodeStatus, need int) (lockView, error) {
 	var errs []error
 	ttls := map[string][]time.Duration{} // per token, on the nodes holding it
 	v := lockView{st: &Status{Key: key}}
@@ -277,6 +284,7 @@ func majority(key string, views []nodeStatus, need int) (lockView, error) {
 		switch {
 		case n.err != nil:
 			errs = append(errs, fmt.Errorf("node %d: %w", i+1, n.err))
+			v.st.Unanswered = append(v.st.Unanswered, i+1)
 			continue
 		case n.token != "":
 			ttls[n.token] = append(ttls[n.token], n.ttl)
@@ -295,8 +303,8 @@ func majority(key string, views []nodeStatus, need int) (lockView, error) {
 		}
 	}
 	if len(views)-len(errs) < need {
-		return lockView{}, fmt.Errorf("status of %s: %w: %d of %d nodes answered, %d needed: %w",
-			key, ErrNoQuorum, len(views)-len(errs), len(views), need, nodeErrors(errs))
+		return lockView{}, fmt.Errorf("%s %s: %w: %d of %d nodes answered, %d needed: %w",
+			op, key, ErrNoQuorum, len(views)-len(errs), len(views), need, nodeErrors(errs))
 	}
 	for token, t := range ttls {
 		if len(t) >= need {

@@ -14,27 +14,167 @@ import (
 )
 
 // The quorum backend's reading, listing, breaking and recording (see
-// backend.go): each asks every node and needs a majority of answers.
+// backend.go). Each asks every node at once and, as acquire and release do
+// (backend_quorum_race.go), answers as soon as the answers in hand decide
+// it, without waiting for a node that is slow to answer: a read once a
+// majority has answered and they settle who holds the lock on a majority
+// (settled), a Break once a majority has removed the key and it is settled
+// whose it was. Their Status names the nodes left out (Status.Unanswered).
+// When the answers leave it open (a token on some of the nodes that
+// answered, which the silent ones could make a majority), they wait for
+// the others, up to ctx's end.
 
-func (q *quorum) view(ctx context.Context, key string) (lockView, error) {
-	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus { return readStatus(ctx, rdb, key) })
-	return majority(key, views, q.need)
+// adminGrace is how long an admin call still waits for the nodes that
+// have not answered once the outcome was decided: longer than a run's
+// lateGrace, since a person or a script reads Status.Unanswered, and a
+// node of a healthy quorum that is only a little slower than the others,
+// on a loaded host, should not be reported as not answering. A healthy
+// quorum's every node answers within it, which then costs nothing.
+const adminGrace = 250 * time.Millisecond
+
+// adminLimit bounds the calls of an admin read or break that go on after
+// the outcome was decided: up to ctx's deadline, or a minute without one.
+func adminLimit(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return time.Minute
 }
 
-// keys is the union of every node's keys: a lock held on a majority is on
-// some node that answered whenever a majority answers.
+// settled reports whether views, the answers so far of a quorum's nodes
+// (pending: not in yet), decide who holds the lock on a majority (need):
+// a majority answered and one token is on need of them, or none can be,
+// even with every node yet to answer. It also reports true when so many
+// nodes failed that no majority can answer.
+func settled(views []nodeStatus, pending []bool, need int) bool {
+	answered, failed, waiting, most := 0, 0, 0, 0
+	on := map[string]int{}
+	for i, v := range views {
+		switch {
+		case pending[i]:
+			waiting++
+		case v.err != nil:
+			failed++
+		default:
+			answered++
+			if v.token != "" {
+				on[v.token]++
+				most = max(most, on[v.token])
+			}
+		}
+	}
+	switch {
+	case failed > len(views)-need:
+		return true
+	case answered < need:
+		return false
+	}
+	return most >= need || most+waiting < need
+}
+
+// noStatus marks in views the nodes that had not answered.
+func noStatus(ctx context.Context, views []nodeStatus, pending []bool) {
+	for i, p := range pending {
+		if p {
+			views[i] = nodeStatus{err: pendingErr(ctx)}
+		}
+	}
+}
+
+func (q *quorum) view(ctx context.Context, key string) (lockView, error) {
+	views, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) nodeStatus {
+		return readStatus(ctx, rdb, key)
+	}, func(views []nodeStatus, pending []bool) bool { return settled(views, pending, q.need) }, nil)
+	noStatus(ctx, views, pending)
+	return majority("status of", key, views, q.need)
+}
+
+// views reads the keys on every node in one pipeline each (listReads, as
+// one deployment's List reads them) and combines each key's as view does,
+// once every key is settled. A key another program uses (WRONGTYPE, or a
+// fence counter that is not a number) gets a zero view.
+func (q *quorum) views(ctx context.Context, keys []string) ([]lockView, error) {
+	views := make([]lockView, len(keys))
+	if len(keys) == 0 {
+		return views, nil
+	}
+	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) []nodeStatus {
+		reads := make([]listReads, len(keys))
+		// Each key's reads say their own error, a lost connection's too.
+		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, key := range keys {
+				reads[i] = queueListReads(ctx, p, key)
+			}
+			return nil
+		})
+		out := make([]nodeStatus, len(keys))
+		for i, r := range reads {
+			out[i] = r.result()
+		}
+		return out
+	}, func(res [][]nodeStatus, pending []bool) bool {
+		for k := range keys {
+			if !settled(column(res, pending, k), pending, q.need) {
+				return false
+			}
+		}
+		return true
+	}, nil)
+	for k, key := range keys {
+		col := column(res, pending, k)
+		noStatus(ctx, col, pending)
+		v, err := majority("status of", key, col, q.need)
+		switch {
+		case isWrongType(err) || errors.Is(err, errNotANumber):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		views[k] = v
+	}
+	return views, nil
+}
+
+// column is key k's status on each node that answered the reads res.
+func column(res [][]nodeStatus, pending []bool, k int) []nodeStatus {
+	col := make([]nodeStatus, len(res))
+	for i, r := range res {
+		if !pending[i] {
+			col[i] = r[k]
+		}
+	}
+	return col
+}
+
+// keys is the union of the keys of the nodes that answered, once a
+// majority did: a lock held on a majority is on one of any majority.
 func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
 	type scan struct {
 		keys []string
 		err  error
 	}
-	res := eachNode(q.nodes, func(rdb redis.UniversalClient) scan {
+	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) scan {
 		keys, err := scanKeys(ctx, rdb, match)
 		return scan{keys, err}
-	})
+	}, func(res []scan, pending []bool) bool {
+		ok, failed := 0, 0
+		for i, r := range res {
+			switch {
+			case pending[i]:
+			case r.err != nil:
+				failed++
+			default:
+				ok++
+			}
+		}
+		return ok >= q.need || failed > len(q.nodes)-q.need
+	}, nil)
 	var all []string
 	var errs []error
 	for i, r := range res {
+		if pending[i] {
+			r.err = pendingErr(ctx)
+		}
 		if r.err != nil {
 			errs = append(errs, fmt.Errorf("node %d: %w", i+1, r.err))
 		}
@@ -49,13 +189,22 @@ func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
 }
 
 // breakLock breaks the key on every node. What it removed was held when
-// one token was on a majority of them.
+// one token was on a majority of them. It returns once a majority has
+// removed the key, so that no token can be on a majority any more, and it
+// is settled whose it was; a node that has not answered then gets the
+// release of that holder's token queued (queueOnPending), which removes
+// its key when it wakes, and never a key someone took since.
 func (q *quorum) breakLock(ctx context.Context, key, by string) (lockView, error) {
-	views := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStatus {
+	views, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) nodeStatus {
 		token, _, err := breakOn(ctx, rdb, key, by)
 		return nodeStatus{token: token, err: err}
-	})
-	return majority(key, views, q.need)
+	}, func(views []nodeStatus, pending []bool) bool { return settled(views, pending, q.need) }, nil)
+	noStatus(ctx, views, pending)
+	v, err := majority("break", key, views, q.need)
+	if err == nil && v.token != "" {
+		q.queueOnPending(ctx, pending, key, releaseScript(), []string{key}, releaseArgs(v.token, "", 0, "")...)
+	}
+	return v, err
 }
 
 // finish releases and records on every node, each in one pipeline; the

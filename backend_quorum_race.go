@@ -66,6 +66,27 @@ const (
 func race[T any](ctx context.Context, nodes []redis.UniversalClient, need int, limit, grace time.Duration,
 	f func(context.Context, redis.UniversalClient) T, judge func(T) verdict, late func(int, T),
 ) (res []T, pending []bool) {
+	n := len(nodes)
+	return raceUntil(ctx, nodes, limit, grace, f, func(res []T, pending []bool) bool {
+		yes, no := 0, 0
+		for i, v := range res {
+			switch {
+			case pending[i]:
+			case judge(v) == agrees:
+				yes++
+			default:
+				no++
+			}
+		}
+		return yes >= need || no > n-need
+	}, late)
+}
+
+// raceUntil is race with the outcome decided by decided, which is asked
+// after each answer with the answers so far (pending marks those not in).
+func raceUntil[T any](ctx context.Context, nodes []redis.UniversalClient, limit, grace time.Duration,
+	f func(context.Context, redis.UniversalClient) T, decided func(res []T, pending []bool) bool, late func(int, T),
+) (res []T, pending []bool) {
 	type answer struct {
 		i int
 		v T
@@ -81,24 +102,16 @@ func race[T any](ctx context.Context, nodes []redis.UniversalClient, need int, l
 	for i := range pending {
 		pending[i] = true
 	}
-	got, yes, no := 0, 0, 0
-	take := func(a answer) {
-		res[a.i], pending[a.i] = a.v, false
-		got++
-		if judge(a.v) == agrees {
-			yes++
-		} else {
-			no++
-		}
-	}
+	got := 0
 	var graced <-chan time.Time
 	done := ctx.Done()
 wait:
 	for got < n {
 		select {
 		case a := <-ch:
-			take(a)
-			if graced == nil && (yes >= need || no > n-need) {
+			res[a.i], pending[a.i] = a.v, false
+			got++
+			if graced == nil && decided(res, pending) {
 				graced = time.After(grace)
 			}
 		case <-graced:

@@ -37,6 +37,7 @@ func (r *runner) list() int {
 	if err != nil {
 		return r.redisFailed(err)
 	}
+	r.warnUnanswered("the list is", locks...) // unanswered.go
 	if r.cfg.JSON {
 		// One write for the whole list, not one per lock: a thousand
 		// writes were a good part of --list --json's time.
@@ -149,6 +150,7 @@ func (r *runner) breakLock() int {
 	if err != nil {
 		return r.redisFailed(err)
 	}
+	r.warnUnanswered("the lock is removed", st) // unanswered.go
 	if !st.Held {
 		// The answer to --break, as its exit code says: shown with -q too.
 		r.log.print(levelWarn, "warning", fields{}, "%s was not held; nothing removed", st.Key)

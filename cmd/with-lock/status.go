@@ -191,6 +191,7 @@ func (r *runner) status() int {
 	if err != nil {
 		return r.redisFailed(err)
 	}
+	r.warnUnanswered("the status is", st) // unanswered.go
 	if r.cfg.JSON {
 		if err := printJSON(newStatusJSON(st)); err != nil {
 			return r.log.failed(exitInternal, "%v", err)
