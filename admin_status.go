@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
 // Holder is one owner of a lock, or of one of a semaphore's slots, as
@@ -66,10 +68,6 @@ type Status struct {
 	// Holders lists every holder of a semaphore's name by slot; Holder
 	// above is the first of them. nil for a plain lock.
 	Holders []Holder
-	// Leftovers is set while the holder's command has exited and
-	// processes it started still run under the lock (Lock.NoteLeftovers);
-	// nil otherwise.
-	Leftovers *Leftovers
 	// Paused is the name's pause (Client.Pause), nil when none. While a
 	// holder that took the lock before the pause runs, Held is true and
 	// Paused.Pending; once the pause holds, Held is false.
@@ -87,6 +85,10 @@ type Status struct {
 	// not answered when a majority's answers settled it, or they failed.
 	// nil when every node answered, and on one deployment.
 	Unanswered []int
+
+	// leftovers is the holder's leftovers note (internal/leftovers), or
+	// nil.
+	leftovers *leftovers.Note
 }
 
 // Status reads the lock called name, its remaining time, its fencing
@@ -131,7 +133,7 @@ type lockView struct {
 func (v lockView) status() (*Status, error) {
 	st := v.st
 	if st.Held {
-		st.Leftovers = leftovers(v.left, v.token)
+		st.leftovers = leftoversOf(v.left, v.token)
 	}
 	for _, raw := range v.records {
 		rec, err := decodeRecord(raw)

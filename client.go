@@ -12,17 +12,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultPrefix is put before a lock's name to make its Redis key.
-const DefaultPrefix = "lock:"
+// defaultPrefix is put before a lock's name to make its Redis key.
+const defaultPrefix = "lock:"
 
 // Options configure a Client. A nil *Options means the defaults.
 type Options struct {
 	// Prefix is put before a lock's name to make its key; "" means
-	// DefaultPrefix.
+	// "lock:".
 	Prefix string
 	// History is how many runs Lock.ReleaseAndRecord keeps in a name's
-	// history (Client.History); 0 means DefaultHistory, a negative number
-	// none.
+	// history (Client.History); 0 means 10, a negative number none.
 	History int
 }
 
@@ -74,7 +73,7 @@ func New(rdb redis.UniversalClient, opts *Options) *Client {
 }
 
 func newClient(b backend, opts *Options) *Client {
-	c := &Client{b: b, prefix: DefaultPrefix, owner: ownerPrefix(), history: DefaultHistory}
+	c := &Client{b: b, prefix: defaultPrefix, owner: ownerPrefix(), history: historyRuns}
 	if opts != nil && opts.Prefix != "" {
 		c.prefix = opts.Prefix
 	}

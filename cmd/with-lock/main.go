@@ -104,6 +104,9 @@ type runner struct {
 	out *capture.Capture
 	// tracking is what followed the job, in one word (Child.TrackingMode).
 	tracking string
+	// onceWindow is --once-per's window of this run, from Lock.OncePer: its
+	// record (Run.Window) marks it done when the run succeeds.
+	onceWindow *withlock.Span
 	// forwarded is the last signal passed on to the command (signalexit.go).
 	forwarded syscall.Signal
 }
