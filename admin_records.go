@@ -16,7 +16,10 @@ import (
 // Run is the record of one finished run under a lock: who held it, when,
 // and how the run ended. Lock.ReleaseAndRecord stores it; Status and List
 // return it as Status.LastRun. It answers "did last night's job run, where,
-// and how did it end?".
+// and how did it end?". Its JSON, as the field tags say, is the stored
+// record's, which hosts running other versions read: a field is never
+// renamed nor given another meaning, and a reader skips the fields it does
+// not know.
 type Run struct {
 	Holder   string    `json:"holder"`   // "<host>:<pid>" of the lock's owner
 	Started  time.Time `json:"started"`  // when the lock was acquired, unless the caller said otherwise
@@ -39,8 +42,8 @@ type Run struct {
 	// under its name ("cpu_ms": 1520, say). They are stored at the top
 	// level of the record's JSON beside the fields above, so that a reader
 	// that does not know a field skips it; a name the record uses itself
-	// (those above, "name" and "token_sha256") or a value that is not JSON
-	// is refused. Status, List and History return every stored field that
+	// (the JSON names above, "name" and "token_sha256") or a value that is
+	// not JSON is refused. Status, List and History return every stored field that
 	// is not one of the above in Extra, nil when there is none.
 	Extra map[string]json.RawMessage `json:"-"`
 	// Window is the once-per window the run was for, as Lock.OncePer

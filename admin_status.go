@@ -17,8 +17,7 @@ import (
 )
 
 // Holder is one owner of a lock, or of one of a semaphore's slots, as
-// Status and NotObtainedError report it: one type, so that whoever shows a
-// holder (the CLI's --status, --list and busy message) writes it once.
+// Status and NotObtainedError report it.
 type Holder struct {
 	// ID is the "<host>:<pid>" of the owner ("unknown" for a token in
 	// another format). The owner's full token is never returned: it would
@@ -58,9 +57,7 @@ type Status struct {
 	Done *Span
 	// KeptByMinHold is true when the lock is held but its holder's run has
 	// ended (LastRun is that run): nothing runs, the key lives on only for
-	// its LockOptions.MinHold. Named for what a reader acts on — the lock
-	// is held though no job runs, and will free itself at TTL — rather than
-	// for the record it is read from.
+	// its LockOptions.MinHold, and frees itself when its TTL ends.
 	KeptByMinHold bool
 	// Slots is the number of slots when the name is a semaphore
 	// (NewSemaphore), read from its marker; 0 for a plain lock.

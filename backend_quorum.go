@@ -33,7 +33,7 @@ const (
 //   - Extend and Release act on all nodes and succeed when a majority
 //     confirms. None of them waits for a node once a majority has
 //     answered; a node that answers late is dealt with in the background
-//     and keeps no key of a released Lock (backend_quorum_race.go). Extend
+//     and keeps no key of a released Lock. Extend
 //     also puts the key back on nodes that lost it while the lock kept its
 //     majority, so further restarts are survived.
 //   - TTL is the time until fewer than a majority of the keys remain.
@@ -45,8 +45,8 @@ const (
 //     extended is repaired the moment that key expires: KeepAlive renews
 //     early then, so the lock gains the node while it still has its
 //     majority (Lock.Extend called by hand repairs only when it runs).
-//   - Acquire waits for release messages from the first node only (see
-//     quorum.subscribe); a Release hands the lock to a waiter of the same
+//   - Acquire waits for release messages from the first node only; a
+//     Release hands the lock to a waiter of the same
 //     Client through the ordinary wake-up, not in its own round trip.
 //
 // Fencing numbers (LockOptions.Fence) are refused with

@@ -161,8 +161,8 @@ func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions, now time.
 // ErrNotObtained and ctx.Err() with errors.Is.
 //
 // A free lock costs what TryAcquire does: one SET. A busy one is waited for
-// without polling, in a line kept in Redis beside the lock's key (wait_fair.go):
-// waiters of every Client, in any process, are served in the order they
+// without polling, in a line kept in Redis beside the lock's key: waiters of
+// every Client, in any process, are served in the order they
 // joined, and a release hands the lock to the first live waiter and wakes
 // only it. A waiter that gives up leaves the line at once; one whose
 // process died is skipped. Where there is no line (a quorum, fenced or

@@ -103,7 +103,7 @@ func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
 				t.Errorf("reacquired key's PTTL %s, want within (0, %s]", d, ttl)
 			}
 			if tt.fence {
-				counter, _ := rdb.Get(ctx, withlock.FenceKey(locker, l.Name())).Int64()
+				counter, _ := rdb.Get(ctx, withlock.FenceKey(locker, withlock.LockName(l))).Int64()
 				if l.Fence() <= before || counter != l.Fence() {
 					t.Errorf("fence %d before, %d after, counter %d: want a higher number, stored as the counter", before, l.Fence(), counter)
 				}

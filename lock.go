@@ -46,9 +46,6 @@ type Lock struct {
 	relArgs [2]any
 }
 
-// Name returns the lock's name as given to TryAcquire or Acquire.
-func (l *Lock) Name() string { return l.name }
-
 // Key returns the lock's Redis key.
 func (l *Lock) Key() string { return l.key }
 

@@ -258,7 +258,7 @@ func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (strin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 	defer cancel()
-	st, serr := r.locker.Status(ctx, lock.Name())
+	st, serr := r.locker.Status(ctx, r.cfg.Name)
 	if serr == nil && st.Held {
 		who := st.Holder.ID
 		if s := since(st.Holder.Since, time.Now()); s != "" {

@@ -177,7 +177,7 @@ func (r *runner) jobOptions() supervise.Options {
 // its own lock.
 func (r *runner) env(lock *withlock.Lock) []string {
 	env := append(config.CommandEnviron(os.Environ()),
-		config.EnvLockName+"="+lock.Name(),
+		config.EnvLockName+"="+r.cfg.Name,
 		config.EnvLockKey+"="+lock.Key(),
 		config.EnvLockToken+"="+lock.Token(),
 	)
