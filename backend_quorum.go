@@ -38,9 +38,8 @@ const (
 //     majority, so further restarts are survived.
 //   - TTL is the time until fewer than a majority of the keys remain.
 //   - Client.Status, List and Break do not wait for a node either once
-//     the answers of a majority settle who holds the lock
-//     (backend_quorum_admin.go); Status.Unanswered names the nodes they
-//     did without.
+//     the answers of a majority settle who holds the lock;
+//     Status.Unanswered names the nodes they did without.
 //   - A node where another owner's key stood when the lock was taken or
 //     extended is repaired the moment that key expires: KeepAlive renews
 //     early then, so the lock gains the node while it still has its
