@@ -98,12 +98,12 @@ func TestBreakMarkerNamesOnlyTheTokensItRemoved(t *testing.T) {
 		t.Fatal("two acquisitions drew one token")
 	}
 	rl := make(renewLog, 16)
-	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew})
+	ka := l.KeepAlive(ctx, rl.options())
 	defer ka.Stop()
 	if err := rdb.Del(ctx, l.Key()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rl.waitFor(t, ka, withlock.ErrReacquired, 5*time.Second)
+	rl.waitFor(t, ka, reacquired, 5*time.Second)
 	if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
 		t.Errorf("key holds %q after the reacquisition, want the later holder's token", v)
 	}

@@ -342,11 +342,11 @@ func TestReacquiredLockIsIndexedAgain(t *testing.T) {
 		t.Fatal("not indexed by its acquisition")
 	}
 	rl := make(renewLog, 16) // keepalive_reacquire_test.go
-	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew})
+	ka := l.KeepAlive(ctx, rl.options())
 	defer ka.Stop()
 	rl.waitFor(t, ka, nil, 5*time.Second)
 	rdb.FlushAll(ctx)
-	rl.waitFor(t, ka, withlock.ErrReacquired, 5*time.Second)
+	rl.waitFor(t, ka, reacquired, 5*time.Second)
 	rl.waitFor(t, ka, nil, 5*time.Second) // a renewal after the reacquisition
 	if !rdb.HExists(ctx, indexOf, l.Key()).Val() {
 		t.Error("the reacquired lock is not in the index after its next renewal")

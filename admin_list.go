@@ -19,7 +19,7 @@ type ListOptions struct {
 	// costs a second SCAN.
 	All bool
 	// Scan finds the locks with SCAN even where the deployment keeps an
-	// index of names (admin_index.go): it also finds keys under the prefix
+	// index of names ("{<prefix>}:names"): it also finds keys under the prefix
 	// that no Client of this version took, set by another program or an
 	// older version, at the cost of reading every key in Redis.
 	Scan bool
@@ -27,7 +27,7 @@ type ListOptions struct {
 
 // List returns the Status of every lock held under the Client's prefix,
 // sorted by key. On one deployment that is not a Cluster it reads the
-// prefix's index of names (admin_index.go), so that its cost grows with the
+// prefix's index of names, the hash "{<prefix>}:names", so that its cost grows with the
 // locks, not with the other keys in Redis: every acquisition of a Client
 // writes its name there in the round trip of its SET, so a lock is listed
 // from the moment it is taken, whatever its options, a semaphore's slot and

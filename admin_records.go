@@ -10,48 +10,64 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
 // Run is the record of one finished run under a lock: who held it, when,
 // and how the run ended. Lock.ReleaseAndRecord stores it; Status and List
 // return it as Status.LastRun. It answers "did last night's job run, where,
-// and how did it end?".
+// and how did it end?". Its JSON, as the field tags say, is the stored
+// record's, which hosts running other versions read: a field is never
+// renamed nor given another meaning, and a reader skips the fields it does
+// not know.
 type Run struct {
 	Holder   string    `json:"holder"`   // "<host>:<pid>" of the lock's owner
 	Started  time.Time `json:"started"`  // when the lock was acquired, unless the caller said otherwise
 	Finished time.Time `json:"finished"` // when the run ended
-	// ExitCode is how the run ended, as the caller defines it (the CLI
-	// stores its own exit code: the command's, 128+N after signal N, 125
-	// when the lock was lost).
+	// ExitCode is how the run ended, as the caller defines it: a process's
+	// exit code, say.
 	ExitCode int   `json:"exit_code"`
 	Lost     bool  `json:"lost,omitempty"`  // the lock was lost before the run ended
 	Fence    int64 `json:"fence,omitempty"` // the lock's fencing number, or 0
-	// TimedOut is set when the run was stopped for running too long (the
-	// CLI's --max-run).
-	TimedOut bool `json:"timed_out,omitempty"`
-	// Outcome is how the run ended in one word: OutcomeOK, OutcomeFailed,
-	// OutcomeLost, OutcomeTimedOut, or the caller's own. Only OutcomeOK
-	// counts as a success.
-	Outcome string `json:"outcome"`
-	// CPUMs and MaxRSSKB are what the run's processes cost, as far as the
-	// caller knows: CPU time (user and system) in milliseconds, and the
-	// largest resident set of any one of them in KiB (the CLI's, from the
-	// rusage of the job's processes).
-	CPUMs    int64 `json:"cpu_ms,omitempty"`
-	MaxRSSKB int64 `json:"max_rss_kb,omitempty"`
+	// Outcome is how the run ended in one word. Only OutcomeOK counts as
+	// a success.
+	Outcome Outcome `json:"outcome"`
 	// Output is the end of what the run printed, as much as the caller
-	// chose to keep (the CLI's --record-output); "" when it kept none.
-	// It is stored with the record, in the history too, so it costs
-	// Redis memory for as long as the record lives. JSON carries it as
-	// UTF-8 text: bytes that are not UTF-8 read back as U+FFFD.
+	// chose to keep; "" when it kept none. It is stored with the record,
+	// in the history too, so it costs Redis memory for as long as the
+	// record lives. JSON carries it as UTF-8 text: bytes that are not UTF-8
+	// read back as U+FFFD.
 	Output string `json:"output,omitempty"`
-	// Tracking is what followed the run's processes, as the caller says
-	// (the CLI's: "scope", "cgroup", "subreaper", "reaper" or "process
-	// group").
-	Tracking string `json:"tracking,omitempty"`
+	// Extra holds the caller's own fields of the record, each a JSON value
+	// under its name ("cpu_ms": 1520, say). They are stored at the top
+	// level of the record's JSON beside the fields above, so that a reader
+	// that does not know a field skips it; a name the record uses itself
+	// (the JSON names above, "name" and "token_sha256") or a value that is
+	// not JSON is refused. Status, List and History return every stored field that
+	// is not one of the above in Extra, nil when there is none.
+	Extra map[string]json.RawMessage `json:"-"`
+	// Window is the once-per window the run was for, as Lock.OncePer
+	// returns it, or nil. When the run's Outcome is OutcomeOK,
+	// ReleaseAndRecord marks that window done (Status.Done) in the
+	// release's round trip, so that Lock.OncePer skips the rest of it; a
+	// quorum or a semaphore refuses to record a run with a Window
+	// (errors.ErrUnsupported). It is not stored in the record, and is nil
+	// in the runs that Status, List and History return.
+	Window *Span `json:"-"`
 }
+
+// Outcome is how a run ended, in one word (Run.Outcome). The package
+// defines three; a caller may store words of its own, such as "timed-out"
+// for a run it stopped, which count as failures.
+type Outcome string
+
+// Outcomes of a run that ReleaseAndRecord fills in when Run.Outcome is
+// empty.
+const (
+	OutcomeOK     Outcome = "ok"     // exit code 0, the lock held to the end: a success
+	OutcomeFailed Outcome = "failed" // any other exit code
+	OutcomeLost   Outcome = "lost"   // the lock was lost before the run ended
+)
 
 // record is a Run as stored at recordKey, as JSON: with the lock's name, and
 // a digest of the token that tells the holder's own finished run from
@@ -72,35 +88,45 @@ func tokenTag(token string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// recordFields are the names of a stored record's own fields: every other
+// field of its JSON is the caller's (Run.Extra).
+var recordFields = map[string]bool{"name": true, "holder": true, "started": true, "finished": true,
+	"exit_code": true, "lost": true, "fence": true, "outcome": true, "output": true, "token_sha256": true}
+
 func decodeRecord(raw string) (*record, error) {
 	var rec record
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		return nil, fmt.Errorf("not a record written by this package: %w", err)
 	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &fields); err != nil {
+		return nil, fmt.Errorf("not a record written by this package: %w", err)
+	}
+	for name, v := range fields {
+		if !recordFields[name] {
+			if rec.Extra == nil {
+				rec.Extra = make(map[string]json.RawMessage, len(fields))
+			}
+			rec.Extra[name] = v
+		}
+	}
 	if rec.Outcome == "" { // written by a version without outcomes
 		rec.Outcome = outcomeOf(&rec.Run)
+		if string(rec.Extra["timed_out"]) == "true" { // such a version had this field
+			rec.Outcome = "timed-out"
+		}
 	}
 	return &rec, nil
 }
 
-// Outcomes of a run (Run.Outcome).
-const (
-	OutcomeOK       = "ok"        // exit code 0, the lock held to the end: a success
-	OutcomeFailed   = "failed"    // any other exit code
-	OutcomeLost     = "lost"      // the lock was lost before the run ended
-	OutcomeTimedOut = "timed-out" // stopped for running too long (set by the caller)
-)
+// historyRuns is how many runs ReleaseAndRecord keeps in a name's history
+// when Options.History is 0.
+const historyRuns = 10
 
-// DefaultHistory is how many runs of a name ReleaseAndRecord keeps in its
-// history when Options.History is 0.
-const DefaultHistory = 10
-
-// outcomeOf is the outcome of a run that does not name one: timed out,
-// lost, ok for exit code 0, else failed.
-func outcomeOf(run *Run) string {
+// outcomeOf is the outcome of a run that does not name one: lost, ok for
+// exit code 0, else failed.
+func outcomeOf(run *Run) Outcome {
 	switch {
-	case run.TimedOut:
-		return OutcomeTimedOut
 	case run.Lost:
 		return OutcomeLost
 	case run.ExitCode == 0:
@@ -108,17 +134,6 @@ func outcomeOf(run *Run) string {
 	}
 	return OutcomeFailed
 }
-
-// Host is the host part of run's Holder ("<host>:<pid>").
-func (run *Run) Host() string {
-	if i := strings.LastIndexByte(run.Holder, ':'); i > 0 {
-		return run.Holder[:i]
-	}
-	return run.Holder
-}
-
-// Duration is how long the run took, from Started to Finished.
-func (run *Run) Duration() time.Duration { return run.Finished.Sub(run.Started) }
 
 // historyKey is the list of the last runs of the lock key key, newest
 // first, in its slot: "{key}:runs".
@@ -190,23 +205,42 @@ func (w *recordWrite) args() []any {
 // goes on the name's history (Client.History), trimmed there to
 // Options.History runs, and when its Outcome is OutcomeOK it becomes the
 // name's last success (Status.LastSuccess), which a later failure does not
-// overwrite; after Lock.OncePer it also marks the window done. History and
-// last success live for retention too. run's Holder and Fence are taken
-// from the lock; a zero Started becomes the time of acquisition, a zero
-// Finished the present, an empty Outcome OutcomeLost when Lost, OutcomeOK
-// for exit code 0, else OutcomeFailed. The record is stored even when
-// the lock is no longer ours, so that a lost run is recorded too. Unlike
-// Release it never hands the lock to a waiter of the same Client in that
-// round trip: the release message wakes it.
+// overwrite, and marks its Window done. History and last success live for
+// retention too. run's Holder and Fence are taken from the lock; a zero
+// Started becomes the time of acquisition, a zero Finished the present, an
+// empty Outcome OutcomeLost when Lost, OutcomeOK for exit code 0, else
+// OutcomeFailed. The record is stored even when the lock is no longer
+// ours, so that a lost run is recorded too. Unlike Release it never hands
+// the lock to a waiter of the same Client in that round trip: the release
+// message wakes it.
 //
-// The two errors are reported apart because callers act on them apart:
-// released is the release's, as Release returns it (ErrLockNotHeld when the
-// lock was no longer ours); recorded is nil when the record was stored,
-// else why not. A record refused before anything was sent (a retention
-// below 1ms) still releases the lock.
-func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Duration) (released, recorded error) {
+// It returns nil when the lock was released and the run recorded.
+// Otherwise its error says which part failed, and matches with errors.Is:
+// ErrLockNotHeld when the lock was no longer ours (the run is recorded all
+// the same), ErrNotReleased when the release failed otherwise, and
+// ErrNotRecorded when the record was not stored. When both parts failed it
+// joins their errors, release first, as errors.Join does. A record refused
+// before anything was sent (a retention below 1ms, an Extra field the
+// record uses itself) still releases the lock.
+func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Duration) error {
+	relErr, recErr := l.releaseAndRecord(ctx, run, retention)
+	if relErr != nil && !errors.Is(relErr, ErrLockNotHeld) {
+		relErr = notReleased{relErr}
+	}
+	if recErr != nil {
+		recErr = fmt.Errorf("%w for %s: %w", ErrNotRecorded, l.key, recErr)
+	}
+	return errors.Join(relErr, recErr)
+}
+
+// releaseAndRecord is ReleaseAndRecord with the release's and the record's
+// errors apart.
+func (l *Lock) releaseAndRecord(ctx context.Context, run Run, retention time.Duration) (relErr, recErr error) {
 	if retention < time.Millisecond {
-		return l.c.b.release(ctx, l, l.keep()), fmt.Errorf("%w for %s: retention %s is below 1ms", errNotRecorded, l.key, retention)
+		return l.c.b.release(ctx, l, l.keep()), fmt.Errorf("retention %s is below 1ms", retention)
+	}
+	if err := checkExtra(run.Extra); err != nil {
+		return l.c.b.release(ctx, l, l.keep()), err
 	}
 	run.Holder, run.Fence = holderOf(l.token), l.fence
 	if run.Started.IsZero() {
@@ -225,23 +259,38 @@ func (l *Lock) ReleaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	run.Started, run.Finished = run.Started.Round(0).UTC(), run.Finished.Round(0).UTC()
 	b, err := marshalRecord(&record{Name: l.name, Run: run, Tag: tokenTag(l.token)})
 	if err != nil {
-		return l.c.b.release(ctx, l, l.keep()), fmt.Errorf("%w for %s: %w", errNotRecorded, l.key, err)
+		return l.c.b.release(ctx, l, l.keep()), err
 	}
 	w := recordWrite{rec: string(b), retention: retention, history: l.c.history, ok: run.Outcome == OutcomeOK,
 		index: indexKey(l.c.prefix)}
-	if w.ok && l.window != nil {
-		w.mark, w.markUntil = l.window.mark()
+	if run.Window != nil {
+		if _, ok := l.c.b.(windowMarker); !ok || l.slot > 0 {
+			return l.c.b.release(ctx, l, l.keep()), unsupported("once-per window of " + l.key + ": a quorum or a semaphore keeps none")
+		}
+		if w.ok {
+			w.mark, w.markUntil = run.Window.mark()
+		}
 	}
-	var relErr, recErr error
 	if a, ok := l.c.b.(adminBackend); ok {
-		relErr, recErr = a.finish(ctx, l, l.keep(), &w)
-	} else { // nowhere to record: still release
-		relErr, recErr = l.c.b.release(ctx, l, l.keep()), errors.ErrUnsupported
+		return a.finish(ctx, l, l.keep(), &w)
 	}
-	if recErr != nil {
-		recErr = fmt.Errorf("%w for %s: %w", errNotRecorded, l.key, recErr)
+	// nowhere to record: still release
+	return l.c.b.release(ctx, l, l.keep()), errors.ErrUnsupported
+}
+
+// checkExtra refuses the caller's fields of a record that would not read
+// back as they were given: a name the record uses itself, or a value that
+// is not JSON.
+func checkExtra(extra map[string]json.RawMessage) error {
+	for name, v := range extra {
+		switch {
+		case recordFields[name]:
+			return fmt.Errorf("extra field %q is one of the record's own", name)
+		case !json.Valid(v):
+			return fmt.Errorf("extra field %q is not a JSON value", name)
+		}
 	}
-	return relErr, recErr
+	return nil
 }
 
 // keep is what is left of l's min-hold: how long the key must still live

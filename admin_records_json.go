@@ -5,13 +5,18 @@ package withlock
 // a tenth of a millisecond, once per process, at its release.
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
 
-// marshalRecord is json.Marshal(rec), byte for byte (admin_records_json_test.go
-// holds it to that), or an error for a time JSON cannot hold.
+// marshalRecord is json.Marshal(rec), byte for byte, with rec.Extra's
+// fields after the record's own, in the order of their names, before the
+// token's digest (admin_records_json_test.go holds it to that); or an
+// error for a time JSON cannot hold or an extra field that is not JSON.
 func marshalRecord(rec *record) ([]byte, error) {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"name":`...)
@@ -32,21 +37,25 @@ func marshalRecord(rec *record) ([]byte, error) {
 	if rec.Fence != 0 {
 		b = strconv.AppendInt(append(b, `,"fence":`...), rec.Fence, 10)
 	}
-	if rec.TimedOut {
-		b = append(b, `,"timed_out":true`...)
-	}
-	b = appendJSONString(append(b, `,"outcome":`...), rec.Outcome)
-	if rec.CPUMs != 0 {
-		b = strconv.AppendInt(append(b, `,"cpu_ms":`...), rec.CPUMs, 10)
-	}
-	if rec.MaxRSSKB != 0 {
-		b = strconv.AppendInt(append(b, `,"max_rss_kb":`...), rec.MaxRSSKB, 10)
-	}
+	b = appendJSONString(append(b, `,"outcome":`...), string(rec.Outcome))
 	if rec.Output != "" {
 		b = appendJSONString(append(b, `,"output":`...), rec.Output)
 	}
-	if rec.Tracking != "" {
-		b = appendJSONString(append(b, `,"tracking":`...), rec.Tracking)
+	if len(rec.Extra) > 0 {
+		names := make([]string, 0, len(rec.Extra))
+		for name := range rec.Extra {
+			names = append(names, name)
+		}
+		slices.Sort(names) // as encoding/json writes a map
+		for _, name := range names {
+			var v bytes.Buffer
+			if err := json.Compact(&v, rec.Extra[name]); err != nil {
+				return nil, fmt.Errorf("extra field %q: %w", name, err)
+			}
+			out := bytes.NewBuffer(append(appendJSONString(append(b, ','), name), ':'))
+			json.HTMLEscape(out, v.Bytes()) // as json.Marshal writes a RawMessage
+			b = out.Bytes()
+		}
 	}
 	b = appendJSONString(append(b, `,"token_sha256":`...), rec.Tag)
 	return append(b, '}'), nil

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
 // Holder is one owner of a lock, or of one of a semaphore's slots, as
-// Status and NotObtainedError report it: one type, so that whoever shows a
-// holder (the CLI's --status, --list and busy message) writes it once.
+// Status and NotObtainedError report it.
 type Holder struct {
 	// ID is the "<host>:<pid>" of the owner ("unknown" for a token in
 	// another format). The owner's full token is never returned: it would
@@ -56,9 +57,7 @@ type Status struct {
 	Done *Span
 	// KeptByMinHold is true when the lock is held but its holder's run has
 	// ended (LastRun is that run): nothing runs, the key lives on only for
-	// its LockOptions.MinHold. Named for what a reader acts on — the lock
-	// is held though no job runs, and will free itself at TTL — rather than
-	// for the record it is read from.
+	// its LockOptions.MinHold, and frees itself when its TTL ends.
 	KeptByMinHold bool
 	// Slots is the number of slots when the name is a semaphore
 	// (NewSemaphore), read from its marker; 0 for a plain lock.
@@ -66,10 +65,6 @@ type Status struct {
 	// Holders lists every holder of a semaphore's name by slot; Holder
 	// above is the first of them. nil for a plain lock.
 	Holders []Holder
-	// Leftovers is set while the holder's command has exited and
-	// processes it started still run under the lock (Lock.NoteLeftovers);
-	// nil otherwise.
-	Leftovers *Leftovers
 	// Paused is the name's pause (Client.Pause), nil when none. While a
 	// holder that took the lock before the pause runs, Held is true and
 	// Paused.Pending; once the pause holds, Held is false.
@@ -87,6 +82,10 @@ type Status struct {
 	// not answered when a majority's answers settled it, or they failed.
 	// nil when every node answered, and on one deployment.
 	Unanswered []int
+
+	// leftovers is the holder's leftovers note (internal/leftovers), or
+	// nil.
+	leftovers *leftovers.Note
 }
 
 // Status reads the lock called name, its remaining time, its fencing
@@ -131,7 +130,7 @@ type lockView struct {
 func (v lockView) status() (*Status, error) {
 	st := v.st
 	if st.Held {
-		st.Leftovers = leftovers(v.left, v.token)
+		st.leftovers = leftoversOf(v.left, v.token)
 	}
 	for _, raw := range v.records {
 		rec, err := decodeRecord(raw)

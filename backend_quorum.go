@@ -33,20 +33,19 @@ const (
 //   - Extend and Release act on all nodes and succeed when a majority
 //     confirms. None of them waits for a node once a majority has
 //     answered; a node that answers late is dealt with in the background
-//     and keeps no key of a released Lock (backend_quorum_race.go). Extend
+//     and keeps no key of a released Lock. Extend
 //     also puts the key back on nodes that lost it while the lock kept its
 //     majority, so further restarts are survived.
 //   - TTL is the time until fewer than a majority of the keys remain.
 //   - Client.Status, List and Break do not wait for a node either once
-//     the answers of a majority settle who holds the lock
-//     (backend_quorum_admin.go); Status.Unanswered names the nodes they
-//     did without.
+//     the answers of a majority settle who holds the lock;
+//     Status.Unanswered names the nodes they did without.
 //   - A node where another owner's key stood when the lock was taken or
 //     extended is repaired the moment that key expires: KeepAlive renews
 //     early then, so the lock gains the node while it still has its
 //     majority (Lock.Extend called by hand repairs only when it runs).
-//   - Acquire waits for release messages from the first node only (see
-//     quorum.subscribe); a Release hands the lock to a waiter of the same
+//   - Acquire waits for release messages from the first node only; a
+//     Release hands the lock to a waiter of the same
 //     Client through the ordinary wake-up, not in its own round trip.
 //
 // Fencing numbers (LockOptions.Fence) are refused with

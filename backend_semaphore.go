@@ -42,7 +42,7 @@ import (
 //
 // Every user of a name must use the same number of slots: a plain lock is
 // one slot, and a name in use with another number is refused at once with
-// a *SlotsError (ErrSlotsMismatch), never waited for. slots == 1 is New,
+// an error matching ErrSlotsMismatch, never waited for. slots == 1 is New,
 // the plain lock, command for command; slots < 1 is an error.
 //
 // A semaphore lives on one Redis deployment (a server, Sentinel, or
@@ -181,7 +181,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 		if !ok {
 			n = 1
 		}
-		return &SlotsError{Key: l.key, Have: n, Want: s.n}
+		return &slotsError{Key: l.key, Have: n, Want: s.n}
 	case slot == 0:
 		if err := markRefused(l.key, markErr); err != nil {
 			return err

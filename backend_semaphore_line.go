@@ -33,7 +33,7 @@ func (s *semaphore) mayHold(string, string) bool { return true }
 // lineCheck runs slotsLineCheckScript: it hands every free slot to the head
 // of the line, and an entry that holds a slot reads "<slot>:<token>". The
 // PTTL is the holder's whose slot frees first. A name in use with another
-// number of slots ends the waits with a *SlotsError.
+// number of slots ends the waits with an error matching ErrSlotsMismatch.
 func (s *semaphore) lineCheck(ctx context.Context, key, cid string, _ bool, entries []string) (int64, []lineSeen, error) {
 	b, err := s.base(key)
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *semaphore) lineCheck(ctx context.Context, key, cid string, _ bool, entr
 		if !ok {
 			n = 1
 		}
-		return 0, nil, &SlotsError{Key: key, Have: n, Want: s.n}
+		return 0, nil, &slotsError{Key: key, Have: n, Want: s.n}
 	}
 	if len(res) != 2+len(entries) {
 		return 0, nil, fmt.Errorf("unexpected reply %v", res)

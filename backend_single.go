@@ -231,7 +231,7 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 		return err
 	}
 	if n, ok := slotsOf(holder); ok {
-		return &SlotsError{Key: l.key, Have: n, Want: 1}
+		return &slotsError{Key: l.key, Have: n, Want: 1}
 	}
 	if p, ok := pauseOf(holder); ok { // pause.go
 		return pausedError(l.key, p)
@@ -330,7 +330,7 @@ func (s *single) mayHold(v, token string) bool { return v == token }
 // lineCheck runs lineCheckScript: an entry was handed the lock when the
 // key holds its token, for aliveFor at most when it was handed as to a far
 // waiter (provisional). A semaphore's marker ends the waits with a
-// *SlotsError, as it ends a try.
+// *slotsError, as it ends a try.
 func (s *single) lineCheck(ctx context.Context, key, cid string, far bool, entries []string) (int64, []lineSeen, error) {
 	farMs := int64(0)
 	if far {
@@ -349,7 +349,7 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, far bool, entri
 	}
 	holder, _ := res[0].(string)
 	if n, ok := slotsOf(holder); ok { // a semaphore took the name meanwhile
-		return 0, nil, &SlotsError{Key: key, Have: n, Want: 1}
+		return 0, nil, &slotsError{Key: key, Have: n, Want: 1}
 	}
 	if p, ok := pauseOf(holder); ok { // paused: the waits end, as a try does
 		return 0, nil, pausedError(key, p)

@@ -12,17 +12,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultPrefix is put before a lock's name to make its Redis key.
-const DefaultPrefix = "lock:"
+// defaultPrefix is put before a lock's name to make its Redis key.
+const defaultPrefix = "lock:"
 
 // Options configure a Client. A nil *Options means the defaults.
 type Options struct {
 	// Prefix is put before a lock's name to make its key; "" means
-	// DefaultPrefix.
+	// "lock:".
 	Prefix string
 	// History is how many runs Lock.ReleaseAndRecord keeps in a name's
-	// history (Client.History); 0 means DefaultHistory, a negative number
-	// none.
+	// history (Client.History); 0 means 10, a negative number none.
 	History int
 }
 
@@ -74,7 +73,7 @@ func New(rdb redis.UniversalClient, opts *Options) *Client {
 }
 
 func newClient(b backend, opts *Options) *Client {
-	c := &Client{b: b, prefix: DefaultPrefix, owner: ownerPrefix(), history: DefaultHistory}
+	c := &Client{b: b, prefix: defaultPrefix, owner: ownerPrefix(), history: historyRuns}
 	if opts != nil && opts.Prefix != "" {
 		c.prefix = opts.Prefix
 	}
@@ -162,8 +161,8 @@ func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions, now time.
 // ErrNotObtained and ctx.Err() with errors.Is.
 //
 // A free lock costs what TryAcquire does: one SET. A busy one is waited for
-// without polling, in a line kept in Redis beside the lock's key (wait_fair.go):
-// waiters of every Client, in any process, are served in the order they
+// without polling, in a line kept in Redis beside the lock's key: waiters of
+// every Client, in any process, are served in the order they
 // joined, and a release hands the lock to the first live waiter and wakes
 // only it. A waiter that gives up leaves the line at once; one whose
 // process died is skipped. Where there is no line (a quorum, fenced or

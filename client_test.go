@@ -54,8 +54,8 @@ func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
 		t.Fatalf("TryAcquire: %v", err)
 	}
 	after := time.Now()
-	if l.Name() != "job" || l.Key() != "lock:job" {
-		t.Errorf("Name, Key = %q, %q; want job, lock:job", l.Name(), l.Key())
+	if withlock.LockName(l) != "job" || l.Key() != "lock:job" {
+		t.Errorf("name, Key = %q, %q; want job, lock:job", withlock.LockName(l), l.Key())
 	}
 	if !tokenPattern(t).MatchString(l.Token()) {
 		t.Errorf("token %q is not <host>:<pid>:<ms36>.<32 hex> with %s", l.Token(), holder(t))

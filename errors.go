@@ -173,41 +173,38 @@ func (e *LostError) Error() string {
 	}
 }
 
-// Is makes errors.Is(err, ErrLockLost) true.
-func (e *LostError) Is(target error) bool { return target == ErrLockLost }
+// Unwrap returns ErrLockLost and Err, so that errors.Is matches both.
+func (e *LostError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrLockLost}
+	}
+	return []error{ErrLockLost, e.Err}
+}
 
-// Unwrap returns Err.
-func (e *LostError) Unwrap() error { return e.Err }
-
-// ErrReacquired is what KeepAliveOptions.OnRenew is given for a renewal that
-// found the lock's key gone and took it again (KeepAliveOptions.Reacquire):
-// the lock is held again, under the same token, and Lock.Fence returns the
-// new fencing number if the lock is fenced.
-var ErrReacquired = errors.New("the lock's key vanished; took it again")
-
-// ErrDone means the job already succeeded in the current once-per window
-// (Lock.OncePer): errors matching it are *DoneError.
+// ErrDone means the job already succeeded in the current once-per window:
+// Lock.OncePer returns it with that window.
 var ErrDone = errors.New("already succeeded in this window")
 
-// DoneError says in which window the job already succeeded. It matches
-// ErrDone.
-type DoneError struct {
-	Key    string // the lock's Redis key
-	Window Span
-}
+// ErrNotReleased means the release of Lock.ReleaseAndRecord failed for
+// another reason than the lock no longer being ours (ErrLockNotHeld):
+// Redis refused it or did not answer. The key may still be there, and
+// then expires at the end of its TTL.
+var ErrNotReleased = errors.New("lock not released")
 
-// Error names the key and the start of the window it succeeded in.
-func (e *DoneError) Error() string {
-	return fmt.Sprintf("%s already succeeded in the window starting %s", e.Key, e.Window.Start.Format(time.RFC3339))
-}
+// ErrNotRecorded means Lock.ReleaseAndRecord did not store the run's
+// record: Redis refused it or did not answer, or the record was refused
+// before anything was sent. The release is reported apart, in the same
+// error.
+var ErrNotRecorded = errors.New("last-run record not stored")
 
-// Is makes errors.Is(err, ErrDone) true.
-func (e *DoneError) Is(target error) bool { return target == ErrDone }
+// notReleased is a failed release of ReleaseAndRecord: its message is the
+// release's, which names the operation and the key, and it matches
+// ErrNotReleased.
+type notReleased struct{ err error }
 
-// errNotRecorded begins the record error of Lock.ReleaseAndRecord, which
-// returns it apart from the release's: no caller needs a sentinel to tell
-// the two apart.
-var errNotRecorded = errors.New("last-run record not stored")
+func (e notReleased) Error() string        { return e.err.Error() }
+func (e notReleased) Unwrap() error        { return e.err }
+func (e notReleased) Is(target error) bool { return target == ErrNotReleased }
 
 // ErrNoQuorum means a quorum Client could not reach a majority of its
 // nodes, or not within the lock's validity time. Whatever it did obtain has
@@ -247,19 +244,18 @@ func (e *notReplicatedError) Error() string {
 func (e *notReplicatedError) Is(target error) bool { return target == ErrNotReplicated }
 
 // ErrSlotsMismatch means the lock's name is in use with another number of
-// slots (a plain lock counts as 1). Errors matching it are *SlotsError.
+// slots (a plain lock counts as 1); the error's message says both numbers.
+// Waiting does not help: TryAcquire and Acquire return it at once.
 var ErrSlotsMismatch = errors.New("lock name is used with a different number of slots")
 
-// SlotsError says that a name is in use with Have slots while the caller
-// wanted Want; Have or Want 1 is a plain lock. It matches ErrSlotsMismatch.
-// Waiting does not help: TryAcquire and Acquire return it at once.
-type SlotsError struct {
+// slotsError says that a name is in use with have slots while the caller
+// wanted want; 1 is a plain lock. It matches ErrSlotsMismatch.
+type slotsError struct {
 	Key        string // the name's Redis key
 	Have, Want int
 }
 
-// Error names both numbers and what to do.
-func (e *SlotsError) Error() string {
+func (e *slotsError) Error() string {
 	have := fmt.Sprintf("in use with %d slots", e.Have)
 	if e.Have == 1 {
 		have = "held as a plain lock"
@@ -274,8 +270,7 @@ func (e *SlotsError) Error() string {
 	return fmt.Sprintf("lock %s is %s, not %s: every user of a name must use the same number of slots", e.Key, have, want)
 }
 
-// Is makes errors.Is(err, ErrSlotsMismatch) true.
-func (e *SlotsError) Is(target error) bool { return target == ErrSlotsMismatch }
+func (e *slotsError) Is(target error) bool { return target == ErrSlotsMismatch }
 
 // wrongTypeError is a key the lock needs that holds something this package
 // did not write. It matches ErrWrongType.

@@ -76,3 +76,14 @@ func ReleaseMessages(c *Client, name string) uint64 {
 	}
 	return 0
 }
+
+// DefaultHistory is how many runs a name's history keeps when
+// Options.History is 0.
+const DefaultHistory = historyRuns
+
+// SlotsError is the error, matching ErrSlotsMismatch, that says with how
+// many slots a name is in use (Have) and how many the caller wanted (Want).
+type SlotsError = slotsError
+
+// LockName is the lock's name as given to TryAcquire or Acquire.
+func LockName(l *Lock) string { return l.name }

@@ -177,7 +177,7 @@ func TestFenceStrictlyIncreasesWhenCounterIsAheadOfClock(t *testing.T) {
 		if l.Fence() != last+1 {
 			t.Fatalf("fence %d after %d (the counter, ahead of the clock): want %d, the counter plus one", l.Fence(), last, last+1)
 		}
-		if got, err := rdb.Get(ctx, withlock.FenceKey(c, l.Name())).Int64(); err != nil || got != l.Fence() {
+		if got, err := rdb.Get(ctx, withlock.FenceKey(c, withlock.LockName(l))).Int64(); err != nil || got != l.Fence() {
 			t.Fatalf("counter after drawing %d: %d, %v; want the fence stored back", l.Fence(), got, err)
 		}
 		return l.Fence()

@@ -29,10 +29,15 @@ type KeepAliveOptions struct {
 	// lock turned out lost, or why the attempt failed (it is retried). It is
 	// not called for a renewal still in flight when the lock is presumed
 	// lost or renewal stops. It runs on the KeepAlive's goroutine and must
-	// not block: it is for logging slow or failed renewals. With Reacquire,
-	// err is ErrReacquired when the lock was taken again, took then being
-	// the time of the acquiring command.
+	// not block: it is for logging slow or failed renewals. A renewal that
+	// took the lock again (Reacquire) is told to OnReacquire instead.
 	OnRenew func(took time.Duration, err error)
+	// OnReacquire, if not nil, is called, as OnRenew is, when Reacquire
+	// took the lock again after its key vanished: took is the time from
+	// sending the acquiring command to its answer. The lock is held again
+	// under the same token, with a new fencing number (Lock.Fence) if it is
+	// fenced; another owner may have held it in between.
+	OnReacquire func(took time.Duration)
 	// Reacquire, when a renewal finds the lock's key gone — not holding
 	// another owner's token, and not removed by Client.Break — takes the
 	// lock again at once under its own token, with the command a fresh
@@ -71,10 +76,11 @@ func defaultMargin(ttl time.Duration) time.Duration {
 // KeepAlive renews a lock in the background and reports its loss. Create
 // one with Lock.KeepAlive; its methods are safe for concurrent use.
 type KeepAlive struct {
-	lock     *Lock
-	interval time.Duration
-	margin   time.Duration
-	onRenew  func(time.Duration, error)
+	lock        *Lock
+	interval    time.Duration
+	margin      time.Duration
+	onRenew     func(time.Duration, error)
+	onReacquire func(time.Duration)
 	// reacquire is KeepAliveOptions.Reacquire.
 	reacquire bool
 
@@ -122,7 +128,7 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 		k.margin = min(opts.Margin, l.ttl-time.Millisecond)
 	}
 	if opts != nil {
-		k.onRenew, k.reacquire = opts.OnRenew, opts.Reacquire
+		k.onRenew, k.onReacquire, k.reacquire = opts.OnRenew, opts.OnReacquire, opts.Reacquire
 	}
 	k.interval = max(min(k.interval, (l.ttl-k.margin)/2), time.Millisecond)
 	k.deadline = l.acquired.Add(l.ttl - k.margin)
@@ -184,6 +190,9 @@ type renewal struct {
 	took     time.Duration
 	err      error
 	brokenBy string // who broke the lock, when err matches ErrLockNotHeld
+	// reacquired is true, with err nil, when the renewal found the key gone
+	// and took the lock again (KeepAliveOptions.Reacquire).
+	reacquired bool
 }
 
 func (k *KeepAlive) run(ctx context.Context) {
@@ -253,15 +262,19 @@ func (k *KeepAlive) run(ctx context.Context) {
 			if by != "" {
 				r.err = nil
 			}
-			if r.err == nil || errors.Is(r.err, ErrReacquired) {
+			if r.err == nil {
 				// Before OnRenew, which may read Deadline.
 				k.setDeadline(r.sent.Add(l.ttl - k.margin))
 			}
-			if k.onRenew != nil && ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case r.reacquired && k.onReacquire != nil:
+				k.onReacquire(r.took)
+			case !r.reacquired && k.onRenew != nil:
 				k.onRenew(r.took, r.err)
 			}
 			switch {
-			case r.err == nil, errors.Is(r.err, ErrReacquired):
+			case r.err == nil:
 				// A successful compare-and-PEXPIRE proves the key held our
 				// token all along: nobody but this loop (Reacquire)
 				// recreates it with our token.

@@ -48,8 +48,8 @@ func (s *single) retake(ctx context.Context, l *Lock) (int64, error) {
 // ours (r.err matches ErrLockNotHeld), before lossAt: read the break
 // marker, and with reacquire take the lock back if nobody broke it. It
 // returns the renewal to report: r with the breaker in brokenBy, or a
-// successful reacquisition (err ErrReacquired, sent and took of the
-// acquiring command), or a failed attempt to be retried (another error),
+// successful reacquisition (reacquired, sent and took of the acquiring
+// command), or a failed attempt to be retried (another error),
 // or r when the lock is someone else's.
 func (k *KeepAlive) afterLoss(ctx context.Context, r renewal, lossAt time.Time) renewal {
 	l := k.lock
@@ -73,7 +73,7 @@ func (k *KeepAlive) afterLoss(ctx context.Context, r renewal, lossAt time.Time) 
 			l.refence.Store(fence)
 		}
 		l.indexed.Store(false) // admin_index.go: a Redis that lost the key lost its index too
-		return renewal{sent: sent, took: took, err: ErrReacquired}
+		return renewal{sent: sent, took: took, reacquired: true}
 	case errors.Is(err, ErrNotObtained):
 		r.err = fmt.Errorf("%w: its key vanished and %w", ErrLockNotHeld, err)
 		return r

@@ -12,8 +12,12 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// renewLog collects what a KeepAlive's OnRenew reports.
+// renewLog collects what a KeepAlive's OnRenew and OnReacquire report:
+// OnRenew's error, and reacquired for each call of OnReacquire.
 type renewLog chan error
+
+// reacquired stands for a call of OnReacquire in a renewLog.
+var reacquired = errors.New("OnReacquire was called")
 
 func (rl renewLog) onRenew(_ time.Duration, err error) {
 	select {
@@ -22,8 +26,16 @@ func (rl renewLog) onRenew(_ time.Duration, err error) {
 	}
 }
 
+func (rl renewLog) onReacquire(time.Duration) { rl.onRenew(0, reacquired) }
+
+// options are KeepAliveOptions with Reacquire that report to rl.
+func (rl renewLog) options() *withlock.KeepAliveOptions {
+	return &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew, OnReacquire: rl.onReacquire}
+}
+
 // waitFor waits up to timeout for OnRenew to report an error matching
-// want, failing on a loss first.
+// want (reacquired: for OnReacquire to be called), failing on a loss
+// first.
 func (rl renewLog) waitFor(t *testing.T, ka *withlock.KeepAlive, want error, timeout time.Duration) {
 	t.Helper()
 	deadline := time.After(timeout)
@@ -77,12 +89,12 @@ func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
 			}
 			before := l.Fence()
 			rl := make(renewLog, 16)
-			ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew})
+			ka := l.KeepAlive(ctx, rl.options())
 			defer ka.Stop()
 			if err := tt.fault(srv, srv.Client()); err != nil {
 				t.Fatal(err)
 			}
-			rl.waitFor(t, ka, withlock.ErrReacquired, 5*time.Second)
+			rl.waitFor(t, ka, reacquired, 5*time.Second)
 			rdb := srv.Client()
 			if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
 				t.Fatalf("after the reacquisition the key holds %q, want the lock's own token", v)
@@ -91,7 +103,7 @@ func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
 				t.Errorf("reacquired key's PTTL %s, want within (0, %s]", d, ttl)
 			}
 			if tt.fence {
-				counter, _ := rdb.Get(ctx, withlock.FenceKey(locker, l.Name())).Int64()
+				counter, _ := rdb.Get(ctx, withlock.FenceKey(locker, withlock.LockName(l))).Int64()
 				if l.Fence() <= before || counter != l.Fence() {
 					t.Errorf("fence %d before, %d after, counter %d: want a higher number, stored as the counter", before, l.Fence(), counter)
 				}

@@ -1,34 +1,26 @@
 package withlock
 
-// Leftovers: a note, beside a held lock, that the run's own command has
-// exited and processes it started still run under the lock. The CLI holds
-// the lock until its job's last process ends; Status shows why.
+// The leftovers note (internal/leftovers), beside a held lock: the run's own
+// command has exited and processes it started still run under the lock.
+// The CLI holds the lock until its job's last process ends; Status reads
+// the note so that --status shows why.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
-// Leftovers says that the command of the lock's run has exited while
-// processes it started still run, and the lock stays held for them.
-// Lock.NoteLeftovers stores it; Status returns it as Status.Leftovers
-// while the same holder holds the lock.
-type Leftovers struct {
-	ExitCode  int       `json:"exit_code"` // the command's exit code
-	Exited    time.Time `json:"exited"`    // when it exited
-	Processes int       `json:"processes"` // how many processes of its job still run
-}
-
-// leftNote is Leftovers as stored at leftKey, with a digest of the
+// leftNote is a leftovers.Note as stored at leftKey, with a digest of the
 // holder's token (tokenTag): a note outlived by its holder's lock names
 // another holder than the present one and is not shown.
 type leftNote struct {
-	Leftovers
+	leftovers.Note
 	Tag string `json:"token_sha256"`
 }
 
@@ -74,18 +66,20 @@ func (q *quorum) noteLeft(ctx context.Context, l *Lock, note string) (bool, erro
 	return false, nil
 }
 
-// NoteLeftovers stores left beside the lock while it is still held, for
-// the lock's remaining time: call it again after renewals to keep it, and
-// when the number of processes changes. ReleaseAndRecord deletes it. It
-// returns an error matching ErrLockNotHeld when the lock is no longer
-// ours, and one matching errors.ErrUnsupported on a semaphore. On a quorum
-// it is stored on the nodes that hold the lock, a majority.
-func (l *Lock) NoteLeftovers(ctx context.Context, left Leftovers) error {
+func init() {
+	leftovers.Implement(leftovers.Backend{
+		Store: func(ctx context.Context, lock any, n leftovers.Note) error { return lock.(*Lock).noteLeftovers(ctx, n) },
+		Of:    func(status any) *leftovers.Note { return status.(*Status).leftovers },
+	})
+}
+
+// noteLeftovers is leftovers.Store.
+func (l *Lock) noteLeftovers(ctx context.Context, left leftovers.Note) error {
 	b, ok := l.c.b.(leftNoter)
 	if !ok || l.slot > 0 {
 		return unsupported("leftovers note on " + l.key + ": a semaphore keeps none")
 	}
-	raw, err := json.Marshal(leftNote{Leftovers: left, Tag: tokenTag(l.token)})
+	raw, err := json.Marshal(leftNote{Note: left, Tag: tokenTag(l.token)})
 	if err != nil {
 		return fmt.Errorf("encode the leftovers note of %s: %w", l.key, err)
 	}
@@ -101,11 +95,11 @@ func (l *Lock) NoteLeftovers(ctx context.Context, left Leftovers) error {
 
 // leftovers is the note among raws written by the holder of token, or
 // nil.
-func leftovers(raws []string, token string) *Leftovers {
+func leftoversOf(raws []string, token string) *leftovers.Note {
 	for _, raw := range raws {
 		var n leftNote
 		if json.Unmarshal([]byte(raw), &n) == nil && token != "" && n.Tag == tokenTag(token) {
-			return &n.Leftovers
+			return &n.Note
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/leftovers"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -36,21 +37,21 @@ func leftoversOfThePresentHolder(t *testing.T, c *withlock.Client, nodes []*redi
 		}
 		return n
 	}
-	left := withlock.Leftovers{ExitCode: 3, Exited: time.Now().Add(-time.Second).Round(0), Processes: 2}
+	left := leftovers.Note{ExitCode: 3, Exited: time.Now().Add(-time.Second).Round(0), Processes: 2}
 
 	l, err := c.TryAcquire(ctx, "left", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.NoteLeftovers(ctx, left); err != nil {
+	if err := leftovers.Store(ctx, l, left); err != nil {
 		t.Fatal(err)
 	}
 	st, err := c.Status(ctx, "left")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := st.Leftovers; got == nil || got.ExitCode != 3 || got.Processes != 2 || !got.Exited.Equal(left.Exited) {
-		t.Errorf("Status.Leftovers = %+v, want %+v", got, left)
+	if got := leftovers.Of(st); got == nil || got.ExitCode != 3 || got.Processes != 2 || !got.Exited.Equal(left.Exited) {
+		t.Errorf("leftovers.Of(Status) = %+v, want %+v", got, left)
 	}
 	if ttl := nodes[0].PTTL(ctx, "{lock:left}:left").Val(); ttl <= 0 || ttl > 5*time.Second || noted() != len(nodes) {
 		t.Errorf("the note lives %s on %d of %d nodes: want the lock's remaining time on all", ttl, noted(), len(nodes))
@@ -59,8 +60,8 @@ func leftoversOfThePresentHolder(t *testing.T, c *withlock.Client, nodes []*redi
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.NoteLeftovers(ctx, left); !errors.Is(err, withlock.ErrLockNotHeld) {
-		t.Errorf("NoteLeftovers after the release: %v, want ErrLockNotHeld", err)
+	if err := leftovers.Store(ctx, l, left); !errors.Is(err, withlock.ErrLockNotHeld) {
+		t.Errorf("leftovers.Store after the release: %v, want ErrLockNotHeld", err)
 	}
 	next, err := c.TryAcquire(ctx, "left", 5*time.Second, nil)
 	if err != nil {
@@ -69,24 +70,24 @@ func leftoversOfThePresentHolder(t *testing.T, c *withlock.Client, nodes []*redi
 	if noted() != len(nodes) {
 		t.Fatal("the first holder's note is gone: the check below would prove nothing")
 	}
-	if err := l.NoteLeftovers(ctx, left); !errors.Is(err, withlock.ErrLockNotHeld) {
-		t.Errorf("NoteLeftovers by the last holder while another holds the lock: %v, want ErrLockNotHeld", err)
+	if err := leftovers.Store(ctx, l, left); !errors.Is(err, withlock.ErrLockNotHeld) {
+		t.Errorf("leftovers.Store by the last holder while another holds the lock: %v, want ErrLockNotHeld", err)
 	}
-	if st, err := c.Status(ctx, "left"); err != nil || st.Leftovers != nil {
+	if st, err := c.Status(ctx, "left"); err != nil || leftovers.Of(st) != nil {
 		t.Errorf("Status of the next holder = %+v, %v: want no leftovers (the note is the last holder's)", st, err)
 	}
 
-	if err := next.NoteLeftovers(ctx, left); err != nil {
+	if err := leftovers.Store(ctx, next, left); err != nil {
 		t.Fatal(err)
 	}
-	if err, _ := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); !errors.Is(err, withlock.ErrLockNotHeld) {
+	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); !errors.Is(err, withlock.ErrLockNotHeld) {
 		t.Errorf("ReleaseAndRecord by the last holder: %v, want ErrLockNotHeld", err)
 	}
 	if noted() != len(nodes) {
 		t.Error("a holder that no longer holds the lock deleted the present holder's note")
 	}
-	if released, recorded := next.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); released != nil || recorded != nil {
-		t.Fatal(released, recorded)
+	if err := next.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); err != nil {
+		t.Fatal(err)
 	}
 	if n := noted(); n != 0 {
 		t.Errorf("ReleaseAndRecord left the leftovers note behind on %d nodes", n)

@@ -33,7 +33,6 @@ type Lock struct {
 	// the try, so that the holder's release publishes. 0 for none.
 	announce time.Duration
 
-	window  *Span       // set by OncePer: the window a success marks done (onceper.go)
 	indexed atomic.Bool // a renewal put it into its prefix's index (admin_index.go)
 
 	// The release script's KEYS and ARGV for a plain release (no min-hold
@@ -46,9 +45,6 @@ type Lock struct {
 	relKeys [1]string
 	relArgs [2]any
 }
-
-// Name returns the lock's name as given to TryAcquire or Acquire.
-func (l *Lock) Name() string { return l.name }
 
 // Key returns the lock's Redis key.
 func (l *Lock) Key() string { return l.key }

@@ -58,7 +58,7 @@ func parseMark(v string) (Span, bool) {
 	return Span{time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()}, true
 }
 
-// mark is what l's ReleaseAndRecord stores when its run succeeds: the
+// mark is what ReleaseAndRecord stores when a run of window s succeeds: the
 // window's marker, and when it expires, in Unix milliseconds of the
 // server's clock: the window's end plus its margin. record.lua turns that
 // into a TTL with the server's TIME, so no host's clock enters it either.
@@ -74,34 +74,31 @@ func (s *Span) mark() (string, int64) {
 var windowScript = lazyScript("window.lua")
 
 // OncePer makes l's job run at most once per window of w: call it right
-// after acquiring, before the job starts. The window is the one that
+// after acquiring, before the job starts. It returns the window of w that
 // contains the Redis server's present (its TIME), not this host's, so that
 // every host picks the same window whatever its clock says. When a run
 // already succeeded in that window, it releases l at once (not kept for
-// LockOptions.MinHold: nothing ran) and returns a *DoneError matching
-// ErrDone. Otherwise it returns nil, and Lock.ReleaseAndRecord of a run
-// with Outcome OutcomeOK marks the window done, in the release's round
-// trip; a failed run marks nothing, so the next attempt retries.
+// LockOptions.MinHold: nothing ran) and returns an error matching ErrDone,
+// joined with the release's error if that failed. Otherwise the error is
+// nil: give the window to Lock.ReleaseAndRecord as Run.Window, and a run
+// with Outcome OutcomeOK marks it done in the release's round trip; a
+// failed run marks nothing, so the next attempt retries.
 //
 // Holding the lock is what keeps this free of races: the marker is written
 // before the release, and read only by a holder. It costs one EVAL, which
 // reads the marker and the server's clock together. It needs one
 // deployment: a quorum or a semaphore refuses it (errors.ErrUnsupported),
 // as every slot's holder would read the marker at once.
-func (l *Lock) OncePer(ctx context.Context, w Window) error {
+func (l *Lock) OncePer(ctx context.Context, w Window) (Span, error) {
 	span, done, err := l.c.windowDone(ctx, l.key, w)
 	if err != nil {
-		return err
+		return Span{}, err
 	}
 	if done {
-		d := &DoneError{Key: l.key, Window: span}
-		if err := l.c.b.release(ctx, l, 0); err != nil {
-			return errors.Join(d, err)
-		}
-		return d
+		d := fmt.Errorf("%s %w starting %s", l.key, ErrDone, span.Start.Format(time.RFC3339))
+		return span, errors.Join(d, l.c.b.release(ctx, l, 0))
 	}
-	l.window = &span
-	return nil
+	return span, nil
 }
 
 // WindowDone tells whether name's job already succeeded (Lock.OncePer) in

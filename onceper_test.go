@@ -55,52 +55,66 @@ func TestOncePerRunsOnceAWindowAndRetriesAFailure(t *testing.T) {
 	w.Offset = (now.Sub(w.At(now).Start) - 30*time.Minute).Truncate(time.Second)
 	opts := &withlock.LockOptions{MinHold: time.Minute}
 
-	attempt := func(code int) error {
+	// attempt runs once: a job that ends with code, recorded with the
+	// window OncePer returned when record is true.
+	attempt := func(code int, record bool) (withlock.Span, error) {
 		t.Helper()
 		l, err := c.TryAcquire(ctx, "nightly", 5*time.Second, opts)
 		if err != nil {
 			t.Fatalf("acquire: %v", err)
 		}
-		if err := l.OncePer(ctx, w); err != nil {
-			return err
+		span, err := l.OncePer(ctx, w)
+		if err != nil {
+			return span, err
+		}
+		run := withlock.Run{ExitCode: code}
+		if record {
+			run.Window = &span
 		}
 		// Free the key at once for the next attempt: the min-hold is not
 		// what this test is about.
-		if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, time.Hour)); err != nil {
+		if err := l.ReleaseAndRecord(ctx, run, time.Hour); err != nil {
 			t.Fatalf("release and record: %v", err)
 		}
 		rdb.Del(ctx, "lock:nightly")
-		return nil
+		return span, nil
 	}
-	if err := attempt(3); err != nil {
+	if _, err := attempt(3, true); err != nil {
 		t.Fatalf("first attempt: %v", err)
 	}
 	if st, err := c.Status(ctx, "nightly"); err != nil || st.Done != nil {
 		t.Fatalf("after a failure: done %+v, %v; want no window done", st.Done, err)
 	}
-	if err := attempt(0); err != nil {
+	// A success recorded without its Run.Window marks nothing either.
+	if _, err := attempt(0, false); err != nil {
 		t.Fatalf("attempt after a failure: %v; want it to run", err)
 	}
-	err := attempt(0)
-	var done *withlock.DoneError
-	if !errors.Is(err, withlock.ErrDone) || !errors.As(err, &done) || !done.Window.Start.Equal(w.At(time.Now()).Start) {
-		t.Fatalf("attempt after a success: %v; want a DoneError for the window starting %s", err, w.At(time.Now()).Start)
+	if st, err := c.Status(ctx, "nightly"); err != nil || st.Done != nil {
+		t.Fatalf("after a success without its window: done %+v, %v; want no window done", st.Done, err)
+	}
+	if _, err := attempt(0, true); err != nil {
+		t.Fatalf("attempt after a success without its window: %v; want it to run", err)
+	}
+	window, err := attempt(0, true)
+	if !errors.Is(err, withlock.ErrDone) || !window.Start.Equal(w.At(time.Now()).Start) {
+		t.Fatalf("attempt after a success: %v in the window starting %s; want ErrDone in the window starting %s", err, window.Start, w.At(time.Now()).Start)
 	}
 	if n := rdb.Exists(ctx, "lock:nightly").Val(); n != 0 {
 		t.Error("the lock of a run that did not run is kept (min-hold)")
 	}
 	st, err := c.Status(ctx, "nightly")
-	if err != nil || st.Done == nil || !st.Done.Start.Equal(done.Window.Start) || !st.Done.End.Equal(done.Window.End) {
-		t.Fatalf("status: done %+v, %v; want %+v", st.Done, err, done.Window)
+	if err != nil || st.Done == nil || !st.Done.Start.Equal(window.Start) || !st.Done.End.Equal(window.End) {
+		t.Fatalf("status: done %+v, %v; want %+v", st.Done, err, window)
 	}
 	// The marker lives until the window's end plus a margin (1h for 1h windows).
-	left := time.Until(done.Window.End.Add(time.Hour))
+	left := time.Until(window.End.Add(time.Hour))
 	if ttl := rdb.PTTL(ctx, "{lock:nightly}:done").Val(); ttl <= left-time.Minute || ttl > left+time.Second {
 		t.Errorf("marker TTL %s, want about %s", ttl, left)
 	}
 }
 
-// A semaphore and a quorum refuse once-per windows.
+// A semaphore and a quorum refuse once-per windows: OncePer, and a record
+// of a run with a Window, whose lock is released all the same.
 func TestOncePerNeedsAPlainLockOnOneDeployment(t *testing.T) {
 	ctx := context.Background()
 	sem := semaphore(t, startRedis(t), 2)
@@ -110,10 +124,17 @@ func TestOncePerNeedsAPlainLockOnOneDeployment(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if err := l.OncePer(ctx, withlock.Window{Every: time.Hour}); !errors.Is(err, errors.ErrUnsupported) {
+		if _, err := l.OncePer(ctx, withlock.Window{Every: time.Hour}); !errors.Is(err, errors.ErrUnsupported) {
 			t.Errorf("%s: OncePer = %v, want ErrUnsupported", name, err)
 		}
-		_ = l.Release(ctx)
+		span := withlock.Window{Every: time.Hour}.At(time.Now())
+		err = l.ReleaseAndRecord(ctx, withlock.Run{Window: &span}, time.Minute)
+		if !errors.Is(err, withlock.ErrNotRecorded) || !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, withlock.ErrNotReleased) {
+			t.Errorf("%s: ReleaseAndRecord of a run with a Window = %v, want ErrNotRecorded and ErrUnsupported alone", name, err)
+		}
+		if st, err := c.Status(ctx, "{once}"); err != nil || st.Held {
+			t.Errorf("%s: Status after ReleaseAndRecord refused the record = %+v, %v; want the lock free", name, st, err)
+		}
 	}
 }
 
@@ -140,11 +161,12 @@ func TestOncePerWindowIsTheServersClockNotTheHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.OncePer(ctx, w); err != nil {
+		span, err := l.OncePer(ctx, w)
+		if err != nil {
 			t.Fatalf("first run: %v", err)
 		}
-		if rel, rec := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 0}, time.Hour); rel != nil || rec != nil {
-			t.Fatalf("release and record: %v, %v", rel, rec)
+		if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 0, Window: &span}, time.Hour); err != nil {
+			t.Fatalf("release and record: %v", err)
 		}
 		if first, _, err = c.WindowDone(ctx, "nightly", w); err != nil {
 			t.Fatal(err)
@@ -153,11 +175,7 @@ func TestOncePerWindowIsTheServersClockNotTheHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		secondErr = l.OncePer(ctx, w)
-		var done *withlock.DoneError
-		if errors.As(secondErr, &done) {
-			second = done.Window
-		}
+		second, secondErr = l.OncePer(ctx, w)
 	})
 	after, err := srv.Client().Time(ctx).Result()
 	if err != nil {

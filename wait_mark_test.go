@@ -45,7 +45,7 @@ func TestReleaseWithNobodyWaitingSkipsTheLineAndPublishesNothing(t *testing.T) {
 			resetStats(t, rdb)
 			var err error
 			if tc.record {
-				err, _ = l.ReleaseAndRecord(ctx, withlock.Run{}, time.Minute)
+				err = l.ReleaseAndRecord(ctx, withlock.Run{}, time.Minute)
 			} else {
 				err = l.Release(ctx)
 			}
@@ -116,7 +116,7 @@ func TestWaitersOutsideTheLineAreWokenByEveryRelease(t *testing.T) {
 							if i%2 == 0 {
 								err = l.Release(context.Background())
 							} else {
-								err, _ = l.ReleaseAndRecord(context.Background(), withlock.Run{}, time.Minute)
+								err = l.ReleaseAndRecord(context.Background(), withlock.Run{}, time.Minute)
 							}
 							if err != nil {
 								t.Error(err)
@@ -305,7 +305,7 @@ func TestWaiterJoiningAListeningQueueMarksItsFirstTry(t *testing.T) {
 func recordAndServe(t *testing.T, l *withlock.Lock, next <-chan outcome) {
 	t.Helper()
 	ctx := context.Background()
-	if err, _ := l.ReleaseAndRecord(ctx, withlock.Run{}, time.Minute); err != nil {
+	if err := l.ReleaseAndRecord(ctx, withlock.Run{}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if err := served(t, next, "next waiter").Release(ctx); err != nil {

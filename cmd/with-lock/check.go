@@ -113,7 +113,7 @@ func (r *runner) judge(st *withlock.Status, now time.Time) verdict {
 		switch {
 		case run.Lost:
 			how += ", lock lost"
-		case run.TimedOut || run.Outcome == withlock.OutcomeTimedOut:
+		case run.Outcome == outcomeTimedOut:
 			how += ", stopped by --max-run"
 		}
 		msg := fmt.Sprintf("last run of %s failed on %s (%s) %s ago", name, host, how, age(now.Sub(run.Finished)))

@@ -44,7 +44,7 @@ func (r *runner) history() int {
 	for i := range runs {
 		run := &runs[i]
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", run.Finished.Local().Format("2006-01-02 15:04:05 MST"),
-			roughly(now.Sub(run.Finished)), run.Holder, roughly(run.Duration()), run.Outcome, ending(run))
+			roughly(now.Sub(run.Finished)), run.Holder, roughly(run.Finished.Sub(run.Started)), run.Outcome, ending(run))
 	}
 	_ = w.Flush() // into memory
 	out := bufio.NewWriter(os.Stdout)

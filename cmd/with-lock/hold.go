@@ -29,7 +29,7 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
 	rn := &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}
 	if !r.cfg.NoRenew {
 		ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
-			OnRenew: rn.report, Reacquire: r.cfg.OnLost == config.OnLostReacquire}) // reacquire.go
+			OnRenew: rn.report, OnReacquire: rn.reacquired, Reacquire: r.cfg.OnLost == config.OnLostReacquire}) // reacquire.go
 		lost = ka.Lost()
 		rn.mu.Lock()
 		rn.ka = ka
@@ -203,8 +203,6 @@ func (rn *renewals) report(took time.Duration, err error) {
 				rn.key, round(took), round(slow))
 		}
 		rn.lastOK, rn.failed = sent, 0
-	case errors.Is(err, withlock.ErrReacquired):
-		rn.reacquired(sent) // reacquire.go
 	case errors.Is(err, withlock.ErrLockNotHeld):
 		// The loss: hold says why.
 	default:
@@ -260,7 +258,7 @@ func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (strin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 	defer cancel()
-	st, serr := r.locker.Status(ctx, lock.Name())
+	st, serr := r.locker.Status(ctx, r.cfg.Name)
 	if serr == nil && st.Held {
 		who := st.Holder.ID
 		if s := since(st.Holder.Since, time.Now()); s != "" {

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
 // While the lock is held for what a finished command left running,
 // --status and --list say so: hold notes it beside the lock
-// (Lock.NoteLeftovers), and notes it again every third of the TTL, for the
+// (internal/leftovers), and notes it again every third of the TTL, for the
 // note lives only as long as the lock had left, and the count of
 // processes changes. The release deletes it.
 
@@ -22,13 +23,13 @@ func (js *jobStop) noteLeftovers(processes int) {
 	if js.lock == nil || !js.noting.CompareAndSwap(false, true) {
 		return
 	}
-	left := withlock.Leftovers{ExitCode: js.code, Exited: js.exited, Processes: processes}
+	left := leftovers.Note{ExitCode: js.code, Exited: js.exited, Processes: processes}
 	lock, r := js.lock, js.r
 	go func() {
 		defer js.noting.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 		defer cancel()
-		err := lock.NoteLeftovers(ctx, left)
+		err := leftovers.Store(ctx, lock, left)
 		if err != nil && !errors.Is(err, withlock.ErrLockNotHeld) {
 			r.log.info("leftovers", fields{}, "--status will not show what the command left running: %s", r.inUserWords(err))
 		}

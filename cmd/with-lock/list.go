@@ -13,6 +13,7 @@ import (
 
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/config"
+	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
 // Exit codes of --break.
@@ -91,9 +92,10 @@ func (r *runner) list() int {
 		switch {
 		case st.KeptByMinHold:
 			holder = st.Holder.ID + " (finished, --min-hold)"
-		case st.Leftovers != nil:
-			holder = fmt.Sprintf("%s (command exited %d; %d %s left)", st.Holder.ID, st.Leftovers.ExitCode,
-				st.Leftovers.Processes, plural(st.Leftovers.Processes, "process", "processes"))
+		case leftovers.Of(st) != nil:
+			left := leftovers.Of(st)
+			holder = fmt.Sprintf("%s (command exited %d; %d %s left)", st.Holder.ID, left.ExitCode,
+				left.Processes, plural(left.Processes, "process", "processes"))
 		case st.Held:
 			holder = st.Holder.ID
 		case st.Paused != nil:

@@ -104,6 +104,9 @@ type runner struct {
 	out *capture.Capture
 	// tracking is what followed the job, in one word (Child.TrackingMode).
 	tracking string
+	// onceWindow is --once-per's window of this run, from Lock.OncePer: its
+	// record (Run.Window) marks it done when the run succeeds.
+	onceWindow *withlock.Span
 	// forwarded is the last signal passed on to the command (signalexit.go).
 	forwarded syscall.Signal
 }
@@ -174,7 +177,7 @@ func (r *runner) jobOptions() supervise.Options {
 // its own lock.
 func (r *runner) env(lock *withlock.Lock) []string {
 	env := append(config.CommandEnviron(os.Environ()),
-		config.EnvLockName+"="+lock.Name(),
+		config.EnvLockName+"="+r.cfg.Name,
 		config.EnvLockKey+"="+lock.Key(),
 		config.EnvLockToken+"="+lock.Token(),
 	)

@@ -11,14 +11,14 @@ import (
 // held the lock ends as its record says (Run.Outcome); the others are not
 // recorded.
 const (
-	outcomeOK       = withlock.OutcomeOK       // the command ran and exited 0
-	outcomeFailed   = withlock.OutcomeFailed   // the command ran, or could not start, and exit was not 0
-	outcomeLost     = withlock.OutcomeLost     // the lock was lost while the command ran
-	outcomeTimedOut = withlock.OutcomeTimedOut // --max-run stopped the job: exit 124
-	outcomeBusy     = "busy"                   // not run: another owner held the lock
-	outcomePaused   = "paused"                 // not run: --pause paused the name
-	outcomeDone     = "done"                   // not run: --once-per's window already had its success
-	outcomeError    = "error"                  // not run: command not found, Redis unreachable or refusing, with-lock interrupted
+	outcomeOK       = string(withlock.OutcomeOK)     // the command ran and exited 0
+	outcomeFailed   = string(withlock.OutcomeFailed) // the command ran, or could not start, and exit was not 0
+	outcomeLost     = string(withlock.OutcomeLost)   // the lock was lost while the command ran
+	outcomeTimedOut = "timed-out"                    // --max-run stopped the job: exit 124
+	outcomeBusy     = "busy"                         // not run: another owner held the lock
+	outcomePaused   = "paused"                       // not run: --pause paused the name
+	outcomeDone     = "done"                         // not run: --once-per's window already had its success
+	outcomeError    = "error"                        // not run: command not found, Redis unreachable or refusing, with-lock interrupted
 )
 
 // outcomes lists every outcome, in the order the metrics show them.

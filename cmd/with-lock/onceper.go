@@ -27,15 +27,15 @@ func (r *runner) oncePer(lock *withlock.Lock) (code int, skip bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
 	defer cancel()
-	err := lock.OncePer(ctx, r.window())
-	var done *withlock.DoneError
+	span, err := lock.OncePer(ctx, r.window())
 	switch {
 	case err == nil:
+		r.onceWindow = &span
 		return 0, false
-	case errors.As(err, &done):
-		r.doneSkip(done.Window)
+	case errors.Is(err, withlock.ErrDone):
+		r.doneSkip(span)
 		if j, ok := err.(interface{ Unwrap() []error }); ok && !errors.Is(err, withlock.ErrLockNotHeld) {
-			// OncePer joined the release's error to the DoneError.
+			// OncePer joined the release's error to ErrDone's.
 			for _, e := range j.Unwrap() {
 				if !errors.Is(e, withlock.ErrDone) {
 					r.log.warn("warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(e))

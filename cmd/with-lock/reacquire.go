@@ -12,11 +12,15 @@ import (
 // --on-lost reacquire (withlock.KeepAliveOptions.Reacquire) and --break's
 // word to its victim: what hold says about them.
 
-// reacquired is renewals.report for a renewal that found the key gone and
-// took the lock again, the acquiring command sent at sent. rn.mu is held.
-// It is a warning, not an event: the lock was not held for a while, and
-// another run may have come and gone in that gap.
-func (rn *renewals) reacquired(sent time.Time) {
+// reacquired is KeepAliveOptions.OnReacquire: a renewal found the key gone
+// and took the lock again, the acquiring command answered in took. It is
+// a warning, not an event: the lock was not held for a while, and another
+// run may have come and gone in that gap.
+func (rn *renewals) reacquired(took time.Duration) {
+	sent := time.Now().Add(-took)
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.lastSent = sent
 	gap := round(sent.Sub(rn.lastOK))
 	rn.lastOK, rn.failed = sent, 0
 	msg := fmt.Sprintf("%s vanished (Redis restarted or failed over?); took it again (--on-lost reacquire), %s after the last renewal: another run may have held it in between",

@@ -27,10 +27,14 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 	if ka != nil {
 		lost = ka.Err()
 	}
-	run := withlock.Run{ExitCode: code, Lost: lost != nil, TimedOut: r.timedOut,
-		CPUMs: (r.usage.User + r.usage.System).Milliseconds(), MaxRSSKB: r.usage.MaxRSSKB, Output: r.recordOutput(),
-		Tracking: r.tracking}
-	relErr, recErr := lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL)
+	run := withlock.Run{ExitCode: code, Lost: lost != nil, Output: r.recordOutput(), Window: r.onceWindow,
+		Extra: recordFields{CPUMs: (r.usage.User + r.usage.System).Milliseconds(), MaxRSSKB: r.usage.MaxRSSKB,
+			TimedOut: r.timedOut, Tracking: r.tracking}.extra()}
+	if r.timedOut {
+		run.Outcome = outcomeTimedOut
+	}
+	err := lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL)
+	relErr, recErr := releaseAndRecordErrors(err)
 	switch {
 	case recErr == nil:
 		r.released(lock, relErr, lost)
@@ -44,4 +48,23 @@ func (r *runner) finish(lock *withlock.Lock, ka *withlock.KeepAlive, code int) {
 		// Redis did not answer: one warning says both.
 		r.log.warn("warning", fields{}, "%s; the lock will expire by itself; the run was not recorded", r.inUserWords(relErr))
 	}
+}
+
+// releaseAndRecordErrors splits ReleaseAndRecord's error into its parts:
+// the release's (ErrLockNotHeld, or ErrNotReleased's) and the record's
+// (ErrNotRecorded's), each nil when that part succeeded.
+func releaseAndRecordErrors(err error) (released, recorded error) {
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	for _, e := range parts {
+		switch {
+		case errors.Is(e, withlock.ErrNotRecorded):
+			recorded = e
+		case e != nil:
+			released = e
+		}
+	}
+	return released, recorded
 }

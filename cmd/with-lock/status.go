@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
 // Exit codes of --status.
@@ -83,7 +85,7 @@ type statusJSON struct {
 
 	// Leftovers: the holder's command has exited, and the lock is held
 	// until the processes it left end (--leftovers wait).
-	Leftovers *withlock.Leftovers `json:"leftovers,omitempty"`
+	Leftovers *leftovers.Note `json:"leftovers,omitempty"`
 
 	// EvictionPolicy: the server may evict the lock under memory pressure
 	// (eviction.go); --status only, as --list does not ask.
@@ -143,7 +145,7 @@ func newStatusJSON(st *withlock.Status) statusJSON {
 		out.Holders = append(out.Holders, s)
 	}
 	out.LastRun, out.LastSuccess = newRunJSON(st.LastRun), newRunJSON(st.LastSuccess)
-	out.Leftovers, out.EvictionPolicy = st.Leftovers, st.EvictionPolicy
+	out.Leftovers, out.EvictionPolicy = leftovers.Of(st), st.EvictionPolicy
 	out.Paused = newPauseJSON(st.Paused)
 	if st.Done != nil {
 		out.Done = &spanJSON{st.Done.Start, st.Done.End}
@@ -157,8 +159,8 @@ func newRunJSON(run *withlock.Run) *runJSON {
 		return nil
 	}
 	out := &runJSON{Holder: run.Holder, Started: run.Started, Finished: run.Finished,
-		DurationMs: run.Duration().Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence, Outcome: run.Outcome,
-		Output: run.Output, Tracking: run.Tracking}
+		DurationMs: run.Finished.Sub(run.Started).Milliseconds(), ExitCode: run.ExitCode, Lost: run.Lost, Fence: run.Fence,
+		Outcome: string(run.Outcome), Output: run.Output, Tracking: fieldsOf(run).Tracking}
 	out.Host, out.PID = splitHolder(run.Holder)
 	return out
 }
@@ -208,7 +210,7 @@ func (r *runner) status() int {
 			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
 			fmt.Print(outputLines(st.LastRun.Output, math.MaxInt)) // history.go
 		}
-		if st.LastSuccess != nil && (st.LastRun == nil || *st.LastSuccess != *st.LastRun) {
+		if st.LastSuccess != nil && (st.LastRun == nil || !reflect.DeepEqual(st.LastSuccess, st.LastRun)) {
 			fmt.Println("last success: " + runLine(st.LastSuccess, time.Now()))
 		}
 		if st.EvictionPolicy != "" {
@@ -233,9 +235,9 @@ func statusLine(st *withlock.Status) string {
 	case st.KeptByMinHold:
 		fmt.Fprintf(&b, "%s: the run of %s has finished; --min-hold keeps the key, expires in %s",
 			st.Key, st.Holder.ID, st.Holder.TTL.Round(time.Millisecond))
-	case st.Leftovers != nil:
+	case leftovers.Of(st) != nil:
 		fmt.Fprintf(&b, "%s is held by %s: %s, expires in %s",
-			st.Key, st.Holder.ID, leftoversText(st.Leftovers), st.Holder.TTL.Round(time.Millisecond))
+			st.Key, st.Holder.ID, leftoversText(leftovers.Of(st)), st.Holder.TTL.Round(time.Millisecond))
 	case st.Holder.TTL < 0:
 		fmt.Fprintf(&b, "%s is held by %s, with no expiry", st.Key, st.Holder.ID)
 	default:
@@ -252,7 +254,7 @@ func statusLine(st *withlock.Status) string {
 
 // leftoversText says what a finished command left holding the lock:
 // "the command exited 0 at 14:02:07; 2 processes of its job still run".
-func leftoversText(l *withlock.Leftovers) string {
+func leftoversText(l *leftovers.Note) string {
 	return fmt.Sprintf("the command exited %d at %s; %d %s of its job still %s", l.ExitCode,
 		l.Exited.Local().Format("15:04:05"), l.Processes, plural(l.Processes, "process", "processes"), plural(l.Processes, "runs", "run"))
 }
