@@ -5,6 +5,7 @@ package withlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -101,8 +102,10 @@ var (
 	// users as soon as its last slot is. 0 when the slot was not ours.
 	slotsReleaseScript = lazyScript("slots_release.lua")
 	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
-	// the slot's key, ARGV the token, the TTL in ms and the marker. It
-	// refuses (0) when K holds anything but the marker or nothing.
+	// the slot's key, KEYS[3] the replace marker (replacedKey), ARGV the
+	// token, the TTL in ms and the marker. It refuses (0) when K holds
+	// anything but the marker or nothing, and names the replacer as
+	// extendScript does when the replace marker names the slot's token.
 	slotsExtendScript = lazyScript("slots_extend.lua")
 	// slotsLineCheckScript is lineCheckScript for a semaphore: KEYS[1] is
 	// K, ARGV B, N, the Client's id, the life in ms of its liveness key
@@ -230,22 +233,17 @@ func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	b, _ := lineBase(l.key)
-	keys := []string{l.key, slotKey(b, l.slot)}
+	keys := []string{l.key, slotKey(b, l.slot), replacedKey(l.key)}
 	first := !l.indexed.Load() && hasIndex(s.one.rdb)
 	if first { // admin_index.go: the first renewal indexes the name
 		keys = append(keys, indexKey(l.c.prefix))
 	}
-	n, err := s.one.rdb.Eval(ctx, slotsExtendScript(), keys, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
-	if err != nil {
-		return opError("extend", l.key, err)
-	}
-	if n != 1 {
-		return ErrLockNotHeld
-	}
-	if first {
+	v, err := s.one.rdb.Eval(ctx, slotsExtendScript(), keys, l.token, ttl.Milliseconds(), marker(s.n)).Result()
+	err = extended(l.key, v, err) // replace.go
+	if first && (err == nil || errors.Is(err, ErrReplaced)) {
 		l.indexed.Store(true)
 	}
-	return nil
+	return err
 }
 
 func (s *semaphore) release(ctx context.Context, l *Lock, keep time.Duration) error {
