@@ -115,7 +115,7 @@ var (
 	// and for each entry its position, -1 when absent, or "<slot>:<token>"
 	// when it holds a slot; {-1, K's value} when K holds a plain token or
 	// another marker.
-	slotsLineCheckScript = lazyScript("slots_line_check.lua")
+	slotsLineCheckScript = withSlotsHand("slots_line_check.lua")
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.

@@ -25,6 +25,23 @@ func lazyScript(name string) func() string {
 	})
 }
 
+// withSlotsHand returns the text of lua/name after slotsHand's: a script
+// that hands a semaphore's free slots to its fair line (its check, a
+// break) calls handSlot, written once.
+func withSlotsHand(name string) func() string {
+	body := lazyScript(name)
+	return sync.OnceValue(func() string { return slotsHand() + body() })
+}
+
+// slotsHand is lua/slots_hand.lua, which defines handSlot(k, b, i, want):
+// it pops entries off the fair line "<b>:q" until one belongs to a live
+// Client (its liveness key "<b>:c:<id>" exists and its channel "<b>:w:<id>"
+// has a subscriber, which is published "<i>:<token>"), sets slot i
+// ("<b>:s:<i>") to that token for its TTL and the name's key k to the
+// marker want for at least as long, and returns the token; nil when nobody
+// live waits (the line is then empty).
+var slotsHand = lazyScript("slots_hand.lua")
+
 // The scripts are sent with EVAL, never EVALSHA first: a one-shot process
 // such as the CLI would otherwise pay an extra NOSCRIPT round trip, and Redis
 // caches the compiled script by its digest either way. The one exception is

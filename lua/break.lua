@@ -31,8 +31,17 @@ if ttl < 0 then
   ttl = 60000
 end
 redis.call('set', KEYS[2], ARGV[2] .. ' ' .. table.concat(sums, ' '), 'PX', ttl + 1000)
+-- A semaphore's slots go to the first live waiters in line at once, as
+-- its line's check hands them (handSlot, slots_hand.lua, comes before).
+if n and ARGV[1] ~= '' then
+  for i = 1, tonumber(n) do
+    if not handSlot(KEYS[1], ARGV[1], i, token) then
+      break
+    end
+  end
+end
 -- A plain lock goes to the first live waiter in the fair line at once, as
--- the release script hands it over (a semaphore's line is served by its check).
+-- the release script hands it over.
 if not n and ARGV[1] ~= '' then
   local b = ARGV[1]
   while true do
