@@ -34,7 +34,8 @@ import (
 // works per holder: TryAcquire takes a free slot or fails with a
 // *NotObtainedError naming the holder whose slot frees first; Acquire
 // waits in the fair line as for a plain lock, a release handing its slot
-// to the first live waiter (fenced waiters are woken by releases and try);
+// to the first live waiter (fenced waiters are woken by releases and try),
+// and with LockOptions.Replace asks the oldest holder to stop;
 // Do, KeepAlive, Extend, Release, MinHold and
 // ReleaseAndRecord act on the holder's own slot (Lock.Slot); Fence draws one
 // number per acquisition, strictly increasing per name across all slots.

@@ -174,6 +174,32 @@ func TestReplaceWithFenceGivesTheNewRunAHigherNumber(t *testing.T) {
 	}
 }
 
+// --replace --min-replicas waits for the replicas as any run does: with
+// too few it exits 69 without running the command, whether it took the
+// free lock or was handed it by the run it replaced, and leaves the lock
+// free.
+func TestReplaceWithMinReplicasExits69WithTooFew(t *testing.T) {
+	e := setup(t) // a server without replicas
+	for _, held := range []bool{false, true} {
+		var old *clitest.Proc
+		if held {
+			dir := t.TempDir()
+			old = clitest.Start(t, nil, "--redis", e.srv.URL(), "--ttl", "1s", "replicated-replace", "sh", "-c", fencedJob, "sh", dir, "old")
+			old.WaitFile(filepath.Join(dir, "old"))
+		}
+		res := e.run("--replace", "--min-replicas", "1", "--ttl", "1s", "replicated-replace", "touch", e.path("ran"))
+		if res.Code != 69 || e.exists("ran") || !hasLine(res.Stderr, "of the 1 replicas") {
+			t.Errorf("held %v: exit %d (ran %v), stderr %q; want 69, not run", held, res.Code, e.exists("ran"), res.Stderr)
+		}
+		if old != nil {
+			if r := old.Wait(10 * time.Second); r.Code != 125 {
+				t.Errorf("the replaced run: exit %d, stderr %q; want 125", r.Code, r.Stderr)
+			}
+		}
+		e.gone(t, "lock:replicated-replace")
+	}
+}
+
 // --replace --slots N stops the oldest of the N holders, and only it: the
 // new run takes its slot while the younger holder keeps running.
 func TestReplaceWithSlotsStopsTheOldestHolder(t *testing.T) {
