@@ -116,7 +116,7 @@ var (
 	// and for each entry its position, -1 when absent, or "<slot>:<token>"
 	// when it holds a slot; {-1, K's value} when K holds a plain token or
 	// another marker.
-	slotsLineCheckScript = withSlotsHand("slots_line_check.lua")
+	slotsLineCheckScript = withHands("slots_line_check.lua", slotsHand)
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.
