@@ -114,7 +114,7 @@ func TestReplaceUnsupportedWithoutTheFairLine(t *testing.T) {
 // Through Sentinel, and on a Cluster with the marker and the line in the
 // lock key's slot: the holder learns of the replacement at its renewal,
 // and its release hands the lock to the replacer, for a name with a hash
-// tag and one without.
+// tag and one without, and for a semaphore's oldest holder.
 func TestReplaceOnClusterAndThroughSentinel(t *testing.T) {
 	deployments := []struct {
 		name   string
@@ -153,6 +153,22 @@ func TestReplaceOnClusterAndThroughSentinel(t *testing.T) {
 				}
 				_ = o.lock.Release(context.Background())
 			}
+			// A semaphore's slots and the marker share the name's slot too;
+			// the fenced replacer draws in it.
+			sem := semaphore(t, rdb, 2)
+			oldest := mustAcquire(t, sem, "s-replace", time.Second)
+			younger := mustAcquire(t, sem, "s-replace", time.Minute)
+			replacer := semaphore(t, rdb, 2)
+			withlock.SetWaitTimings(replacer, longPoll, time.Minute)
+			o := replaceHeld(t, oldest, replacer, &withlock.LockOptions{Fence: true})
+			if o.err != nil {
+				t.Fatalf("semaphore: %v", o.err)
+			}
+			if o.lock.Slot() != oldest.Slot() || o.lock.Fence() == 0 {
+				t.Errorf("semaphore: slot %d, fence %d; want the oldest's slot %d, fenced", o.lock.Slot(), o.lock.Fence(), oldest.Slot())
+			}
+			_ = o.lock.Release(context.Background())
+			_ = younger.Release(context.Background())
 		})
 	}
 }
@@ -242,7 +258,7 @@ func TestReplaceWithMinReplicasWaitsForThem(t *testing.T) {
 			}
 			_ = o.lock.Release(ctx)
 		case !errors.Is(o.err, withlock.ErrNotReplicated) || o.lock != nil:
-			t.Errorf("with 1 replica of 2: %v, %v; want an error matching ErrNotReplicated", o.lock, o.err)
+			t.Errorf("with 1 replica of 2: got a lock %v, err %v; want an error matching ErrNotReplicated", o.lock != nil, o.err)
 		default:
 			if v := master.Client().Get(ctx, "lock:"+name).Val(); v != "" {
 				t.Errorf("with 1 replica of 2: the key holds %q after the failure, want it free", v)
