@@ -160,7 +160,7 @@ func TestReplaceOnClusterAndThroughSentinel(t *testing.T) {
 			younger := mustAcquire(t, sem, "s-replace", time.Minute)
 			replacer := semaphore(t, rdb, 2)
 			withlock.SetWaitTimings(replacer, longPoll, time.Minute)
-			o := replaceHeld(t, oldest, replacer, &withlock.LockOptions{Fence: true})
+			o := replaceHeld(t, "s-replace", oldest, replacer, &withlock.LockOptions{Fence: true})
 			if o.err != nil {
 				t.Fatalf("semaphore: %v", o.err)
 			}
@@ -173,17 +173,17 @@ func TestReplaceOnClusterAndThroughSentinel(t *testing.T) {
 	}
 }
 
-// replaceHeld lets an Acquire with Replace and opts on replacer ask
-// holder to stop, releases holder once its KeepAlive reports the
+// replaceHeld lets an Acquire of name with Replace and opts on replacer
+// ask holder, which holds name, to stop, releases holder once its KeepAlive reports the
 // replacement, and returns the replacer's outcome.
-func replaceHeld(t *testing.T, holder *withlock.Lock, replacer *withlock.Client, opts *withlock.LockOptions) outcome {
+func replaceHeld(t *testing.T, name string, holder *withlock.Lock, replacer *withlock.Client, opts *withlock.LockOptions) outcome {
 	t.Helper()
 	ctx := context.Background()
 	ka := holder.KeepAlive(ctx, nil)
 	defer ka.Stop()
 	o := *opts
 	o.Replace = true
-	got := acquireAsyncWith(ctx, replacer, holder.Name(), time.Minute, &o)
+	got := acquireAsyncWith(ctx, replacer, name, time.Minute, &o)
 	select {
 	case <-ka.Lost():
 	case <-time.After(promptly):
@@ -214,7 +214,7 @@ func TestReplaceFencedGetsAHigherNumber(t *testing.T) {
 		for range slots - 1 { // every slot taken, the holder's first
 			_ = mustAcquireWith(t, c, name, time.Minute, fenced)
 		}
-		o := replaceHeld(t, holder, semaphoreWaitClient(t, srv, slots), fenced)
+		o := replaceHeld(t, name, holder, semaphoreWaitClient(t, srv, slots), fenced)
 		if o.err != nil {
 			t.Fatalf("%d slots: replacer: %v", slots, o.err)
 		}
@@ -248,7 +248,7 @@ func TestReplaceWithMinReplicasWaitsForThem(t *testing.T) {
 	for _, want := range []int{1, 2} {
 		name := fmt.Sprintf("replicated-replace-%d", want)
 		holder := mustAcquire(t, withlock.New(master.Client(), nil), name, time.Second)
-		o := replaceHeld(t, holder, waitClient(t, master), &withlock.LockOptions{MinReplicas: want, ReplicaTimeout: []time.Duration{1: 5 * time.Second, 2: 200 * time.Millisecond}[want]})
+		o := replaceHeld(t, name, holder, waitClient(t, master), &withlock.LockOptions{MinReplicas: want, ReplicaTimeout: []time.Duration{1: 5 * time.Second, 2: 200 * time.Millisecond}[want]})
 		switch {
 		case want == 1 && o.err != nil:
 			t.Errorf("with 1 replica of 1: %v", o.err)
