@@ -5,6 +5,7 @@ package withlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,7 +34,8 @@ import (
 // works per holder: TryAcquire takes a free slot or fails with a
 // *NotObtainedError naming the holder whose slot frees first; Acquire
 // waits in the fair line as for a plain lock, a release handing its slot
-// to the first live waiter (fenced waiters are woken by releases and try);
+// to the first live waiter (fenced waiters are woken by releases and try),
+// and with LockOptions.Replace asks the oldest holder to stop;
 // Do, KeepAlive, Extend, Release, MinHold and
 // ReleaseAndRecord act on the holder's own slot (Lock.Slot); Fence draws one
 // number per acquisition, strictly increasing per name across all slots.
@@ -101,8 +103,10 @@ var (
 	// users as soon as its last slot is. 0 when the slot was not ours.
 	slotsReleaseScript = lazyScript("slots_release.lua")
 	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
-	// the slot's key, ARGV the token, the TTL in ms and the marker. It
-	// refuses (0) when K holds anything but the marker or nothing.
+	// the slot's key, KEYS[3] the replace marker (replacedKey), ARGV the
+	// token, the TTL in ms and the marker. It refuses (0) when K holds
+	// anything but the marker or nothing, and names the replacer as
+	// extendScript does when the replace marker names the slot's token.
 	slotsExtendScript = lazyScript("slots_extend.lua")
 	// slotsLineCheckScript is lineCheckScript for a semaphore: KEYS[1] is
 	// K, ARGV B, N, the Client's id, the life in ms of its liveness key
@@ -112,7 +116,7 @@ var (
 	// and for each entry its position, -1 when absent, or "<slot>:<token>"
 	// when it holds a slot; {-1, K's value} when K holds a plain token or
 	// another marker.
-	slotsLineCheckScript = lazyScript("slots_line_check.lua")
+	slotsLineCheckScript = withHands("slots_line_check.lua", slotsHand)
 )
 
 // slotsFinishScript is finishScript around slotsReleaseScript.
@@ -230,22 +234,17 @@ func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	b, _ := lineBase(l.key)
-	keys := []string{l.key, slotKey(b, l.slot)}
+	keys := []string{l.key, slotKey(b, l.slot), replacedKey(l.key)}
 	first := !l.indexed.Load() && hasIndex(s.one.rdb)
 	if first { // admin_index.go: the first renewal indexes the name
 		keys = append(keys, indexKey(l.c.prefix))
 	}
-	n, err := s.one.rdb.Eval(ctx, slotsExtendScript(), keys, l.token, ttl.Milliseconds(), marker(s.n)).Int64()
-	if err != nil {
-		return opError("extend", l.key, err)
-	}
-	if n != 1 {
-		return ErrLockNotHeld
-	}
-	if first {
+	v, err := s.one.rdb.Eval(ctx, slotsExtendScript(), keys, l.token, ttl.Milliseconds(), marker(s.n)).Result()
+	err = extended(l.key, v, err) // replace.go
+	if first && (err == nil || errors.Is(err, ErrReplaced)) {
 		l.indexed.Store(true)
 	}
-	return nil
+	return err
 }
 
 func (s *semaphore) release(ctx context.Context, l *Lock, keep time.Duration) error {

@@ -3,6 +3,7 @@ package withlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -100,9 +101,9 @@ func TestBreakClearsAllSlots(t *testing.T) {
 		held = append(held, mustAcquire(t, sem, "brk", time.Minute))
 	}
 	waiter := semaphore(t, srv.Client(), 3)
-	// Break wakes waiters outside the fair line; those in it, as for a
-	// plain lock, notice at their next poll.
-	withlock.SetWaitTimings(waiter, 100*time.Millisecond, time.Minute)
+	// Break hands a slot to the waiter in the fair line at once: it polls
+	// only every longPoll.
+	withlock.SetWaitTimings(waiter, longPoll, time.Minute)
 	got := acquireAsync(ctx, waiter, "brk", time.Minute)
 	clitest.Eventually(t, promptly, "waiter never waited", func() bool { return withlock.Waiting(waiter, "brk") == 1 })
 	st, err := withlock.New(rdb, nil).Break(ctx, "brk")
@@ -185,5 +186,43 @@ func TestSlotsExtendRefusedWhenTheNameIsNoLongerTheSemaphore(t *testing.T) {
 		if err := rdb.Del(ctx, l.Key(), slotKeyOf(l.Key(), l.Slot())).Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Break hands a semaphore's slots to the waiters in its fair line at once,
+// one slot each in the line's order, as a release hands one: waiters that
+// poll only every longPoll get them promptly, and a waiter beyond the
+// slots stays in line.
+func TestBreakHandsASemaphoresSlotsToItsLine(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx, cancel := context.WithCancel(context.Background()) // the third waiter's end
+	defer cancel()
+	fillSlots(t, semaphore(t, rdb, 2), "sbreak", 2)
+	var got []<-chan outcome
+	for i := range 3 {
+		got = append(got, acquireAsync(ctx, semaphoreWaitClient(t, srv, 2), "sbreak", time.Minute))
+		clitest.Eventually(t, promptly, "a waiter never joined the line", func() bool { return inLine(t, rdb, "lock:sbreak") == int64(i+1) })
+	}
+	if _, err := withlock.New(rdb, nil).Break(ctx, "sbreak"); err != nil {
+		t.Fatal(err)
+	}
+	slots := map[int]bool{}
+	for i, ch := range got[:2] {
+		o := wait(t, ch, promptly, fmt.Sprint("waiter ", i, " after Break"))
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		slots[o.lock.Slot()] = true
+		defer o.lock.Release(ctx)
+	}
+	if !slots[1] || !slots[2] {
+		t.Errorf("the first two waiters hold slots %v, want 1 and 2", slots)
+	}
+	if n := inLine(t, rdb, "lock:sbreak"); n != 1 {
+		t.Errorf("%d waiters in line after Break, want the third", n)
+	}
+	if st, err := withlock.New(rdb, nil).Status(ctx, "sbreak"); err != nil || len(st.Holders) != 2 {
+		t.Errorf("Status after Break: %+v, %v; want the two waiters holding", st, err)
 	}
 }

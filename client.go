@@ -47,9 +47,12 @@ type LockOptions struct {
 	// Replace, for Acquire, asks the lock's holder to stop when the lock
 	// is held, and waits first in the fair line: the holder's KeepAlive
 	// reports ErrReplaced, renewing until its Release hands the lock over
-	// (or the key expires). On a quorum, a semaphore, with Fence or
-	// MinReplicas, or where the fair line's subscription is refused,
-	// Acquire returns an error matching errors.ErrUnsupported.
+	// (or the key expires). Of a semaphore's holders it asks the oldest
+	// (Holder.Since). With Fence the number is drawn, and with MinReplicas
+	// the replicas waited for, once the lock is handed over. On a quorum,
+	// for a name with '}' and no hash tag, or where the fair line's
+	// subscription is refused, Acquire returns an error matching
+	// errors.ErrUnsupported.
 	Replace bool
 }
 

@@ -18,12 +18,14 @@ import (
 // It never holds a token.
 func replacedKey(key string) string { return sideKey(key, "replaced") }
 
-// replaceScript marks the holder of a plain lock as replaced (see
-// replacedKey). KEYS[1] is the lock key, KEYS[2] its replace marker,
-// KEYS[3] and KEYS[4] its pause (pauseKey) and its line, ARGV[1] the
-// replacer's "<host>:<pid>", ARGV[2] its entry in the queue. It returns the
-// holder's token, nil when the key is free; a semaphore's marker is
-// returned and left alone. Where a pause waits for the holder's release
+// replaceScript marks the holder of a lock as replaced (see replacedKey).
+// KEYS[1] is the lock key, KEYS[2] its replace marker, KEYS[3] and KEYS[4]
+// its pause (pauseKey) and its line, ARGV[1] the replacer's "<host>:<pid>",
+// ARGV[2] its entry in the queue. It returns the holder's token, nil when
+// the key is free. Of a semaphore's holders it marks the oldest, by the
+// time in its token (the Since of Status; a token without one is the
+// oldest, and of equals the lowest slot), and none while a slot is free:
+// the line's check hands that one to the replacer. Where a pause waits for the holder's release
 // (Client.Pause), the holder is not marked and the replacer's entry goes
 // behind the pause: a paused name starts no run, a replacing one neither.
 var replaceScript = lazyScript("replace.lua")
@@ -69,7 +71,131 @@ func replacedBy(err error) string {
 
 // errReplaceUnsupported is Acquire's answer to LockOptions.Replace where
 // the fair line cannot put the replacer first.
-var errReplaceUnsupported = fmt.Errorf("%w: LockOptions.Replace needs the fair line: one Redis deployment (not a quorum), a plain lock without Fence, MinReplicas or slots, and Redis 7.0 or newer", errors.ErrUnsupported)
+var errReplaceUnsupported = fmt.Errorf("%w: LockOptions.Replace needs the fair line: one Redis deployment (not a quorum), a name with a line, and Redis 7.0 or newer", errors.ErrUnsupported)
+
+// replaceConfirmScript confirms a lock that a replacer got in the fair
+// line, where a hand-over is a plain SET of its token: it draws the
+// fencing number (LockOptions.Fence) as acquireFencedScript does, and
+// writes, so that a WAIT after it on the same connection counts the
+// replicas that have the hand-over too (LockOptions.MinReplicas). KEYS[1]
+// is the key holding the token (the lock key, a semaphore's slot), KEYS[2]
+// the fence counter, ARGV[1] the token, ARGV[2] the TTL in ms to set again
+// (0: none), ARGV[3] "1" to draw a number, KEYS[3] and ARGV[4] the replace
+// marker and "<host>:<pid> " of the replacer, whose marker it deletes (a
+// semaphore's replacer may get a slot another holder freed: the oldest
+// holder, not yet stopped, is then left to run), or "". It returns the number (0 when
+// none was drawn), nil when the key no longer holds the token. While the
+// token holds the key nobody else draws, so the number is above the
+// replaced holder's and below the next holder's.
+var replaceConfirmScript = lazyScript("replace_confirm.lua")
+
+// lineOptions are opts for a replacer's wait in the fair line: without
+// Fence and MinReplicas, which confirmReplacer adds once the lock is ours.
+func lineOptions(opts *LockOptions) *LockOptions {
+	if opts == nil || !opts.Replace || (!opts.Fence && opts.MinReplicas == 0) {
+		return opts
+	}
+	o := *opts
+	o.Fence, o.MinReplicas = false, 0
+	return &o
+}
+
+// confirmReplacer completes l, which a replacer got in the fair line (by
+// its first try or a hand-over, both without fencing or replicas), as an
+// acquisition with opts would have taken it: its fencing number drawn, and
+// acknowledged by opts.MinReplicas replicas. On failure l is released
+// (handing it on) and the error says why.
+func (c *Client) confirmReplacer(ctx context.Context, l *Lock, opts *LockOptions) (*Lock, error) {
+	if !opts.Fence && opts.MinReplicas == 0 && l.slot == 0 {
+		return l, nil
+	}
+	s, key := replacerKey(c.b, l)
+	if s == nil {
+		return nil, fmt.Errorf("acquire %s: %w", l.key, errReplaceUnsupported)
+	}
+	err := s.confirm(ctx, l, key, opts)
+	if err != nil {
+		_ = c.b.release(context.WithoutCancel(ctx), l, 0)
+		return nil, err
+	}
+	return l, nil
+}
+
+// replaceRefused is the error of an Acquire of want with opts.Replace on
+// b that cannot put the replacer first, or nil; it is checked before the
+// holder is asked to stop.
+func replaceRefused(b backend, want *Lock, opts *LockOptions) error {
+	_, sem := b.(*semaphore)
+	switch s, _ := replacerKey(b, want); {
+	case s == nil || !hasLine(want.key):
+		return fmt.Errorf("acquire %s: %w", want.key, errReplaceUnsupported)
+	case sem && opts.MinReplicas > 0:
+		return unsupported(fmt.Sprintf("acquire %s: a semaphore does not wait for replicas (MinReplicas)", want.key))
+	}
+	return nil
+}
+
+// replacerKey is the deployment of b and the key that holds l's token:
+// the lock key, or a semaphore's slot; nil for a backend without a line.
+func replacerKey(b backend, l *Lock) (*single, string) {
+	switch b := b.(type) {
+	case *single:
+		return b, l.key
+	case *semaphore:
+		base, _ := lineBase(l.key)
+		return b.one, slotKey(base, l.slot)
+	}
+	return nil, ""
+}
+
+// confirm runs replaceConfirmScript for l's token in key, then, with
+// opts.MinReplicas, WAIT on the same connection (acquireReplicated).
+func (s *single) confirm(ctx context.Context, l *Lock, key string, opts *LockOptions) error {
+	fence := "0"
+	if opts.Fence {
+		fence = "1"
+	}
+	var rdb setter = s.rdb
+	ttl := int64(0)
+	if opts.MinReplicas > 0 {
+		conn, err := stickyConn(ctx, s.rdb, l.key)
+		if err != nil {
+			return fmt.Errorf("acquire %s: %w", l.key, err)
+		}
+		defer conn.Close()
+		rdb, ttl = conn, l.ttl.Milliseconds() // a write for WAIT to count, without a fence
+	}
+	mine := ""
+	if l.slot > 0 {
+		mine = l.c.breaker() + " "
+	}
+	n, err := rdb.Eval(ctx, replaceConfirmScript(), []string{key, fenceKey(l.key), replacedKey(l.key)}, l.token, ttl, fence, mine).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return fmt.Errorf("acquire %s: it expired before it was confirmed: %w", l.key, ErrLockNotHeld)
+	case isWrongType(err):
+		return wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
+	case err != nil:
+		return fmt.Errorf("acquire %s: %w", l.key, err)
+	}
+	l.fence = n
+	if opts.MinReplicas == 0 {
+		return nil
+	}
+	conn := rdb.(*redis.Conn)
+	timeout := opts.ReplicaTimeout
+	if timeout <= 0 {
+		timeout = defaultReplicaTimeout
+	}
+	acks, err := conn.Wait(ctx, opts.MinReplicas, timeout).Result()
+	switch {
+	case err != nil:
+		return fmt.Errorf("wait for replicas of %s: %w", l.key, err)
+	case acks < int64(opts.MinReplicas):
+		return &notReplicatedError{key: l.key, want: opts.MinReplicas, got: int(acks)}
+	}
+	return nil
+}
 
 // queueReplace sends, in the join's pipeline p and after the waiter's
 // LPUSH of entry to the head of r's line, the script that marks r's

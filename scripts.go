@@ -25,6 +25,38 @@ func lazyScript(name string) func() string {
 	})
 }
 
+// withHands returns the text of lua/name after the snippets': a script
+// that hands a free lock or free slots to the fair line calls handKey or
+// handSlot, each written once.
+func withHands(name string, snippets ...func() string) func() string {
+	body := lazyScript(name)
+	return sync.OnceValue(func() string {
+		var s string
+		for _, snippet := range snippets {
+			s += snippet()
+		}
+		return s + body()
+	})
+}
+
+// keyHand is lua/key_hand.lua, which defines handKey(k, b), the hand-over
+// of the line's check and of a break: it pops entries off the fair line
+// "<b>:q" until one can take the key k, as releaseScript does (a live
+// waiter, a far one for 3 s with the next nudged, a pending pause), sets k
+// to it and returns it; nil when nobody live waits (the line is then
+// empty). The release script keeps its own copy, which also knows the
+// releaser's own waiters and the waiting mark.
+var keyHand = lazyScript("key_hand.lua")
+
+// slotsHand is lua/slots_hand.lua, which defines handSlot(k, b, i, want):
+// it pops entries off the fair line "<b>:q" until one belongs to a live
+// Client (its liveness key "<b>:c:<id>" exists and its channel "<b>:w:<id>"
+// has a subscriber, which is published "<i>:<token>"), sets slot i
+// ("<b>:s:<i>") to that token for its TTL and the name's key k to the
+// marker want for at least as long, and returns the token; nil when nobody
+// live waits (the line is then empty).
+var slotsHand = lazyScript("slots_hand.lua")
+
 // The scripts are sent with EVAL, never EVALSHA first: a one-shot process
 // such as the CLI would otherwise pay an extra NOSCRIPT round trip, and Redis
 // caches the compiled script by its digest either way. The one exception is
@@ -105,11 +137,11 @@ var (
 	// of its far key, which it then refreshes with the mark instead, and
 	// ARGV[5:] entries of that Client's waiters. If the key is free (its
 	// holder crashed or a min-hold ran out, so no release served the line)
-	// it hands the lock to the first live waiter as releaseScript does,
-	// publishing to it even when that is the caller. It returns the key's holder ("" if free),
+	// it hands the lock to the first live waiter as releaseScript does
+	// (handKey), publishing to it even when that is the caller. It returns the key's holder ("" if free),
 	// its PTTL (1, not 0, in its last millisecond, so that the head waiter
 	// checks again rather than wait for the poll), and each entry's position in the line (-1 when absent).
-	lineCheckScript = lazyScript("line_check.lua")
+	lineCheckScript = withHands("line_check.lua", keyHand)
 )
 
 // finishScript ends a run in one EVAL: the release script, then the

@@ -19,6 +19,7 @@ func TestEveryScriptIsEmbedded(t *testing.T) {
 		"left": leftScript, "break": breakScript, "record": recordScript,
 		"extend_index": extendIndexScript, "unindex": unindexScript, "status": statusScript,
 		"window": windowScript, "pause": pauseScript, "resume": resumeScript, "replace": replaceScript,
+		"replace_confirm": replaceConfirmScript, "slots_hand": slotsHand, "key_hand": keyHand,
 	}
 	for name, script := range scripts {
 		if s := script(); !strings.Contains(s, "redis.call") && !strings.Contains(s, "redis.pcall") {

@@ -65,11 +65,19 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 	}
 	want := c.newLock(name, token, ttl, opts)
 	replace := opts != nil && opts.Replace
-	if _, single := c.b.(*single); replace && (!single || !queues(opts) || !hasLine(want.key)) {
-		return nil, fmt.Errorf("acquire %s: %w", want.key, errReplaceUnsupported)
+	if replace {
+		if err := replaceRefused(c.b, want, opts); err != nil {
+			return nil, err
+		}
 	}
-	if fl, ok := c.b.(fairLine); ok && queues(opts) && hasLine(want.key) {
-		l, err := ln.fair.wait(ctx, tctx, c, fl, want, opts)
+	if fl, ok := c.b.(fairLine); ok && (queues(opts) || replace) && hasLine(want.key) {
+		// A replacer waits in the line whatever its options, and draws
+		// its fencing number or waits for replicas once it has the lock
+		// (replace.go).
+		l, err := ln.fair.wait(ctx, tctx, c, fl, want, lineOptions(opts))
+		if l != nil && err == nil && replace {
+			return c.confirmReplacer(tctx, l, opts)
+		}
 		if err != errLineRefused {
 			return l, err
 		}

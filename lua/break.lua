@@ -31,37 +31,19 @@ if ttl < 0 then
   ttl = 60000
 end
 redis.call('set', KEYS[2], ARGV[2] .. ' ' .. table.concat(sums, ' '), 'PX', ttl + 1000)
--- A plain lock goes to the first live waiter in the fair line at once, as
--- the release script hands it over (a semaphore's line is served by its check).
-if not n and ARGV[1] ~= '' then
-  local b = ARGV[1]
-  while true do
-    local e = redis.pcall('lpop', b .. ':q')
-    if type(e) ~= 'string' then
+-- A semaphore's slots go to the first live waiters in line at once, as
+-- its line's check hands them (handSlot, slots_hand.lua, comes before).
+if n and ARGV[1] ~= '' then
+  for i = 1, tonumber(n) do
+    if not handSlot(KEYS[1], ARGV[1], i, token) then
       break
     end
-    local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
-    -- A pending pause (id 0) goes into the key as the line's check puts it.
-    local u = id == '0' and tonumber(string.match(tok, '^[^|]*|[^|]*|%d+|(%d+)|'))
-    if u then
-      local t = redis.call('time')
-      u = u > 0 and u - (t[1] * 1000 + math.floor(t[2] / 1000))
-      if not u or u > 0 then
-        redis.call('set', KEYS[1], tok, unpack(u and {'PX', u} or {}))
-        break
-      end
-    elseif id then
-      -- A far waiter (its far key, no liveness key) for 3s, as a release.
-      local px, msg = ttl, tok
-      if redis.call('exists', b .. ':c:' .. id) == 0 then
-        px, msg = redis.call('exists', b .. ':f:' .. id) == 1 and math.min(ttl, 3000), '~' .. tok
-      end
-      if px and redis.call('spublish', b .. ':w:' .. id, msg) > 0 then
-        redis.call('set', KEYS[1], tok, 'PX', px)
-        break
-      end
-    end
   end
+end
+-- A plain lock goes to the first live waiter in the fair line at once, as
+-- the release script hands it over (handKey, key_hand.lua, comes before).
+if not n and ARGV[1] ~= '' then
+  handKey(KEYS[1], ARGV[1])
 end
 redis.call('publish', KEYS[1], '')
 return out

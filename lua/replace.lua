@@ -1,21 +1,41 @@
--- Ask the holder of a plain lock to stop (see replaceScript). KEYS[1]: the
--- lock key, KEYS[2]: its replace marker, KEYS[3]: its pause (pause.lua),
+-- Ask the holder of a lock to stop (see replaceScript). KEYS[1]: the lock
+-- key, KEYS[2]: its replace marker, KEYS[3]: its pause (pause.lua),
 -- KEYS[4]: the line. ARGV[1]: who replaces it, "<host>:<pid>"; ARGV[2]: the
 -- replacer's entry, just pushed at the line's head. Returns the holder's
 -- token, or nil when the key is free.
 local tok = redis.call('get', KEYS[1])
-if not tok or string.match(tok, '^#slots=') then
+if not tok then
   return tok
 end
--- A pause waits for this holder's release: the holder is left to finish,
--- and the replacer goes behind the pause's entry, to meet the pause then
--- as every waiter does.
-if redis.call('exists', KEYS[3]) == 1 then
+local n = string.match(tok, '^#slots=(%d+)$')
+local key = KEYS[1]
+if n then
+  -- A semaphore: the holder of the oldest token (its time, base 36 ms,
+  -- before the random part; none: oldest), unless a slot is free.
+  local b, age = string.sub(KEYS[4], 1, -3)
+  for i = 1, tonumber(n) do
+    local s = b .. ':s:' .. i
+    local v = redis.call('get', s)
+    if not v then
+      return tok
+    end
+    local t = tonumber(string.match(v, ':(%w+)%.%x+$') or '0', 36) or 0
+    if not age or t < age then
+      key, age = s, t
+    end
+  end
+  tok = redis.call('get', key)
+elseif string.match(tok, '^#slots=') then
+  return tok
+elseif redis.call('exists', KEYS[3]) == 1 then
+  -- A pause waits for this holder's release: the holder is left to finish,
+  -- and the replacer goes behind the pause's entry, to meet the pause then
+  -- as every waiter does.
   redis.call('lrem', KEYS[4], 1, ARGV[2])
   redis.call('rpush', KEYS[4], ARGV[2])
   return tok
 end
-local ttl = redis.call('pttl', KEYS[1])
+local ttl = redis.call('pttl', key)
 if ttl < 0 then
   ttl = 60000
 end

@@ -1,6 +1,7 @@
 -- Extend a semaphore's slot only if it is still ours (see slotsExtendScript).
--- KEYS[1]: the name's key, KEYS[2]: the slot's[, KEYS[3]: the prefix's index,
--- on a first renewal]. ARGV: token, TTL in ms, marker.
+-- KEYS[1]: the name's key, KEYS[2]: the slot's, KEYS[3]: the replace
+-- marker[, KEYS[4]: the prefix's index, on a first renewal]. ARGV: token,
+-- TTL in ms, marker. Returns 1, 0, or the replacer as extend.lua does.
 if redis.call('get', KEYS[2]) ~= ARGV[1] then
   return 0
 end
@@ -14,7 +15,11 @@ if m then
 else
   redis.call('set', KEYS[1], ARGV[3], 'PX', ARGV[2])
 end
-if KEYS[3] then
-  redis.pcall('hset', KEYS[3], KEYS[1], '')
+if KEYS[4] then
+  redis.pcall('hset', KEYS[4], KEYS[1], '')
+end
+local r = redis.call('get', KEYS[3])
+if r and string.sub(r, -40) == redis.sha1hex(ARGV[1]) then
+  return string.sub(r, 1, -42)
 end
 return 1

@@ -1,6 +1,7 @@
 -- The fair line's check for a semaphore (see slotsLineCheckScript). KEYS[1]:
 -- the name's key. ARGV: base, slots, our Client id, ms its liveness key
--- and the waiting mark live, then entries to look for. Slot and line keys are built from the base.
+-- and the waiting mark live, then entries to look for. Slot and line keys
+-- are built from the base; handSlot comes before (slots_hand.lua).
 local k, b, n = KEYS[1], ARGV[1], tonumber(ARGV[2])
 redis.call('set', b .. ':c:' .. ARGV[3], 1, 'PX', ARGV[4])
 redis.call('set', b .. ':w', 1, 'PX', ARGV[4])
@@ -15,21 +16,10 @@ for i = 1, n do
 end
 local v = redis.call('mget', unpack(ks))
 for i = 1, n do
-  while not v[i] do
-    local e = redis.call('lpop', b .. ':q')
-    if not e then
-      break
-    end
-    local id, ttl, tok = string.match(e, '^(%x+)|(%d+)|(.+)$')
-    if id and redis.call('exists', b .. ':c:' .. id) == 1 and redis.call('spublish', b .. ':w:' .. id, i .. ':' .. tok) > 0 then
-      redis.call('set', ks[i], tok, 'PX', ttl)
-      if m then
-        redis.call('pexpire', k, ttl, 'GT')
-      else
-        redis.call('set', k, want, 'PX', ttl)
-        m = want
-      end
-      v[i] = tok
+  if not v[i] then
+    v[i] = handSlot(k, b, i, want)
+    if not v[i] then
+      break -- nobody live in line
     end
   end
 end

@@ -128,8 +128,8 @@ func TestReplaceStopsTheHolderBeforeTheNextRunStarts(t *testing.T) {
 }
 
 // --replace is refused, with exit 64 and one line saying why, where it
-// cannot put the replacing run first in a fair line, and when told not to
-// wait.
+// cannot put the replacing run first in a fair line (a quorum), and when
+// told not to wait.
 func TestReplaceRefusedWhereItCannotGoFirst(t *testing.T) {
 	tests := []struct {
 		name string
@@ -137,8 +137,6 @@ func TestReplaceRefusedWhereItCannotGoFirst(t *testing.T) {
 		says string
 	}{
 		{"quorum", []string{"--redis", "redis://127.0.0.1:1", "--redis", "redis://127.0.0.1:2", "--redis", "redis://127.0.0.1:3"}, "not a quorum of masters"},
-		{"slots", []string{"--redis", "redis://127.0.0.1:1", "--slots", "2"}, "does not go with --slots"},
-		{"fence", []string{"--redis", "redis://127.0.0.1:1", "--fence"}, "does not go with --fence"},
 		{"nonblock", []string{"--redis", "redis://127.0.0.1:1", "-n"}, "give -w a positive DUR"},
 	}
 	for _, tt := range tests {
@@ -149,6 +147,96 @@ func TestReplaceRefusedWhereItCannotGoFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fencedJob writes the fencing number its run was given to "$1/$2", then
+// waits for a signal.
+const fencedJob = `echo "$WITH_LOCK_FENCE" > "$1/$2.tmp" && mv "$1/$2.tmp" "$1/$2"; exec sleep 600`
+
+// A run with --replace --fence gets a fencing number above the replaced
+// run's, and runs once that one has stopped (125, "replaced by").
+func TestReplaceWithFenceGivesTheNewRunAHigherNumber(t *testing.T) {
+	e := setup(t)
+	dir := t.TempDir()
+	old := clitest.Start(t, nil, "--redis", e.srv.URL(), "--fence", "--ttl", "1s", "fenced-replace", "sh", "-c", fencedJob, "sh", dir, "old")
+	old.WaitFile(filepath.Join(dir, "old"))
+	res := e.run("--fence", "--replace", "--ttl", "1s", "fenced-replace", "sh", "-c", `echo "$WITH_LOCK_FENCE" > "$1/new"`, "sh", dir)
+	if res.Code != 0 {
+		t.Fatalf("--replace --fence: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	if r := old.Wait(10 * time.Second); r.Code != 125 || !hasLine(r.Stderr, "replaced by") {
+		t.Errorf("the replaced run: exit %d, stderr %q; want 125, replaced by", r.Code, r.Stderr)
+	}
+	before, err1 := strconv.ParseInt(strings.TrimSpace(readFile(t, filepath.Join(dir, "old"))), 10, 64)
+	after, err2 := strconv.ParseInt(strings.TrimSpace(readFile(t, filepath.Join(dir, "new"))), 10, 64)
+	if err1 != nil || err2 != nil || after <= before {
+		t.Errorf("WITH_LOCK_FENCE: the replaced run had %d (%v), the new one %d (%v); want the new one higher", before, err1, after, err2)
+	}
+}
+
+// --replace --min-replicas waits for the replicas as any run does: with
+// too few it exits 69 without running the command, whether it took the
+// free lock or was handed it by the run it replaced, and leaves the lock
+// free.
+func TestReplaceWithMinReplicasExits69WithTooFew(t *testing.T) {
+	e := setup(t) // a server without replicas
+	for _, held := range []bool{false, true} {
+		var old *clitest.Proc
+		if held {
+			dir := t.TempDir()
+			old = clitest.Start(t, nil, "--redis", e.srv.URL(), "--ttl", "1s", "replicated-replace", "sh", "-c", fencedJob, "sh", dir, "old")
+			old.WaitFile(filepath.Join(dir, "old"))
+		}
+		res := e.run("--replace", "--min-replicas", "1", "--ttl", "1s", "replicated-replace", "touch", e.path("ran"))
+		if res.Code != 69 || e.exists("ran") || !hasLine(res.Stderr, "of the 1 replicas") {
+			t.Errorf("held %v: exit %d (ran %v), stderr %q; want 69, not run", held, res.Code, e.exists("ran"), res.Stderr)
+		}
+		if old != nil {
+			if r := old.Wait(10 * time.Second); r.Code != 125 {
+				t.Errorf("the replaced run: exit %d, stderr %q; want 125", r.Code, r.Stderr)
+			}
+		}
+		e.gone(t, "lock:replicated-replace")
+	}
+}
+
+// --replace --slots N stops the oldest of the N holders, and only it: the
+// new run takes its slot while the younger holder keeps running.
+func TestReplaceWithSlotsStopsTheOldestHolder(t *testing.T) {
+	e := setup(t)
+	dir := t.TempDir()
+	holders := make([]*clitest.Proc, 2)
+	for i, who := range []string{"oldest", "younger"} {
+		holders[i] = clitest.Start(t, nil, "--redis", e.srv.URL(), "--slots", "2", "--ttl", "1s", "slots-replace", "sh", "-c", fencedJob, "sh", dir, who)
+		holders[i].WaitFile(filepath.Join(dir, who))
+	}
+	res := e.run("--slots", "2", "--replace", "--ttl", "1s", "slots-replace", "touch", e.path("ran"))
+	if res.Code != 0 || !e.exists("ran") {
+		t.Fatalf("--replace --slots 2: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	if r := holders[0].Wait(10 * time.Second); r.Code != 125 || !hasLine(r.Stderr, "replaced by") {
+		t.Errorf("the oldest holder: exit %d, stderr %q; want 125, replaced by", r.Code, r.Stderr)
+	}
+	// A younger holder asked to stop would have read it by its second
+	// renewal since (each renewal sets its slot's PTTL back up).
+	renewals, last := 0, time.Duration(0)
+	clitest.Eventually(t, 10*time.Second, "the younger holder stopped renewing", func() bool {
+		var d time.Duration
+		for _, slot := range []string{"1", "2"} {
+			d = max(d, e.rdb.PTTL(context.Background(), "{lock:slots-replace}:s:"+slot).Val())
+		}
+		if d > last {
+			renewals++
+		}
+		last = d
+		return renewals > 2 || holders[1].Exited()
+	})
+	if holders[1].Exited() {
+		r := holders[1].Wait(time.Second)
+		t.Fatalf("the younger holder ended too: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	holders[1].Signal(syscall.SIGTERM)
+	holders[1].Wait(10 * time.Second)
 }
 
 // The line's head is handed the lock by --break at once: a CLI waiter with

@@ -19,18 +19,12 @@ func (c *Config) validateReplace() error {
 	if !c.Replace {
 		return nil
 	}
-	// The replacing run goes first in the fair line, and a hand-over is a
-	// plain SET of one key: what has no line, or more than one key, is
-	// refused rather than let a third run slip in.
-	switch {
-	case c.Topology() == Quorum:
+	// The replacing run goes first in the fair line: what has no line is
+	// refused rather than let a third run slip in. --slots stops the
+	// oldest holder; --fence and --min-replicas are served once the lock
+	// is handed over (the library's LockOptions.Replace).
+	if c.Topology() == Quorum {
 		return errors.New("--replace needs one Redis deployment, not a quorum of masters: a quorum has no fair line to put the replacing run first in")
-	case c.Slots > 1:
-		return errors.New("--replace does not go with --slots: which of the holders to stop is not decided yet; use --break to stop them all")
-	case c.Fence:
-		return errors.New("--replace does not go with --fence: the fair line's hand-over draws no fencing number")
-	case c.MinReplicas > 0:
-		return errors.New("--replace does not go with --min-replicas: an acquisition that waits for replicas waits outside the fair line")
 	}
 	switch {
 	case c.Wait > 0:

@@ -68,7 +68,7 @@ func settings(c *Config) []group {
 				help: "first wait a random time up to `DUR`, so that hosts whose cron fires together do not reach Redis at once"},
 			{name: "nonblock", short: "n", field: &c.nonblock, help: "fail at once when the lock is busy (the default)"},
 			{name: "replace", env: "WITH_LOCK_REPLACE", field: &c.Replace,
-				help: "stop the run holding the lock (as on a lost lock: 125, \"replaced by host:pid\"), wait first in line until it is gone, then run; -w defaults to --ttl + --kill-after + 5s"},
+				help: "stop the run holding the lock (with --slots the oldest holder; as on a lost lock: 125, \"replaced by host:pid\"), wait first in line until it is gone, then run; -w defaults to --ttl + --kill-after + 5s"},
 			{name: "conflict-exit-code", short: "E", env: "WITH_LOCK_CONFLICT_EXIT_CODE", field: &c.ConflictExit, def: DefaultConflictExit,
 				help: "exit with `N` (0-255) when the lock is busy"},
 			{name: "min-hold", env: "WITH_LOCK_MIN_HOLD", field: &c.MinHold,
