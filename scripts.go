@@ -39,13 +39,12 @@ func withHands(name string, snippets ...func() string) func() string {
 	})
 }
 
-// keyHand is lua/key_hand.lua, which defines handKey(k, b), the hand-over
-// of the line's check and of a break: it pops entries off the fair line
-// "<b>:q" until one can take the key k, as releaseScript does (a live
-// waiter, a far one for 3 s with the next nudged, a pending pause), sets k
-// to it and returns it; nil when nobody live waits (the line is then
-// empty). The release script keeps its own copy, which also knows the
-// releaser's own waiters and the waiting mark.
+// keyHand is lua/key_hand.lua, which defines handKey(k, b, cid), the
+// hand-over of a release, the line's check and a break: it pops entries off
+// the fair line "<b>:q" until one can take the key k (a live waiter, the
+// releasing Client's own, cid, counted live; a far one for 3 s with the
+// next nudged; a pending pause), sets k to it and returns it, with true for
+// a pause; nil when nobody live waits (the line is then empty).
 var keyHand = lazyScript("key_hand.lua")
 
 // slotsHand is lua/slots_hand.lua, which defines handSlot(k, b, i, want):
@@ -106,7 +105,7 @@ var (
 	// them in the key's Cluster slot. Its explanations live here rather
 	// than in release.lua: the script's text travels with every release
 	// and Redis hashes it each time, so the Lua is kept short.
-	releaseScript = lazyScript("release.lua")
+	releaseScript = withHands("release.lua", keyHand)
 	extendScript  = lazyScript("extend.lua")
 	pttlScript    = lazyScript("pttl.lua")
 	// acquireFencedScript takes a lock and draws its fencing number in one
