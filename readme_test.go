@@ -1,10 +1,14 @@
 package withlock_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -171,5 +175,191 @@ func TestReadmeQuickStartIsTwoCommands(t *testing.T) {
 	}
 	if got := strings.TrimSpace(blocks[1]); got != "make demo\nmake test" {
 		t.Errorf("the Quick start's commands are %q, want make demo and make test", got)
+	}
+}
+
+// documentedPackages are the packages whose every source file
+// docs/architecture.md names, each in the first column of the table under
+// its heading; a name may be a pattern (admin_*.go).
+var documentedPackages = map[string]string{
+	".":             "## Where the code is",
+	"cmd/with-lock": "## The command, file by file",
+}
+
+// The map of the tree stays true: every source file of a package it lists
+// is named there, and every file it names is there, so that adding,
+// renaming or removing a file fails until the map says so.
+func TestArchitectureNamesEverySourceFile(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := regexp.MustCompile("`([^`/]+\\.go)`")
+	for dir, heading := range documentedPackages {
+		_, section, ok := strings.Cut(string(doc), "\n"+heading+"\n")
+		if !ok {
+			t.Errorf("docs/architecture.md has no heading %q, under which it lists %s's files", heading, dir)
+			continue
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		var patterns []string
+		for _, row := range strings.Split(section, "\n") {
+			if first, ok := firstCell(row); ok {
+				for _, m := range name.FindAllStringSubmatch(first, -1) {
+					patterns = append(patterns, m[1])
+				}
+			}
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		matched := map[string]bool{}
+		for _, file := range files {
+			base := filepath.Base(file)
+			if strings.HasSuffix(base, "_test.go") {
+				continue
+			}
+			named := false
+			for _, p := range patterns {
+				if ok, _ := filepath.Match(p, base); ok {
+					named, matched[p] = true, true
+				}
+			}
+			if !named {
+				t.Errorf("docs/architecture.md does not name %s under %q", filepath.Join(dir, base), heading)
+			}
+		}
+		for _, p := range patterns {
+			if !matched[p] {
+				t.Errorf("docs/architecture.md names %s under %q, but %s has no such source file", p, heading, dir)
+			}
+		}
+	}
+	// A file named anywhere else in the map (how a run flows, the job's
+	// tracking) is a file of the repository.
+	var all []string
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+			all = append(all, filepath.Base(path))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range name.FindAllStringSubmatch(string(doc), -1) {
+		found := false
+		for _, base := range all {
+			if ok, _ := filepath.Match(m[1], base); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("docs/architecture.md names %s, which is no file of the repository", m[1])
+		}
+	}
+}
+
+// firstCell is the first cell of a Markdown table row, and whether row is
+// one (not its separator).
+func firstCell(row string) (string, bool) {
+	if !strings.HasPrefix(row, "| ") {
+		return "", false
+	}
+	cell, _, _ := strings.Cut(row[2:], " |")
+	return cell, true
+}
+
+// settingsDeclared reads internal/config/settings.go, where every flag is
+// declared, and returns each setting's flags ("--name", and "-x" when it
+// has a short one) by its long name, and whether it has a WITH_LOCK_*
+// variable.
+func settingsDeclared(t *testing.T) (flags map[string][]string, hasEnv map[string]bool) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("internal", "config", "settings.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, hasEnv = map[string][]string{}, map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		lit, ok := n.(*ast.CompositeLit)
+		if !ok {
+			return true
+		}
+		fields := map[string]ast.Expr{}
+		for _, e := range lit.Elts {
+			if kv, ok := e.(*ast.KeyValueExpr); ok {
+				if key, ok := kv.Key.(*ast.Ident); ok {
+					fields[key.Name] = kv.Value
+				}
+			}
+		}
+		long, ok := stringLit(fields["name"])
+		if !ok || fields["field"] == nil {
+			return true // not a setting
+		}
+		flags[long] = []string{"--" + long}
+		if short, ok := stringLit(fields["short"]); ok && short != "" {
+			flags[long] = append(flags[long], "-"+short)
+		}
+		env, isLit := stringLit(fields["env"])
+		hasEnv[long] = fields["env"] != nil && (!isLit || env != "")
+		return false
+	})
+	if len(flags) < 50 {
+		t.Fatalf("read %d settings from settings.go; the reading must have stopped finding them", len(flags))
+	}
+	return flags, hasEnv
+}
+
+// stringLit is the value of e when it is a string literal.
+func stringLit(e ast.Expr) (string, bool) {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	return s, err == nil
+}
+
+// The README names every flag that has no WITH_LOCK_* variable, and only
+// those, where it says which they are; the flags table says it is a
+// selection and points to where every flag is.
+func TestReadmeListsEveryFlagWithoutVariable(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const intro = "Every flag but these can also be set by a `WITH_LOCK_*` variable"
+	_, list, ok := strings.Cut(strings.Join(strings.Fields(string(readme)), " "), intro)
+	if !ok {
+		t.Fatalf("README.md does not say which flags have no variable (%q)", intro)
+	}
+	list, _, _ = strings.Cut(list, ". ")
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(--?[a-z][a-z0-9-]*)`").FindAllStringSubmatch(list, -1) {
+		named[m[1]] = true
+	}
+	flags, hasEnv := settingsDeclared(t)
+	for long, names := range flags {
+		said := false
+		for _, n := range names {
+			said = said || named[n]
+			delete(named, n)
+		}
+		switch {
+		case !hasEnv[long] && !said:
+			t.Errorf("README.md does not name --%s among the flags without a variable", long)
+		case hasEnv[long] && said:
+			t.Errorf("README.md names --%s among the flags without a variable, but it has one", long)
+		}
+	}
+	for n := range named {
+		t.Errorf("README.md names %s among the flags without a variable, but no setting has that flag", n)
+	}
+	if !strings.Contains(string(readme), "`with-lock --help` and with-lock(1) list every one") {
+		t.Error("README.md's flags table does not say it is a selection, and where every flag is")
 	}
 }

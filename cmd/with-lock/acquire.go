@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
-	"golang.org/x/sys/unix"
 )
 
-// acquire takes the lock, or returns nil and the exit code to leave with.
-func (r *runner) acquire() (*withlock.Lock, int) {
+// acquire takes the lock, or returns nil and how the run ended.
+func (r *runner) acquire() (*withlock.Lock, result) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var lock *withlock.Lock
@@ -47,40 +45,41 @@ func (r *runner) acquire() (*withlock.Lock, int) {
 		}
 		code := 128 + int(sig.(syscall.Signal))
 		r.log.error("interrupted", fields{Signal: signalName(sig), Code: &code}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
-		return nil, code
+		return nil, notRun(code, outcomeError)
 	}
 	r.warnEviction() // eviction.go
 	switch {
 	case err == nil:
-		r.acquiredAt = time.Now()
-		took := r.acquiredAt.Sub(start)
+		took := time.Since(start)
 		f := fields{Fence: lock.Fence(), DurationMs: ms(took), TTLMs: r.cfg.TTL.Milliseconds()}
 		if lock.Fence() > 0 {
 			r.log.info("acquired", f, "acquired %s in %s, fence %d, ttl %s", lock.Key(), round(took), lock.Fence(), r.cfg.TTL)
 		} else {
 			r.log.info("acquired", f, "acquired %s in %s, ttl %s", lock.Key(), round(took), r.cfg.TTL)
 		}
-		return lock, 0
+		return lock, result{acquired: lock.Acquired()}
 	case errors.Is(err, withlock.ErrNotObtained):
-		r.mon.skipped = outcomeBusy
-		if errors.Is(err, withlock.ErrPaused) {
-			r.mon.skipped = outcomePaused
-		}
 		if code, skip := r.doneWhileBusy(); skip { // onceper.go: kept by --min-hold after a success
-			return nil, code
+			return nil, notRun(code, outcomeDone)
+		}
+		if errors.Is(err, withlock.ErrPaused) {
+			if r.cfg.ConflictExit != 0 {
+				r.busy(err) // busy.go; a pause ends a wait at once, which busy.go says
+			}
+			return nil, notRun(r.cfg.ConflictExit, outcomePaused)
 		}
 		if r.cfg.ConflictExit != 0 {
-			if r.cfg.Wait > 0 && !errors.Is(err, withlock.ErrPaused) { // a pause ends the wait at once: busy.go says so
+			if r.cfg.Wait > 0 {
 				r.gaveUp(err, time.Since(start))
 			} else {
 				r.busy(err) // busy.go
 			}
 		}
-		return nil, r.cfg.ConflictExit
+		return nil, notRun(r.cfg.ConflictExit, outcomeBusy)
 	default:
 		code := redisExit(err)
 		r.log.error("error", fields{Code: &code}, "%s%s; command not run%s", r.inUserWords(err), r.waitedLonger(err, time.Since(start)), hint(code, err))
-		return nil, code
+		return nil, notRun(code, outcomeError)
 	}
 }
 
@@ -93,77 +92,6 @@ func (r *runner) waitedLonger(err error, took time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf(", %s in all with the clean-up of its token", round(took))
-}
-
-// logWaiting says, with -v, who holds the lock a wait begins for and
-// since when. It only reads (Status): Acquire's place in the waiting line
-// stays what it would be without -v. A lock that turns out free says
-// nothing; Acquire then takes it at once.
-func (r *runner) logWaiting(ctx context.Context) {
-	if !r.log.verbose {
-		return
-	}
-	sctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
-	defer cancel()
-	st, err := r.locker.Status(sctx, r.cfg.Name)
-	if err != nil || !st.Held {
-		return // Acquire will say what is wrong, or take the lock
-	}
-	who := st.Holder.ID
-	if s := since(st.Holder.Since, time.Now()); s != "" {
-		who += " " + s
-	}
-	r.log.info("waiting", holderFields(st.Holder),
-		"waiting up to %s for %s, held by %s", r.cfg.Wait, st.Key, who)
-}
-
-// gaveUp says that a wait ran out: how long it waited, and who holds the
-// lock and since when, asked of Redis now (the holder may have changed
-// while we waited; renewal keeps its remaining time near the TTL, which
-// says little). Hidden by -q, as the busy message.
-func (r *runner) gaveUp(err error, waited time.Duration) {
-	key := r.locker.Key(r.cfg.Name)
-	var held *withlock.NotObtainedError
-	errors.As(err, &held)
-	f := fields{DurationMs: ms(waited)}
-	who := ""
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
-	defer cancel()
-	st, serr := r.locker.Status(ctx, r.cfg.Name)
-	switch {
-	case serr == nil && st.Held:
-		f = holderFields(st.Holder)
-		f.DurationMs = ms(waited)
-		who = waitedFor(st, time.Now()) // busy.go
-	case serr == nil:
-		who = "it was held until just now"
-		if held != nil {
-			who = "it was held by " + held.Holder.ID + " until just now"
-		}
-	case held != nil:
-		f.Holder = held.Holder.ID
-		who = "held by " + held.Holder.ID
-	default:
-		who = "held by another owner"
-	}
-	r.log.warn("busy", f, "gave up waiting for %s after %s (-w %s): %s; command not run", key, round(waited), r.cfg.Wait, who)
-}
-
-// round shortens d for a message: milliseconds under a minute, seconds
-// above.
-func round(d time.Duration) time.Duration {
-	if d >= time.Minute {
-		return d.Round(time.Second)
-	}
-	return d.Round(time.Millisecond)
-}
-
-// signalName is "SIGTERM" for syscall.SIGTERM.
-func signalName(sig os.Signal) string {
-	if s, ok := sig.(syscall.Signal); ok && unix.SignalName(s) != "" {
-		return unix.SignalName(s)
-	}
-	return sig.String()
 }
 
 // lockOptions are the per-acquisition options of this run; nil when there

@@ -10,6 +10,60 @@ import (
 	"github.com/with-lock/with-lock/internal/config"
 )
 
+// logWaiting says, with -v, who holds the lock a wait begins for and
+// since when. It only reads (Status): Acquire's place in the waiting line
+// stays what it would be without -v. A lock that turns out free says
+// nothing; Acquire then takes it at once.
+func (r *runner) logWaiting(ctx context.Context) {
+	if !r.log.verbose {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+	defer cancel()
+	st, err := r.locker.Status(sctx, r.cfg.Name)
+	if err != nil || !st.Held {
+		return // Acquire will say what is wrong, or take the lock
+	}
+	who := st.Holder.ID
+	if s := since(st.Holder.Since, time.Now()); s != "" {
+		who += " " + s
+	}
+	r.log.info("waiting", holderFields(st.Holder),
+		"waiting up to %s for %s, held by %s", r.cfg.Wait, st.Key, who)
+}
+
+// gaveUp says that a wait ran out: how long it waited, and who holds the
+// lock and since when, asked of Redis now (the holder may have changed
+// while we waited; renewal keeps its remaining time near the TTL, which
+// says little). Hidden by -q, as the busy message.
+func (r *runner) gaveUp(err error, waited time.Duration) {
+	key := r.locker.Key(r.cfg.Name)
+	var held *withlock.NotObtainedError
+	errors.As(err, &held)
+	f := fields{DurationMs: ms(waited)}
+	who := ""
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
+	defer cancel()
+	st, serr := r.locker.Status(ctx, r.cfg.Name)
+	switch {
+	case serr == nil && st.Held:
+		f = holderFields(st.Holder)
+		f.DurationMs = ms(waited)
+		who = waitedFor(st, time.Now()) // busy.go
+	case serr == nil:
+		who = "it was held until just now"
+		if held != nil {
+			who = "it was held by " + held.Holder.ID + " until just now"
+		}
+	case held != nil:
+		f.Holder = held.Holder.ID
+		who = "held by " + held.Holder.ID
+	default:
+		who = "held by another owner"
+	}
+	r.log.warn("busy", f, "gave up waiting for %s after %s (-w %s): %s; command not run", key, round(waited), r.cfg.Wait, who)
+}
+
 // busy says, unless -q, that the lock is held and the command not run.
 // On one deployment it asks Redis again (Status) for what the failed SET
 // NX cannot tell: that the holder's run has finished and only --min-hold
@@ -20,8 +74,8 @@ func (r *runner) busy(err error) {
 	if r.log.quiet {
 		return
 	}
-	if line, ok := pausedLine(err); ok { // pause.go
-		r.log.warn("paused", fields{}, "%s; command not run", line)
+	if msg, ok := pausedMessage(err); ok { // pause.go
+		r.log.warn("paused", fields{}, "%s; command not run", msg)
 		return
 	}
 	var held *withlock.NotObtainedError
@@ -37,7 +91,7 @@ func (r *runner) busy(err error) {
 		cancel()
 		if serr == nil && st.Held {
 			f = holderFields(st.Holder)
-			msg = busyLine(st, time.Now())
+			msg = busyMessage(st, time.Now())
 		}
 	}
 	r.log.warn("busy", f, "%s; command not run", msg)
@@ -49,9 +103,9 @@ func holderFields(h withlock.Holder) fields {
 	return fields{Holder: h.ID, Since: rfc3339(h.Since), TTLMs: h.TTL.Milliseconds()}
 }
 
-// busyLine says who holds the lock st describes, since when, and when it
+// busyMessage says who holds the lock st describes, since when, and when it
 // frees.
-func busyLine(st *withlock.Status, now time.Time) string {
+func busyMessage(st *withlock.Status, now time.Time) string {
 	switch {
 	case st.KeptByMinHold:
 		return fmt.Sprintf("%s is kept by --min-hold until %s (%s from now): the last run, by %s, has finished",
@@ -77,7 +131,7 @@ func owner(holder string) string {
 }
 
 // waitedFor says, after a wait ran out, what keeps the lock st describes:
-// as busyLine, without the key the message already names, and without the
+// as busyMessage, without the key the message already names, and without the
 // remaining time, which renewal keeps near the TTL.
 func waitedFor(st *withlock.Status, now time.Time) string {
 	switch {

@@ -27,8 +27,8 @@ func TestBusyLineWording(t *testing.T) {
 			"lock:x is kept by --min-hold until 14:12:07 (10m0s from now): the last run, by vm:6854, has finished"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := busyLine(&tc.st, now); got != tc.want {
-				t.Errorf("busyLine = %q\nwant        %q", got, tc.want)
+			if got := busyMessage(&tc.st, now); got != tc.want {
+				t.Errorf("busyMessage = %q\nwant          %q", got, tc.want)
 			}
 		})
 	}

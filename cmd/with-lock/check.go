@@ -35,7 +35,7 @@ type verdict struct {
 type checkJSON struct {
 	Status      string         `json:"status"` // OK, WARNING, CRITICAL, UNKNOWN
 	Code        int            `json:"code"`
-	Message     string         `json:"message"` // the text line without "WITH-LOCK <status> - "
+	Message     string         `json:"message"` // the verdict's message, without "WITH-LOCK <status> - "
 	Name        string         `json:"name"`
 	Key         string         `json:"key,omitempty"`
 	AgeSeconds  *float64       `json:"last_success_age_seconds,omitempty"`
@@ -83,7 +83,7 @@ func (r *runner) check() int {
 		v = mayEvict(whilePaused(r.judge(st, time.Now()), st), st) // pause.go
 	}
 	if !r.cfg.JSON {
-		fmt.Printf("WITH-LOCK %s - %s\n", checkStates[v.code], oneLineText(v.msg))
+		fmt.Printf("WITH-LOCK %s - %s\n", checkStates[v.code], escapeBreaks(v.msg))
 		return v.code
 	}
 	if err := printJSON(r.checkJSON(v, st, time.Now())); err != nil {
@@ -213,5 +213,5 @@ func units(big int, bigUnit string, small int, smallUnit string) string {
 	return fmt.Sprintf("%d%s%d%s", big, bigUnit, small, smallUnit)
 }
 
-// oneLineText keeps a message on its one line.
-func oneLineText(s string) string { return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s) }
+// escapeBreaks keeps a message on one line.
+func escapeBreaks(s string) string { return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s) }

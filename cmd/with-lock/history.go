@@ -52,7 +52,7 @@ func (r *runner) history() int {
 	out.WriteString(rows[0])
 	for i := range runs {
 		out.WriteString(rows[i+1])
-		out.WriteString(outputLines(runs[i].Output, historyLines))
+		out.WriteString(indentedOutput(runs[i].Output, historyOutputLines))
 	}
 	if err := out.Flush(); err != nil {
 		return r.log.failed(exitInternal, "write the history: %v", err)
@@ -63,17 +63,17 @@ func (r *runner) history() int {
 // outputIndent starts each line of a run's output under its row.
 const outputIndent = "  | "
 
-// historyLines is how many of each run's last lines of output --history
+// historyOutputLines is how many of each run's last lines of output --history
 // shows, so that its table stays one to read; --status shows the last
 // run's whole, and --json every run's.
-const historyLines = 10
+const historyOutputLines = 10
 
-// outputLines is the end of a run's output, as recorded, one line under
+// indentedOutput is the end of a run's output, as recorded, one line under
 // another after outputIndent, its last most lines and how many came
 // before: what a terminal would show of it,
 // without the control characters (escape sequences, carriage returns)
 // that would act on the reader's terminal instead.
-func outputLines(output string, most int) string {
+func indentedOutput(output string, most int) string {
 	if output == "" {
 		return ""
 	}

@@ -3,8 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -13,271 +12,320 @@ import (
 	"github.com/with-lock/with-lock/internal/supervise"
 )
 
-// hold supervises the command while it holds lock: it renews the lock
-// (unless --no-renew), passes on the signals with-lock receives, stops the
-// command when the lock is lost (--on-lost term), and releases the lock at
-// the end. It returns with-lock's exit code.
-func (r *runner) hold(child *supervise.Child, lock *withlock.Lock) int {
+// The hold: from the command's start to the lock's release. The lock is
+// renewed (unless --no-renew); the signals with-lock receives go to the
+// command; the job is stopped when the lock is lost (--on-lost term),
+// when --max-run runs out, or, once the command exited, what it left
+// (--leftovers kill); and the lock is held until the job's last process
+// has ended, then released with the run's record. What hold says is in
+// hold_messages.go.
+
+// stopCause is why the job is being stopped, if it is; it decides the exit
+// code.
+type stopCause int
+
+const (
+	notStopping       stopCause = iota // the job runs as it will
+	stoppingLeftovers                  // --leftovers kill: exit as the command did
+	stoppingMaxRun                     // --max-run ran out: exit 124
+	stoppingLost                       // the lock was lost: exit 125
+)
+
+// killPoll is how often a job that was sent SIGKILL is sent it again, for
+// processes forked while the last one was on its way.
+const killPoll = 10 * time.Millisecond
+
+// killGrace is how long after SIGKILL hold waits for the job before it
+// gives up on a process that cannot die (stuck in the kernel) and ends.
+const killGrace = time.Second
+
+// settleTime is how long after the command's exit what is left of its job
+// counts as left over.
+const settleTime = 100 * time.Millisecond
+
+// holding is the state of one hold; only hold's loop changes it.
+type holding struct {
+	r     *runner
+	child *supervise.Child
+	lock  *withlock.Lock
+	ka    *withlock.KeepAlive // nil with --no-renew
+	renew *renewals           // what KeepAlive reported (renewals.go)
+	// window is --once-per's window of this run (Lock.OncePer), which the
+	// record (Run.Window) marks done when the run succeeds; nil without.
+	window *withlock.Span
+
+	commandDone <-chan struct{} // the command exited; nil once handled
+	jobDone     <-chan struct{} // no process of the job is left; nil until the command exited
+	lost        <-chan struct{} // the lock is lost; nil without renewal, or once handled
+	alarms      alarms          // the times hold acts at
+
+	stopping  stopCause
+	timedOut  bool           // --max-run began stopping the job (a loss after it still exits 125)
+	killing   bool           // SIGKILL was sent, and is sent again until the job is gone
+	forwarded syscall.Signal // the last signal passed on to the command
+	stopSig   syscall.Signal // the stop signal --stop-timeout counts from
+
+	code   int       // the command's exit code, once it exited
+	exited time.Time // when the command exited
+	warned bool      // the leftovers warning was given
+	noting atomic.Bool
+}
+
+// hold supervises the started command while it holds lock, releases the
+// lock once the job has ended, and returns how the run ended.
+func (r *runner) hold(child *supervise.Child, lock *withlock.Lock, window *withlock.Span) result {
+	h := r.newHolding(child, lock)
+	h.window = window
+	for {
+		select {
+		case <-h.commandDone:
+			h.commandExited()
+		case <-h.jobDone:
+			return h.finish()
+		case sig := <-r.sigs:
+			h.forward(sig.(syscall.Signal))
+		case <-h.lost:
+			h.lockLost()
+		case <-h.alarms.C():
+			h.alarmsDue()
+		}
+	}
+}
+
+// newHolding begins the hold: the lock's renewal, and --max-run's clock,
+// which counts from the command's start.
+func (r *runner) newHolding(child *supervise.Child, lock *withlock.Lock) *holding {
 	// The guard kills the command's whole process group if with-lock is
 	// killed. Without it only the parent-death signal, on Linux, stops the
 	// command, and not its children.
 	if err := child.GuardErr(); err != nil {
 		r.log.warn("warning", fields{}, "%v; if with-lock is killed, the command's children may outlive it", err)
 	}
-	var ka *withlock.KeepAlive
-	var lost <-chan struct{}
-	rn := &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}
+	h := &holding{r: r, child: child, lock: lock, commandDone: child.Done(),
+		renew: &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}}
 	if !r.cfg.NoRenew {
-		ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
-			OnRenew: rn.report, OnReacquire: rn.reacquired, Reacquire: r.cfg.OnLost == config.OnLostReacquire}) // reacquire.go
-		lost = ka.Lost()
-		rn.mu.Lock()
-		rn.ka = ka
-		rn.mu.Unlock()
+		h.ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
+			OnRenew: h.renew.report, OnReacquire: h.renew.reacquired, Reacquire: r.cfg.OnLost == config.OnLostReacquire})
+		h.lost = h.ka.Lost()
+		h.renew.started(h.ka)
 	}
-	var killAt time.Time // set once the command is being stopped
-	var kill <-chan time.Time
-	js := r.newJobStop(child, lock) // jobstop.go: --max-run, --leftovers, the end of the job
-	stop := &stopTimer{r: r}        // stopping.go: --stop-timeout
-	code := 0
-	for {
-		select {
-		case <-js.mainDone:
-			var stop bool
-			if code, stop = js.commandExited(!killAt.IsZero()); stop {
-				kill = time.After(r.cfg.KillAfter)
+	if d := r.cfg.MaxRun; d > 0 {
+		h.alarms.set(alarmMaxRun, d-time.Since(child.Started()))
+	}
+	return h
+}
+
+// commandExited reads the command's exit code. What it left running holds
+// the lock until it ends (--leftovers wait), said once it is still there
+// settleTime later, or is stopped (--leftovers kill).
+func (h *holding) commandExited() {
+	r, child := h.r, h.child
+	h.commandDone, h.jobDone = nil, child.JobDone()
+	h.code = child.Wait()
+	h.exited = time.Now()
+	h.sayExited(h.code)
+	if h.stopping != notStopping || child.JobEnded() {
+		return
+	}
+	left := child.Remaining()
+	switch {
+	case len(left) == 0:
+	case r.cfg.Leftovers == config.LeftoversKill:
+		h.sayStoppingLeftovers(h.code, left)
+		h.stop(stoppingLeftovers)
+	default:
+		h.alarms.set(alarmLeftovers, settleTime)
+	}
+}
+
+// forward passes sig on to the command. Under --stop-timeout the first
+// SIGTERM, SIGINT or SIGHUP starts the time the job has to end; others
+// (SIGQUIT asks for a dump) and later ones leave it as it is.
+func (h *holding) forward(sig syscall.Signal) {
+	r := h.r
+	h.forwarded = sig
+	if err := h.child.Signal(sig); err != nil {
+		r.log.warn("warning", fields{}, "forward %v to the command: %v", sig, err)
+	}
+	if r.cfg.StopTimeout <= 0 || h.alarms.pending(alarmStopTimeout) ||
+		(sig != syscall.SIGTERM && sig != syscall.SIGINT && sig != syscall.SIGHUP) {
+		return
+	}
+	h.stopSig = sig
+	h.alarms.set(alarmStopTimeout, r.cfg.StopTimeout)
+	h.sayStopTimeoutBegins(sig)
+}
+
+// lockLost stops the job (unless --on-lost ignore), then says why the lock
+// was lost: finding out who took it may cost a round trip the command must
+// not run on for.
+func (h *holding) lockLost() {
+	r := h.r
+	h.lost = nil
+	if r.cfg.OnLost != config.OnLostIgnore {
+		h.stop(stoppingLost)
+	}
+	h.sayLost()
+}
+
+// alarmsDue acts on every alarm whose time has come.
+func (h *holding) alarmsDue() {
+	for _, a := range h.alarms.due() {
+		switch a {
+		case alarmMaxRun:
+			if h.stopping == notStopping {
+				h.timedOut = true
+				h.sayTimedOut()
+				h.stop(stoppingMaxRun)
 			}
-		case <-js.jobDone:
-			if ka != nil {
-				ka.Stop()
-			}
-			code = js.exitCode(code, !killAt.IsZero())
-			r.usage, r.tracking = child.Usage(), child.TrackingMode()
-			r.finish(lock, ka, code) // record.go: release, and record the run
-			child.Close()            // its cgroup went meanwhile
-			return code
-		case sig := <-r.sigs:
-			r.forwarded = sig.(syscall.Signal)
-			if err := child.Signal(sig.(syscall.Signal)); err != nil {
-				r.log.warn("warning", fields{}, "forward %v to the command: %v", sig, err)
-			}
-			stop.forwarded(sig.(syscall.Signal))
-		case <-stop.fired:
-			stop.expired(child)
-			js.killed()
-		case <-lost:
-			lost = nil
-			why, f := r.lostReason(lock, ka.Err(), rn)
-			why += r.notReacquired(ka.Err()) // reacquire.go
-			if r.cfg.OnLost == config.OnLostIgnore {
-				r.log.error("lost", f, "%s; --on-lost ignore: the command goes on without the lock", why)
-				continue
-			}
-			// Stop first, explain after: finding out who took the lock
-			// costs a round trip the command must not run on for.
-			killAt = time.Now().Add(r.cfg.KillAfter)
-			if err := child.Signal(r.cfg.StopWith()); err != nil {
-				r.log.warn("warning", fields{}, "stop the command: %v", err)
-			}
-			kill = time.After(r.cfg.KillAfter)
-			r.log.error("lost", f, "%s; stopping the command (%s, SIGKILL after %s), exit %d",
-				why, signalName(r.cfg.StopWith()), r.cfg.KillAfter, exitLockLost)
-		case <-kill:
-			kill = nil
-			if err := child.Signal(syscall.SIGKILL); err != nil {
-				r.log.warn("warning", fields{}, "kill the command: %v", err)
-			}
-			js.killed()
-		case <-js.maxRun:
-			if js.timeUp(!killAt.IsZero()) {
-				kill = time.After(r.cfg.KillAfter)
-			}
-		case <-js.rekill:
-			_ = child.Signal(syscall.SIGKILL)
-		case <-js.giveUp:
-			js.abandon()
-		case <-js.settled:
-			js.leftOver()
+		case alarmKill:
+			h.kill()
+		case alarmStopTimeout:
+			h.sayStopTimeoutRanOut(h.stopSig)
+			h.kill()
+		case alarmKillAgain:
+			_ = h.child.Signal(syscall.SIGKILL)
+			h.alarms.set(alarmKillAgain, killPoll)
+		case alarmGiveUp:
+			// A process SIGKILL did not end within killGrace cannot die:
+			// the hold ends without it.
+			h.sayAbandoned(h.child.Remaining())
+			done := make(chan struct{})
+			close(done)
+			h.commandDone, h.jobDone = nil, done
+		case alarmLeftovers:
+			h.leftOver()
 		}
 	}
 }
 
-// logExit says, with -v, how the command ended and after how long, and
-// what follows the rest of its job.
-func (r *runner) logExit(child *supervise.Child, code int) {
-	took := time.Since(child.Started())
-	f := fields{Code: &code, DurationMs: ms(took), Tracking: child.Tracking()}
-	if sig, ok := child.KilledBy(); ok {
-		f.Signal = signalName(sig)
-		r.log.info("exited", f, "command killed by %s after %s (exit %d; its job followed by %s)", f.Signal, round(took), code, f.Tracking)
-		return
+// stop begins stopping the whole job for cause: --stop-signal now, SIGKILL
+// --kill-after later. A loss stops it again, whatever stop went before.
+func (h *holding) stop(cause stopCause) {
+	h.stopping = cause
+	if err := h.child.Signal(h.r.cfg.StopWith()); err != nil {
+		h.r.log.warn("warning", fields{}, "stop the job: %v", err)
 	}
-	r.log.info("exited", f, "command exited with code %d after %s (its job followed by %s)", code, round(took), f.Tracking)
+	h.alarms.set(alarmKill, h.r.cfg.KillAfter)
 }
 
-// releaseHeld releases the lock unless its loss already showed it is not
-// ours. After a presumed loss (Redis silent until the deadline) it may
-// still be ours, so it tries.
-func (r *runner) releaseHeld(lock *withlock.Lock, ka *withlock.KeepAlive) {
-	var lost error
+// kill sends the job SIGKILL, and again every killPoll until it is gone,
+// for at most killGrace.
+func (h *holding) kill() {
+	if err := h.child.Signal(syscall.SIGKILL); err != nil {
+		h.r.log.warn("warning", fields{}, "kill the job: %v", err)
+	}
+	if !h.killing {
+		h.killing = true
+		h.alarms.set(alarmKillAgain, killPoll)
+		h.alarms.set(alarmGiveUp, killGrace)
+	}
+}
+
+// leftOver says, while the job still runs after the command exited, that
+// the lock is held until its last process ends (once), and notes it beside
+// the lock for --status, again every noteEvery while it lasts.
+func (h *holding) leftOver() {
+	left := h.child.Remaining()
+	if len(left) == 0 {
+		return
+	}
+	h.noteLeftovers(len(left)) // leftovers.go
+	h.alarms.set(alarmLeftovers, h.noteEvery())
+	if !h.warned {
+		h.warned = true
+		h.sayLeftovers(h.code, left)
+	}
+}
+
+// finish ends the hold once the job has ended: the exit code and outcome,
+// and the lock released with the run's record.
+func (h *holding) finish() result {
+	h.alarms.stop()
+	if h.ka != nil {
+		h.ka.Stop()
+	}
+	res := result{code: h.code, acquired: h.lock.Acquired(), lost: h.ka != nil && h.ka.Err() != nil,
+		timedOut: h.timedOut, usage: h.child.Usage(), tracking: h.child.TrackingMode(), forwarded: h.forwarded}
+	switch h.stopping {
+	case stoppingLost:
+		res.code = exitLockLost
+	case stoppingMaxRun:
+		res.code = exitTimedOut
+	}
+	res.outcome = endedAs(res)
+	h.releaseAndRecord(res)
+	h.child.Close() // its cgroup went meanwhile
+	return res
+}
+
+// releaseAndRecord ends a run whose command ran: it releases the lock
+// unless its loss showed it is not ours and, unless --no-record, stores
+// the run's last-run record in the same round trip. Neither changes the
+// exit code. A Redis that is down costs one warning, the release's; a
+// record that alone failed is a warning that -q silences.
+//
+// The job has ended, and with it the command's output (output.go): its
+// end goes in the record, and --output-on-failure's held output is
+// printed once the lock is released.
+func (h *holding) releaseAndRecord(res result) {
+	r, lock, ka := h.r, h.lock, h.ka
+	var lost error // why the lock was lost during the run, if it was
 	if ka != nil {
 		lost = ka.Err()
 	}
-	if errors.Is(lost, withlock.ErrLockNotHeld) {
+	r.endOutput()
+	defer r.printHeldOutput(res.outcome)
+	if r.cfg.NoRecord {
+		// After a presumed loss (Redis silent until the deadline) the
+		// lock may still be ours, so it is released.
+		if !errors.Is(lost, withlock.ErrLockNotHeld) {
+			r.sayReleased(lock, lock.Release(context.Background()), lost, res.usage)
+		}
 		return
 	}
-	r.released(lock, lock.Release(context.Background()), lost)
-}
-
-// release gives the lock up.
-func (r *runner) release(lock *withlock.Lock) {
-	r.released(lock, lock.Release(context.Background()), nil)
-}
-
-// released says how a release went: with -v when it worked, a warning when
-// it did not, as failing to release does not change the exit code (the
-// command did run, and the key expires anyway). After a loss that was
-// already said (lost), Redis saying the lock is not ours, or still not
-// answering, is no news except with -v.
-func (r *runner) released(lock *withlock.Lock, err, lost error) {
+	// The record names the outcome the exit code and the monitoring
+	// give: a loss while --max-run stopped the job is "lost", as it exits 125.
+	run := withlock.Run{ExitCode: res.code, Outcome: withlock.Outcome(res.outcome), Lost: lost != nil,
+		Output: r.recordOutput(), Window: h.window,
+		Extra: recordFields{CPUMs: (res.usage.User + res.usage.System).Milliseconds(), MaxRSSKB: res.usage.MaxRSSKB,
+			TimedOut: res.timedOut, Tracking: res.tracking}.extra()}
+	relErr, recErr := releaseAndRecordErrors(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
 	switch {
-	case err == nil && !r.log.verbose:
-		// Said with -v only: a quiet run need not format it, which costs
-		// fmt's first use.
-	case err == nil:
-		held := time.Since(r.acquiredAt)
-		f, cost := r.jobCost(fields{DurationMs: ms(held)})                 // jobstop.go
-		if left := r.cfg.MinHold - time.Since(lock.Acquired()); left > 0 { // as the library counts it
-			r.log.info("released", f, "released %s after %s%s; its key stays %s more (--min-hold %s)",
-				lock.Key(), round(held), cost, round(left), r.cfg.MinHold)
-			return
-		}
-		r.log.info("released", f, "released %s after %s%s", lock.Key(), round(held), cost)
-	case lost != nil && errors.Is(err, withlock.ErrLockNotHeld):
+	case recErr == nil:
+		r.sayReleased(lock, relErr, lost, res.usage)
+		r.log.info("recorded", fields{}, "recorded the run of %s (kept %s)", lock.Key(), r.cfg.RecordTTL)
+	case relErr == nil || errors.Is(relErr, withlock.ErrLockNotHeld):
+		r.sayReleased(lock, relErr, lost, res.usage)
+		r.log.warn("warning", fields{}, "%s", r.inUserWords(recErr))
 	case lost != nil:
-		r.log.event(levelWarn, "warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))
-	case errors.Is(err, withlock.ErrLockNotHeld):
-		r.log.warn("warning", fields{}, "lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
+		r.sayReleased(lock, relErr, lost, res.usage) // Redis is still silent after a loss that was said
 	default:
-		r.log.warn("warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))
+		// Redis did not answer: one warning says both.
+		r.log.warn("warning", fields{}, "%s; the lock will expire by itself; the run was not recorded", r.inUserWords(relErr))
 	}
 }
 
-// renewals is what hold learns from KeepAlive's reports (OnRenew): it says
-// with -v when a renewal was slow or failed, and keeps when the last one
-// succeeded, to tell a key that expired from one that vanished.
-type renewals struct {
-	r    *runner
-	key  string
-	lock *withlock.Lock // for its fencing number after a reacquisition
-
-	mu       sync.Mutex
-	ka       *withlock.KeepAlive // its Deadline; set once it runs, before any report
-	lastOK   time.Time           // when the last successful renewal, or the acquisition, was sent
-	lastSent time.Time           // when the last renewal that got an outcome was sent
-	failed   int                 // attempts failed since lastOK
-}
-
-// slowRenewal is a renewal that took more than half of the renewal
-// interval (a third of the TTL, KeepAlive's default): two such in a row
-// leave no room for a retry before the lock is in danger.
-func (r *runner) slowRenewal() time.Duration { return r.cfg.TTL / 6 }
-
-// report is KeepAliveOptions.OnRenew.
-func (rn *renewals) report(took time.Duration, err error) {
-	now := time.Now()
-	sent := now.Add(-took)
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	rn.lastSent = sent
-	log, slow := rn.r.log, rn.r.slowRenewal()
-	switch {
-	case err == nil:
-		f := fields{DurationMs: ms(took), TTLMs: rn.r.cfg.TTL.Milliseconds()}
+// releaseAndRecordErrors splits ReleaseAndRecord's error into its parts:
+// the release's (ErrLockNotHeld, or ErrNotReleased's) and the record's
+// (ErrNotRecorded's), each nil when that part succeeded.
+func releaseAndRecordErrors(err error) (released, recorded error) {
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	for _, e := range parts {
 		switch {
-		case rn.failed > 0:
-			log.event(levelWarn, "renewed", f, "renewed %s after %d failed attempts, %s since the last success",
-				rn.key, rn.failed, round(sent.Sub(rn.lastOK)))
-		case took > slow:
-			log.event(levelWarn, "renewed", f, "renewed %s slowly: took %s (slow: more than %s, half the renewal interval)",
-				rn.key, round(took), round(slow))
+		case errors.Is(e, withlock.ErrNotRecorded):
+			recorded = e
+		case e != nil:
+			released = e
 		}
-		rn.lastOK, rn.failed = sent, 0
-	case errors.Is(err, withlock.ErrLockNotHeld):
-		// The loss: hold says why.
-	default:
-		rn.failed++
-		left := rn.ka.Deadline().Sub(now)
-		words := rn.r.inUserWords(err)
-		log.event(levelWarn, "renew_failed", fields{DurationMs: ms(took), Error: words},
-			"renewing %s failed (attempt %d): %s; retrying, %s left before it is presumed lost", rn.key, rn.failed, words, round(max(left, 0)))
 	}
+	return released, recorded
 }
 
-// snapshot returns lastOK and lastSent, and KeepAlive's margin: how long
-// before the key could expire after lastOK it presumes the lock lost.
-func (rn *renewals) snapshot() (lastOK, lastSent time.Time, margin time.Duration) {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.ka != nil {
-		margin = rn.lastOK.Add(rn.r.cfg.TTL).Sub(rn.ka.Deadline())
-	}
-	return rn.lastOK, rn.lastSent, margin
-}
-
-// lostReason says exactly why the lock was lost, and the fields of the
-// "lost" event, judged by this host's clock:
-//   - Redis did not answer renewals until the key could have expired:
-//     "Redis unreachable for longer than the TTL allows";
-//   - --break removed it (the marker it leaves names the breaker):
-//     "broken by host:pid with --break";
-//   - --replace asked it to stop: "replaced by host:pid with --replace";
-//   - no renewal was even tried in time (with-lock was paused or starved):
-//     taken over by host:pid if Redis says so, else "it expired";
-//   - Redis said the lock is no longer ours: taken over by host:pid if
-//     another owner holds it; else the key is gone, and it "expired" only
-//     when the renewal that found it gone came within twice the margin of
-//     the TTL (a clock running faster on Redis could then explain it);
-//     earlier, the key "vanished": a restart without persistence, a
-//     FLUSHALL, a DEL or --break, a failover to a replica that lacked it.
-func (r *runner) lostReason(lock *withlock.Lock, err error, rn *renewals) (string, fields) {
-	ttl := r.cfg.TTL
-	lastOK, lastSent, margin := rn.snapshot()
-	var lerr *withlock.LostError
-	if errors.As(err, &lerr) && lerr.ReplacedBy != "" {
-		return replacedReason(lock, lerr.ReplacedBy) // replace.go
-	}
-	if errors.As(err, &lerr) && lerr.Err != nil && !errors.Is(err, withlock.ErrLockNotHeld) {
-		// Stop first, explain after has already happened; asking Redis
-		// now would only wait out another timeout.
-		return fmt.Sprintf("lock %s presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for %s of its %s TTL (last attempt: %s)",
-			lock.Key(), round(time.Since(lastOK)), ttl, r.inUserWords(lerr.Err)), fields{}
-	}
-	if errors.As(err, &lerr) && lerr.BrokenBy != "" {
-		return brokenReason(lock, lerr.BrokenBy, r.cfg.OnLost) // reacquire.go
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
-	defer cancel()
-	st, serr := r.locker.Status(ctx, r.cfg.Name)
-	if serr == nil && st.Held {
-		who := st.Holder.ID
-		if s := since(st.Holder.Since, time.Now()); s != "" {
-			who += " " + s
-		}
-		return fmt.Sprintf("lock %s lost: taken over by %s", lock.Key(), who), fields{Holder: st.Holder.ID, Since: rfc3339(st.Holder.Since)}
-	}
-	if !errors.Is(err, withlock.ErrLockNotHeld) {
-		return fmt.Sprintf("lock %s lost: it expired: not renewed for %s of its %s TTL (was with-lock paused or starved of CPU?)",
-			lock.Key(), round(time.Since(lastOK)), ttl), fields{}
-	}
-	if serr != nil {
-		return fmt.Sprintf("lock %s lost: it expired or was taken over (asking Redis which failed: %s)", lock.Key(), r.inUserWords(serr)), fields{}
-	}
-	if lastSent.Sub(lastOK) >= ttl-2*margin {
-		return fmt.Sprintf("lock %s lost: it expired: the renewal that found it gone came %s after the last success (TTL %s)",
-			lock.Key(), round(lastSent.Sub(lastOK)), ttl), fields{}
-	}
-	early := round(max(lastOK.Add(ttl).Sub(lastSent), 0))
-	return fmt.Sprintf("lock %s lost: the key vanished %s before it was due to expire (Redis restarted or flushed, or the key deleted?)",
-		lock.Key(), early), fields{}
+// release gives up a lock whose command did not run.
+func (r *runner) release(lock *withlock.Lock) {
+	r.sayReleased(lock, lock.Release(context.Background()), nil, supervise.Usage{})
 }

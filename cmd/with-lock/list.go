@@ -16,12 +16,6 @@ import (
 	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
-// Exit codes of --break.
-const (
-	exitBroken  = 0 // a held lock was removed
-	exitNotHeld = 1 // there was nothing to remove
-)
-
 // list prints every lock held under the prefix (--all: and every name with
 // a last-run record), as a table or one JSON object per line, and exits 0,
 // also when there is none. On one Redis or Sentinel the names come from
@@ -114,7 +108,7 @@ func (r *runner) list() int {
 			fence = fmt.Sprint(st.Fence)
 		}
 		if st.LastRun != nil {
-			last = runLine(st.LastRun, now)
+			last = describeRun(st.LastRun, now)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", name, holder, heldFor, ttl, fence, last)
 	}
@@ -134,38 +128,4 @@ func (r *runner) printIndexNote() {
 		return // scanned: every key under the prefix was read
 	}
 	fmt.Printf("(keys other programs set under %s are not listed: with-lock --list --scan shows them)\n", r.cfg.Prefix)
-}
-
-// breakLock removes the lock whoever holds it and says on stdout whose it
-// was; the holder finds out at its next renewal and stops its command
-// (125). It exits 0 when it removed a held lock, 1 when none was held.
-func (r *runner) breakLock() int {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
-	defer cancel()
-	st, err := r.locker.Break(ctx, r.cfg.Name)
-	var paused *withlock.NotObtainedError
-	if errors.As(err, &paused) && paused.Paused != nil {
-		r.log.print(levelWarn, "warning", fields{}, "%s is not held: it is %s; nothing removed (--resume %s ends the pause)",
-			paused.Key, paused.Paused.Describe(time.Now()), r.cfg.Name)
-		return exitNotHeld
-	}
-	if err != nil {
-		return r.redisFailed(err)
-	}
-	r.warnUnanswered("the lock is removed", st) // unanswered.go
-	if !st.Held {
-		// The answer to --break, as its exit code says: shown with -q too.
-		r.log.print(levelWarn, "warning", fields{}, "%s was not held; nothing removed", st.Key)
-		return exitNotHeld
-	}
-	if len(st.Holders) > 0 {
-		who := make([]string, len(st.Holders))
-		for i, h := range st.Holders {
-			who[i] = fmt.Sprintf("slot %d by %s", h.Slot, h.ID)
-		}
-		fmt.Printf("removed %s, held in %s\n", st.Key, strings.Join(who, ", "))
-		return exitBroken
-	}
-	fmt.Printf("removed %s, held by %s\n", st.Key, st.Holder.ID)
-	return exitBroken
 }

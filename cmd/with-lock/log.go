@@ -6,13 +6,15 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/with-lock/with-lock/internal/config"
+	"golang.org/x/sys/unix"
 )
 
-// logger is what with-lock says on stderr, as text lines for people or, with
-// --log-format json, one JSON object per line for journald, Loki or ELK.
+// logger is what with-lock says on stderr: messages, as text for people or,
+// with --log-format json, one JSON object each for journald, Loki or ELK.
 // Errors are always said; warnings unless -q; events (acquired, waiting,
 // slow renewals, lost, released, exited) only with -v, so that a run that
 // succeeds stays silent. It is derived from the configuration alone and
@@ -43,14 +45,14 @@ func earlyLogger(args []string, w io.Writer) *logger {
 	return &logger{w: w, json: config.EarlyLogFormat(args, os.Getenv) == config.LogJSON, now: time.Now}
 }
 
-// Levels of a log line.
+// Levels of a message.
 const (
 	levelInfo  = "info"  // an event, shown with -v
 	levelWarn  = "warn"  // a warning, hidden by -q
 	levelError = "error" // always shown
 )
 
-// entry is one JSON log line. The field names are stable: scripts and log
+// entry is one message as JSON. The field names are stable: scripts and log
 // pipelines rely on them (docs/logs.md). Fields that do not apply to an
 // event are left out.
 type entry struct {
@@ -59,7 +61,7 @@ type entry struct {
 	Event  string `json:"event"` // what happened, see the events in log.go's callers
 	Lock   string `json:"lock,omitempty"`
 	Key    string `json:"key,omitempty"`
-	Msg    string `json:"msg"` // the text line's message
+	Msg    string `json:"msg"` // the message, as text shows it
 	fields        // what the event is about
 }
 
@@ -124,11 +126,10 @@ func (l *logger) failed(code int, format string, args ...any) int {
 	return code
 }
 
-// print writes one line. A line break that comes from the input (a flag
-// named "--a\nb") is shown escaped, so that every message stays one line,
-// as cron mails and log scanners expect. Text lines keep the shape they
-// have always had, "with-lock: <message>", with the time after the colon
-// under -v.
+// print writes one message, on one line: a line break that comes from the
+// input (a flag named "--a\nb") is shown escaped, as cron mails and log
+// scanners expect a message per line. As text a message is
+// "with-lock: <message>", with the time after the colon under -v.
 func (l *logger) print(level, event string, f fields, format string, args ...any) {
 	msg := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(fmt.Sprintf(format, args...))
 	now := l.now()
@@ -147,6 +148,23 @@ func (l *logger) print(level, event string, f fields, format string, args ...any
 		return
 	}
 	fmt.Fprintf(l.w, "%s\n", b)
+}
+
+// round shortens d for a message: milliseconds under a minute, seconds
+// above.
+func round(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// signalName is "SIGTERM" for syscall.SIGTERM.
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok && unix.SignalName(s) != "" {
+		return unix.SignalName(s)
+	}
+	return sig.String()
 }
 
 // since says when a holder took the lock, for a person: "since 14:02:07

@@ -20,8 +20,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -56,8 +54,8 @@ func run(args []string) int {
 	// acquire on. Asking for signals costs the runtime a thread and a
 	// hand-off with it per signal, so it is begun first, beside the
 	// parsing and the set-up, and waited for only before the acquire
-	// (runner.run); --status and the other admin paths give the signals
-	// back their default (runner.defaultSignals).
+	// (runner.run); --status and the other actions give the signals back
+	// their default (runner.defaultSignals).
 	sigs, notified := make(chan os.Signal, 4), make(chan struct{})
 	go func() {
 		signal.Notify(sigs, forwarded...)
@@ -80,114 +78,74 @@ func run(args []string) int {
 		return printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
 	}
 	r := &runner{cfg: cfg, sigs: sigs, notified: notified, log: newLogger(cfg, os.Stderr)}
-	code := r.monitored(r.run)      // monitor.go: --metrics-dir and --ping learn how it ended
-	return r.exitAsTheCommand(code) // signalexit.go
+	r.warnLocalOnly()
+	if code, ok := r.admin(); ok { // --status, --list, --break, ...: no command
+		return code
+	}
+	begun := time.Now()
+	res := r.run()               // run.go: acquire, run the command, release
+	r.report(res, begun)         // outcome.go: --metrics-dir, --metrics-push and --ping learn how it ended
+	return exitAsTheCommand(res) // signalexit.go
 }
 
-// runner is one run of with-lock: acquire, run the command, release; or
-// --status.
+// runner is one invocation of with-lock: a run of the command under the
+// lock (run.go), or an action that replaces it (--status, --list, ...).
 type runner struct {
 	cfg    *config.Config
 	locker *withlock.Client
 	sigs   chan os.Signal
 	// notified is closed once sigs gets the forwarded signals (see run).
 	notified chan struct{}
-	log      *logger // what with-lock says on stderr: log.go
-	// acquiredAt is when the lock was obtained.
-	acquiredAt time.Time
-	mon        monitor // what the monitoring learns of the run: monitor.go
-	// timedOut is set when --max-run stopped the job: jobstop.go.
-	timedOut bool
-	// usage is what the job's processes cost, once it has ended.
-	usage supervise.Usage
-	// out is the command's output, when captured: output.go.
-	out *capture.Capture
-	// tracking is what followed the job, in one word (Child.TrackingMode).
-	tracking string
-	// onceWindow is --once-per's window of this run, from Lock.OncePer: its
-	// record (Run.Window) marks it done when the run succeeds.
-	onceWindow *withlock.Span
-	// forwarded is the last signal passed on to the command (signalexit.go).
-	forwarded syscall.Signal
+	log      *logger          // what with-lock says on stderr: log.go
+	out      *capture.Capture // the command's output, when captured: output.go
+	ping     *pinger          // --ping's, once the start ping is on its way: ping.go
 }
 
-func (r *runner) run() int {
-	if r.cfg.RedisIsDefault() {
-		// Someone at a terminal asks who holds a lock that no other host
-		// can see, or debugs a run with -v; a script or cron job gets its
-		// answer alone.
-		if r.cfg.Status && isTerminal(os.Stderr) {
-			r.log.print(levelWarn, "warning", fields{}, "note: %s", config.LocalOnlyWarning)
-		} else {
-			r.log.event(levelWarn, "warning", fields{}, "note: %s", config.LocalOnlyWarning)
-		}
+// warnLocalOnly notes that the Redis is the default, local one, which no
+// other host can see. Someone at a terminal asking who holds a lock is
+// told; a script, a cron job or a run is told with -v only.
+func (r *runner) warnLocalOnly() {
+	if !r.cfg.RedisIsDefault() {
+		return
 	}
-	if code, ok := r.admin(); ok { // status.go: --status, --list, --break
-		return code
+	if r.cfg.Status && isTerminal(os.Stderr) {
+		r.log.print(levelWarn, "warning", fields{}, "note: %s", config.LocalOnlyWarning)
+	} else {
+		r.log.event(levelWarn, "warning", fields{}, "note: %s", config.LocalOnlyWarning)
 	}
-	// The job's guard, subreaper and cgroup are made while the command is
-	// looked up and the lock taken; a run that does not start the command
-	// undoes them.
-	job := supervise.Prepare(r.jobOptions(), true)
-	defer job.Discard()
-	path, err := supervise.Resolve(r.cfg.Command[0])
+}
+
+// admin runs the action that replaces a command (--status, --list,
+// --break, --history, --pause, --resume, --check), if one was asked for.
+func (r *runner) admin() (code int, ok bool) {
+	var action func() int
+	switch {
+	case r.cfg.Check != "":
+		r.defaultSignals()
+		return r.check(), true // check.go: its own connection, and the plugin's exit codes
+	case r.cfg.Status:
+		action = r.status // status.go
+	case r.cfg.List:
+		action = r.list // list.go
+	case r.cfg.Break:
+		action = r.breakLock // break.go
+	case r.cfg.History:
+		action = r.history // history.go
+	case r.cfg.Pause:
+		action = r.pause // pause.go
+	case r.cfg.Resume:
+		action = r.resume // pause.go
+	default:
+		return 0, false
+	}
+	r.defaultSignals()
+	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
 	if err != nil {
-		return r.startFailed(err)
+		return r.log.failed(exitConfig, "%v", err), true
 	}
-	// The connections are left for the exit to close: every reply the run
-	// needs has arrived by then, and closing go-redis's pools costs a
-	// short job a tenth of with-lock's start-up-to-exit time.
-	locker, _, err := newLocker(r.cfg)
-	if err != nil {
-		return r.log.failed(exitConfig, "%v", err)
-	}
+	defer closeRedis()
 	r.locker = locker
-	<-r.notified                     // from here on a signal must not leave the lock behind
-	if code, ok := r.jitter(); !ok { // jitter.go: --jitter's random delay
-		return code
-	}
-	lock, code := r.acquire() // acquire.go
-	if lock == nil {
-		return code
-	}
-	if code, skip := r.oncePer(lock); skip { // onceper.go: --once-per's window already done
-		return code
-	}
-	r.captureOutput(job) // output.go: what the command prints, when asked for
-	child, err := job.Start(path, r.cfg.Command, r.env(lock))
-	r.outputStarted(err == nil)
-	if err != nil {
-		r.release(lock)
-		return r.startFailed(err)
-	}
-	// ping.go: --ping's start, sent beside the command
-	r.pingStart()
-	return r.hold(child, lock) // hold.go: renew, stop the command on loss, release
-}
-
-// jobOptions are how the job is followed (--tracking) and limited.
-func (r *runner) jobOptions() supervise.Options {
-	return supervise.Options{Tracking: r.cfg.Tracking, Name: r.cfg.Name,
-		Description: "with-lock " + r.cfg.Name + ": " + strings.Join(r.cfg.Command, " "),
-		Limits:      supervise.Limits{MemoryMax: r.cfg.MemoryMaxBytes, CPUQuotaPercent: r.cfg.CPUQuotaPercent}}
-}
-
-// env is the command's environment: ours, without secrets and without
-// another lock's WITH_LOCK_* (see config.CommandEnviron), plus what names
-// its own lock.
-func (r *runner) env(lock *withlock.Lock) []string {
-	env := append(config.CommandEnviron(os.Environ()),
-		config.EnvLockName+"="+r.cfg.Name,
-		config.EnvLockKey+"="+lock.Key(),
-		config.EnvLockToken+"="+lock.Token(),
-	)
-	if f := lock.Fence(); f > 0 {
-		env = append(env, config.EnvLockFence+"="+strconv.FormatInt(f, 10))
-	}
-	if s := lock.Slot(); s > 0 {
-		env = append(env, config.EnvLockSlot+"="+strconv.Itoa(s))
-	}
-	return env
+	return action(), true
 }
 
 // defaultSignals gives the forwarded signals back their default action,

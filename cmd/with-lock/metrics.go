@@ -36,26 +36,27 @@ type runMetrics struct {
 	waitTotal    float64            // with_lock_wait_seconds_total
 }
 
-// newRunMetrics is what the run that exited with code says of itself.
-func (r *runner) newRunMetrics(outcome string, code int, end time.Time) *runMetrics {
+// newRunMetrics is what the run that began at begun, ended at end as res
+// says, says of itself.
+func (r *runner) newRunMetrics(res result, begun, end time.Time) *runMetrics {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
 	}
-	m := &runMetrics{lock: r.cfg.Name, host: host, start: r.mon.begun, end: end, exitCode: code, outcome: outcome,
+	m := &runMetrics{lock: r.cfg.Name, host: host, start: begun, end: end, exitCode: res.code, outcome: res.outcome,
 		runs: map[string]float64{}}
-	if r.acquiredAt.IsZero() {
-		m.waited = end.Sub(r.mon.begun)
+	if res.acquired.IsZero() {
+		m.waited = end.Sub(begun)
 	} else {
-		m.waited, m.held = r.acquiredAt.Sub(r.mon.begun), end.Sub(r.acquiredAt)
+		m.waited, m.held = res.acquired.Sub(begun), end.Sub(res.acquired)
 	}
 	return m
 }
 
 // writeMetrics writes the run's metrics file; a failure is one warning and
 // changes nothing else.
-func (r *runner) writeMetrics(outcome string, code int, end time.Time) {
-	m := r.newRunMetrics(outcome, code, end)
+func (r *runner) writeMetrics(res result, begun, end time.Time) {
+	m := r.newRunMetrics(res, begun, end)
 	if err := writeMetricsFile(r.cfg.MetricsDir, m); err != nil {
 		r.log.warn("warning", fields{}, "metrics of %s not written: %v (--metrics-dir)", r.cfg.Name, metricsDirError(r.cfg.MetricsDir, err))
 	}

@@ -28,8 +28,8 @@ const metricsPushTimeout = 5 * time.Second
 
 // pushMetrics pushes the run's metrics; a failure is one warning and
 // changes nothing else.
-func (r *runner) pushMetrics(outcome string, code int, end time.Time) {
-	m := r.newRunMetrics(outcome, code, end)
+func (r *runner) pushMetrics(res result, begun, end time.Time) {
+	m := r.newRunMetrics(res, begun, end)
 	if err := pushMetricsTo(r.cfg.MetricsPush, m); err != nil {
 		r.log.warn("warning", fields{}, "metrics of %s not pushed: %v (--metrics-push)", r.cfg.Name, err)
 	}

@@ -15,23 +15,25 @@ func (r *runner) window() withlock.Window {
 }
 
 // oncePer runs, with --once-per, right after the lock was acquired and
-// before the command starts: when a run already succeeded in the current
-// window, by Redis's clock (Lock.OncePer), it says so with -v and returns
-// (--done-exit-code, true), the lock released at once. Checking while
-// holding the lock is what makes two servers arriving together run the
-// command once: the winner's success is marked before its release. An
-// error reading the marker releases the lock and runs nothing.
-func (r *runner) oncePer(lock *withlock.Lock) (code int, skip bool) {
+// before the command starts. It returns the current window, by Redis's
+// clock (Lock.OncePer), which the run's record marks done when the run
+// succeeds; nil without --once-per. When a run already succeeded in the
+// window it says so with -v and returns the result of a done run
+// (--done-exit-code) and true, the lock released at once. Checking while holding the lock is what makes two servers
+// arriving together run the command once: the winner's success is marked
+// before its release. An error reading the marker releases the lock and
+// runs nothing.
+func (r *runner) oncePer(lock *withlock.Lock) (window *withlock.Span, res result, skip bool) {
+	res.acquired = lock.Acquired()
 	if r.cfg.OncePer == 0 {
-		return 0, false
+		return nil, res, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
 	defer cancel()
 	span, err := lock.OncePer(ctx, r.window())
 	switch {
 	case err == nil:
-		r.onceWindow = &span
-		return 0, false
+		return &span, res, false
 	case errors.Is(err, withlock.ErrDone):
 		r.doneSkip(span)
 		if j, ok := err.(interface{ Unwrap() []error }); ok && !errors.Is(err, withlock.ErrLockNotHeld) {
@@ -42,12 +44,13 @@ func (r *runner) oncePer(lock *withlock.Lock) (code int, skip bool) {
 				}
 			}
 		}
-		return r.cfg.DoneExit, true
+		res.code, res.outcome = r.cfg.DoneExit, outcomeDone
+		return nil, res, true
 	}
 	r.release(lock)
-	code = redisExit(err)
-	r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), hint(code, err))
-	return code, true
+	res.code, res.outcome = redisExit(err), outcomeError
+	r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), hint(res.code, err))
+	return nil, res, true
 }
 
 // doneWhileBusy tells, with --once-per, a busy lock held only by
@@ -72,7 +75,6 @@ func (r *runner) doneWhileBusy() (code int, skip bool) {
 // doneSkip says, with -v only, that the command did not run because its
 // window is done: a skip cron should not mail about.
 func (r *runner) doneSkip(w withlock.Span) {
-	r.mon.skipped = outcomeDone // monitor.go: the metrics and pings count it
 	r.log.info("done", fields{}, "%s already succeeded in the window starting %s (--once-per %s); command not run",
 		r.locker.Key(r.cfg.Name), utc(w.Start), short(r.cfg.OncePer))
 }

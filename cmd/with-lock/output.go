@@ -23,11 +23,12 @@ import (
 const outputGrace = 100 * time.Millisecond
 
 // captureOutput gives the job pipes for its stdout and stderr when the
-// settings ask for what it prints. At a terminal the command keeps it:
+// settings ask for what it prints, and returns their capture; nil when
+// there is none. At a terminal the command keeps it:
 // only --output-on-failure given as a flag holds a terminal's output back.
 // A capture that cannot be set up is a warning; the command then writes
 // where it would have.
-func (r *runner) captureOutput(job *supervise.Prepared) {
+func (r *runner) captureOutput(job *supervise.Prepared) *capture.Capture {
 	hold, tail := r.cfg.OutputOnFailure, 0
 	if r.cfg.PingURL != "" {
 		tail = r.cfg.PingOutput << 10
@@ -36,18 +37,18 @@ func (r *runner) captureOutput(job *supervise.Prepared) {
 		tail = max(tail, r.cfg.RecordOutput<<10)
 	}
 	if !hold && tail == 0 {
-		return
+		return nil
 	}
 	if atTerminal() && (!hold || !r.cfg.OutputOnFailureIsAFlag()) {
-		return
+		return nil
 	}
 	c, err := capture.Start(capture.Options{Hold: hold, Tail: tail})
 	if err != nil {
 		r.log.warn("warning", fields{}, "cannot capture the command's output: %v; it goes out as it comes", err)
-		return
+		return nil
 	}
-	r.out = c
 	job.Output(c.Files())
+	return c
 }
 
 // atTerminal reports whether with-lock's stdout or stderr is a terminal.
@@ -75,13 +76,13 @@ func (r *runner) endOutput() {
 }
 
 // printHeldOutput prints the output held back by --output-on-failure when
-// the run that exited with code did not succeed, and lets it go.
-func (r *runner) printHeldOutput(code int) {
+// the run did not succeed (its outcome), and lets it go.
+func (r *runner) printHeldOutput(outcome string) {
 	if r.out == nil {
 		return
 	}
 	defer r.out.Close()
-	if !r.out.Held() || r.outcome(code) == outcomeOK {
+	if !r.out.Held() || outcome == outcomeOK {
 		return
 	}
 	if err := r.out.PrintHeld(); err != nil {

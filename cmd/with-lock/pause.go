@@ -62,9 +62,9 @@ func (r *runner) resume() int {
 	return exitResumed
 }
 
-// pausedLine is the one line of a run refused by a pause, or "" when err
+// pausedMessage is the message of a run refused by a pause, or "" when err
 // is no pause.
-func pausedLine(err error) (string, bool) {
+func pausedMessage(err error) (string, bool) {
 	var refused *withlock.NotObtainedError
 	if !errors.As(err, &refused) || refused.Paused == nil {
 		return "", false
@@ -72,8 +72,8 @@ func pausedLine(err error) (string, bool) {
 	return refused.Error(), true
 }
 
-// pendingLine says that pause p waits for the holder that runs.
-func pendingLine(p *withlock.Pause) string {
+// pendingPause says that pause p waits for the holder that runs.
+func pendingPause(p *withlock.Pause) string {
 	return p.Describe(time.Now()) + ": takes effect when this holder releases"
 }
 

@@ -43,30 +43,30 @@ func (r *runner) newPinger() *pinger {
 }
 
 // pingStart sends the start ping beside the command, which does not wait
-// for it.
-func (r *runner) pingStart() {
+// for it, and returns the run's pinger; nil without --ping.
+func (r *runner) pingStart() *pinger {
 	if r.cfg.PingURL == "" {
-		return
+		return nil
 	}
 	p := r.newPinger()
 	p.started = make(chan struct{})
-	r.mon.ping = p
 	go func() {
 		defer close(p.started)
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.PingTimeout)
 		defer cancel()
 		p.send(ctx, http.MethodGet, "start", "")
 	}()
+	return p
 }
 
 // pingEnd sends, after the lock's release, the exit code of a run that held
-// the lock, or with --ping-skips a log line for a run refused as busy or
+// the lock, or with --ping-skips a log entry for a run refused as busy or
 // done. The exit waits at most --ping-timeout for it, a start ping still
 // under way included: the end must not reach the server before the start.
-func (r *runner) pingEnd(outcome string, code int) {
+func (r *runner) pingEnd(res result) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.PingTimeout)
 	defer cancel()
-	p := r.mon.ping
+	p, code, outcome := r.ping, res.code, res.outcome
 	switch {
 	case p != nil:
 		select {
@@ -78,7 +78,7 @@ func (r *runner) pingEnd(outcome string, code int) {
 			return
 		}
 		p.send(ctx, http.MethodGet, strconv.Itoa(code), "")
-	case !r.acquiredAt.IsZero(): // held the lock, but the command did not start
+	case !res.acquired.IsZero(): // held the lock, but the command did not start
 		r.newPinger().send(ctx, http.MethodGet, strconv.Itoa(code), "")
 	case r.cfg.PingSkips && (outcome == outcomeBusy || outcome == outcomePaused || outcome == outcomeDone):
 		host, _ := os.Hostname()

@@ -21,10 +21,11 @@ import (
 // SIGQUIT, whose default action dumps with-lock's core.
 var endsBySignal = []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
 
-// exitAsTheCommand returns code, unless the command died of a signal that
-// was passed on to it: then with-lock kills itself with the same signal.
-func (r *runner) exitAsTheCommand(code int) int {
-	sig := r.forwarded
+// exitAsTheCommand returns the run's exit code, unless the command died of
+// a signal that was passed on to it: then with-lock kills itself with the
+// same signal.
+func exitAsTheCommand(res result) int {
+	sig, code := res.forwarded, res.code
 	if sig == 0 || code != 128+int(sig) || os.Getpid() == 1 {
 		return code
 	}

@@ -23,39 +23,6 @@ const (
 	exitStatusFree = 1
 )
 
-// admin runs the action that replaces a command (--status, --list,
-// --break), if one was asked for.
-func (r *runner) admin() (code int, ok bool) {
-	var action func() int
-	switch {
-	case r.cfg.Check != "":
-		r.defaultSignals()
-		return r.check(), true // check.go: its own connection, and the plugin's exit codes
-	case r.cfg.Status:
-		action = r.status
-	case r.cfg.List:
-		action = r.list // list.go
-	case r.cfg.Break:
-		action = r.breakLock // list.go
-	case r.cfg.History:
-		action = r.history // history.go
-	case r.cfg.Pause:
-		action = r.pause // pause.go
-	case r.cfg.Resume:
-		action = r.resume // pause.go
-	default:
-		return 0, false
-	}
-	r.defaultSignals()
-	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
-	if err != nil {
-		return r.log.failed(exitConfig, "%v", err), true
-	}
-	defer closeRedis()
-	r.locker = locker
-	return action(), true
-}
-
 // redisFailed reports an error from Redis on one line, in the words a run
 // uses for it (inUserWords), and returns the exit code for it.
 func (r *runner) redisFailed(err error) int {
@@ -199,19 +166,19 @@ func (r *runner) status() int {
 			return r.log.failed(exitInternal, "%v", err)
 		}
 	} else {
-		fmt.Println(statusLine(st))
+		fmt.Println(describeStatus(st))
 		if st.Done != nil {
 			fmt.Printf("done for the window starting %s, until %s\n", utc(st.Done.Start), utc(st.Done.End))
 		}
 		for _, h := range st.Holders {
-			fmt.Println(holderLine(h, time.Now()))
+			fmt.Println(describeHolder(h, time.Now()))
 		}
 		if st.LastRun != nil {
-			fmt.Println("last run: " + runLine(st.LastRun, time.Now()))
-			fmt.Print(outputLines(st.LastRun.Output, math.MaxInt)) // history.go
+			fmt.Println("last run: " + describeRun(st.LastRun, time.Now()))
+			fmt.Print(indentedOutput(st.LastRun.Output, math.MaxInt)) // history.go
 		}
 		if st.LastSuccess != nil && (st.LastRun == nil || !reflect.DeepEqual(st.LastSuccess, st.LastRun)) {
-			fmt.Println("last success: " + runLine(st.LastSuccess, time.Now()))
+			fmt.Println("last success: " + describeRun(st.LastSuccess, time.Now()))
 		}
 		if st.EvictionPolicy != "" {
 			fmt.Println("warning: " + evictionWords(st.Key, st.EvictionPolicy))
@@ -223,7 +190,9 @@ func (r *runner) status() int {
 	return exitStatusFree
 }
 
-func statusLine(st *withlock.Status) string {
+// describeStatus is --status's first line: whether the lock st describes
+// is held, by whom, for how long, and its fencing number.
+func describeStatus(st *withlock.Status) string {
 	var b strings.Builder
 	switch {
 	case st.Slots > 0:
@@ -247,7 +216,7 @@ func statusLine(st *withlock.Status) string {
 		fmt.Fprintf(&b, ", fence %d", st.Fence)
 	}
 	if st.Held && st.Paused != nil {
-		b.WriteString("; " + pendingLine(st.Paused)) // pause.go
+		b.WriteString("; " + pendingPause(st.Paused)) // pause.go
 	}
 	return b.String()
 }
@@ -259,17 +228,17 @@ func leftoversText(l *leftovers.Note) string {
 		l.Exited.Local().Format("15:04:05"), l.Processes, plural(l.Processes, "process", "processes"), plural(l.Processes, "runs", "run"))
 }
 
-// holderLine describes one holder of a semaphore, as statusLine a lock's.
-func holderLine(h withlock.Holder, now time.Time) string {
-	line := fmt.Sprintf("slot %d: held by %s", h.Slot, h.ID)
+// describeHolder describes one holder of a semaphore, as describeStatus a lock's.
+func describeHolder(h withlock.Holder, now time.Time) string {
+	text := fmt.Sprintf("slot %d: held by %s", h.Slot, h.ID)
 	if s := since(h.Since, now); s != "" {
-		line += " " + s
+		text += " " + s
 	}
-	return line + fmt.Sprintf(", expires in %s", h.TTL.Round(time.Millisecond))
+	return text + fmt.Sprintf(", expires in %s", h.TTL.Round(time.Millisecond))
 }
 
-// runLine describes a last run: where, when, how long and how it ended.
-func runLine(run *withlock.Run, now time.Time) string {
+// describeRun describes a last run: where, when, how long and how it ended.
+func describeRun(run *withlock.Run, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, finished %s (%s ago) after %s, %s", run.Holder,
 		run.Finished.Local().Format("2006-01-02 15:04:05 MST"), roughly(now.Sub(run.Finished)),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,70 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
+
+// inUserWords is err's message with every timeout in it said as the
+// setting that bounds it, "timed out after 3s (--redis-timeout)", instead
+// of Go's "i/o timeout" or "context deadline exceeded". A timeout on a
+// connection keeps the address it was on.
+func (r *runner) inUserWords(err error) string {
+	msg := err.Error()
+	said := fmt.Sprintf("timed out after %s (--redis-timeout)", r.cfg.RedisTimeout)
+	msg = unresolvedInWords(err, msg, said)
+	msg = oomInWords(err, msg)
+	for _, t := range timeouts(err, nil) {
+		words := said
+		var op *net.OpError
+		if errors.As(t, &op) && op.Addr != nil {
+			if op.Op == "dial" {
+				words = "connect to " + op.Addr.String() + ": " + said
+			} else {
+				words = "no answer from " + op.Addr.String() + ": " + said
+			}
+		}
+		msg = strings.ReplaceAll(msg, t.Error(), words)
+	}
+	// A refused connection: nothing listens there (Redis down, or the
+	// wrong port), which Go says as "dial tcp ADDR: connect: connection
+	// refused".
+	for _, e := range outermost(err, isRefused, nil) {
+		op := e.(*net.OpError)
+		msg = strings.ReplaceAll(msg, op.Error(), "nothing listens at "+op.Addr.String()+" (connection refused)")
+	}
+	for _, e := range outermost(err, isNoSocket, nil) {
+		op := e.(*net.OpError)
+		msg = strings.ReplaceAll(msg, op.Error(), "no socket at "+op.Addr.String()+" (no such file or directory)")
+	}
+	// What a wrapper said in words of its own, not as a wrapped error.
+	return strings.NewReplacer("context deadline exceeded", said, "i/o timeout", said).Replace(msg)
+}
+
+// timeouts appends to found the outermost errors in err's tree that are
+// timeouts: a net.Error that says so, a context deadline or go-redis's
+// wait for a free connection.
+func timeouts(err error, found []error) []error {
+	switch {
+	case err == nil, isUnresolved(err): // a failed lookup is said by unresolvedInWords
+		return found
+	case isTimeout(err), err == context.DeadlineExceeded, err == redis.ErrPoolTimeout:
+		return append(found, err)
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return timeouts(u.Unwrap(), found)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			found = timeouts(e, found)
+		}
+	}
+	return found
+}
+
+// isTimeout reports whether err itself, not something it wraps, is a
+// timeout.
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
 
 // unresolvedInWords is msg, err's message, with every failed lookup of a
 // Redis host name in err said as such: "the host name redis-01 does not

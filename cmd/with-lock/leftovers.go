@@ -19,14 +19,14 @@ import (
 // hold up hold's loop (signals, the lock's loss). A note that cannot be
 // stored costs only what --status shows, so -v says it. While one is on
 // its way the next is skipped, so that a hung Redis does not pile them up.
-func (js *jobStop) noteLeftovers(processes int) {
-	if js.lock == nil || !js.noting.CompareAndSwap(false, true) {
+func (h *holding) noteLeftovers(processes int) {
+	if !h.noting.CompareAndSwap(false, true) {
 		return
 	}
-	left := leftovers.Note{ExitCode: js.code, Exited: js.exited, Processes: processes}
-	lock, r := js.lock, js.r
+	left := leftovers.Note{ExitCode: h.code, Exited: h.exited, Processes: processes}
+	lock, r := h.lock, h.r
 	go func() {
-		defer js.noting.Store(false)
+		defer h.noting.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 		defer cancel()
 		err := leftovers.Store(ctx, lock, left)
@@ -38,4 +38,4 @@ func (js *jobStop) noteLeftovers(processes int) {
 
 // noteEvery is how often the note is stored again: every third of the
 // lock's TTL, as the lock is renewed.
-func (js *jobStop) noteEvery() time.Duration { return max(js.r.cfg.TTL/3, settleTime) }
+func (h *holding) noteEvery() time.Duration { return max(h.r.cfg.TTL/3, settleTime) }

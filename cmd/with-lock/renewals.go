@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	withlock "github.com/with-lock/with-lock"
+)
+
+// renewals is what hold learns from KeepAlive's reports (OnRenew,
+// OnReacquire), which come on KeepAlive's goroutine: it says with -v when a renewal was slow
+// or failed, warns when --on-lost reacquire took the lock again, and keeps
+// when the last renewal succeeded, to tell a key that expired from one
+// that vanished (lostReason).
+type renewals struct {
+	r    *runner
+	key  string
+	lock *withlock.Lock // for its fencing number after a reacquisition
+
+	mu       sync.Mutex
+	ka       *withlock.KeepAlive // its Deadline; set once it runs, before any report
+	lastOK   time.Time           // when the last successful renewal, or the acquisition, was sent
+	lastSent time.Time           // when the last renewal that got an outcome was sent
+	failed   int                 // attempts failed since lastOK
+}
+
+// started notes the KeepAlive that reports.
+func (rn *renewals) started(ka *withlock.KeepAlive) {
+	rn.mu.Lock()
+	rn.ka = ka
+	rn.mu.Unlock()
+}
+
+// slow is a renewal that took more than half of the renewal interval (a
+// third of the TTL, KeepAlive's default): two such in a row leave no room
+// for a retry before the lock is in danger.
+func (rn *renewals) slow() time.Duration { return rn.r.cfg.TTL / 6 }
+
+// report is KeepAliveOptions.OnRenew.
+func (rn *renewals) report(took time.Duration, err error) {
+	now := time.Now()
+	sent := now.Add(-took)
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.lastSent = sent
+	log, slow := rn.r.log, rn.slow()
+	switch {
+	case err == nil:
+		f := fields{DurationMs: ms(took), TTLMs: rn.r.cfg.TTL.Milliseconds()}
+		switch {
+		case rn.failed > 0:
+			log.event(levelWarn, "renewed", f, "renewed %s after %d failed attempts, %s since the last success",
+				rn.key, rn.failed, round(sent.Sub(rn.lastOK)))
+		case took > slow:
+			log.event(levelWarn, "renewed", f, "renewed %s slowly: took %s (slow: more than %s, half the renewal interval)",
+				rn.key, round(took), round(slow))
+		}
+		rn.lastOK, rn.failed = sent, 0
+	case errors.Is(err, withlock.ErrLockNotHeld):
+		// The loss: hold says why.
+	default:
+		rn.failed++
+		left := rn.ka.Deadline().Sub(now)
+		words := rn.r.inUserWords(err)
+		log.event(levelWarn, "renew_failed", fields{DurationMs: ms(took), Error: words},
+			"renewing %s failed (attempt %d): %s; retrying, %s left before it is presumed lost", rn.key, rn.failed, words, round(max(left, 0)))
+	}
+}
+
+// reacquired is KeepAliveOptions.OnReacquire: a renewal found the key gone
+// and took the lock again (--on-lost reacquire), the acquiring command
+// answered in took. It is a warning, not an event: the lock was not held
+// for a while, and another run may have come and gone in that gap.
+func (rn *renewals) reacquired(took time.Duration) {
+	sent := time.Now().Add(-took)
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.lastSent = sent
+	gap := round(sent.Sub(rn.lastOK))
+	rn.lastOK, rn.failed = sent, 0
+	msg := fmt.Sprintf("%s vanished (Redis restarted or failed over?); took it again (--on-lost reacquire), %s after the last renewal: another run may have held it in between",
+		rn.key, gap)
+	f := fields{Fence: rn.lock.Fence()}
+	if f.Fence > 0 {
+		msg += fmt.Sprintf("; new fence %d (the command keeps the number it was given)", f.Fence)
+	}
+	rn.r.log.warn("reacquired", f, "%s", msg)
+}
+
+// snapshot returns lastOK and lastSent, and KeepAlive's margin: how long
+// before the key could expire after lastOK it presumes the lock lost.
+func (rn *renewals) snapshot() (lastOK, lastSent time.Time, margin time.Duration) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.ka != nil {
+		margin = rn.lastOK.Add(rn.r.cfg.TTL).Sub(rn.ka.Deadline())
+	}
+	return rn.lastOK, rn.lastSent, margin
+}
