@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,13 +23,21 @@ const (
 	listFinished = 20 // names with a last-run record and no lock, for --all
 )
 
+// listBaseline names a git revision whose with-lock also runs each way,
+// interleaved with the checkout's, so that a change's gain is measured in
+// one run on one load: -list-baseline main, say.
+var listBaseline = flag.String("list-baseline", "", "also time the fleet view's ways with with-lock built at this git `REV`, interleaved (for a change's gain)")
+
 // listWay is one invocation of the fleet view and how many JSON lines it
 // must print: a fast but wrong list is no gain.
 type listWay struct {
 	name   string
+	bin    string // the with-lock binary
 	args   []string
 	want   int  // lines of output; 0 for a table (not counted)
 	plugin bool // exits as a Nagios plugin: 0 to 3 are all answers
+	// baseline is a way of the -list-baseline binary: measured, not a target.
+	baseline bool
 }
 
 // listResult is what the list part measured.
@@ -54,7 +63,8 @@ func runList(c config) (*listResult, error) {
 		return nil, err
 	}
 	defer stop()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	// DEBUG POPULATE of millions of keys takes seconds on a loaded machine.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true, ReadTimeout: 5 * time.Minute})
 	defer rdb.Close()
 	ctx := context.Background()
 
@@ -66,6 +76,16 @@ func runList(c config) (*listResult, error) {
 	wl := filepath.Join(dir, "with-lock")
 	if err := goBuild(c.root, wl, "./cmd/with-lock"); err != nil {
 		return nil, err
+	}
+	base := filepath.Join(dir, "with-lock-base")
+	if *listBaseline != "" {
+		src, err := checkout(c.root, *listBaseline, filepath.Join(dir, "base-src"))
+		if err != nil {
+			return nil, err
+		}
+		if err := goBuild(src, base, "./cmd/with-lock"); err != nil {
+			return nil, err
+		}
 	}
 	env := append(os.Environ(), "WITH_LOCK_REDIS=redis://"+srv.Addr()+"/0")
 
@@ -95,19 +115,25 @@ func runList(c config) (*listResult, error) {
 	res := &listResult{keys: c.listKeys, locks: c.listLocks,
 		times: map[string][]time.Duration{}, cpu: map[string]float64{}, commands: map[string]float64{}}
 	res.ways = []listWay{
-		{name: "with-lock --list", args: []string{"--list"}},
-		{name: "with-lock --list --json", args: []string{"--list", "--json"}, want: c.listLocks},
-		{name: "with-lock --list --all --json", args: []string{"--list", "--all", "--json"}, want: c.listLocks + listFinished},
+		{name: "with-lock --list", bin: wl, args: []string{"--list"}},
+		{name: "with-lock --list --json", bin: wl, args: []string{"--list", "--json"}, want: c.listLocks},
+		{name: "with-lock --list --all --json", bin: wl, args: []string{"--list", "--all", "--json"}, want: c.listLocks + listFinished},
 	}
 	// --check (issue 17, item 4) reads one name's records fleet-wide; it
 	// is timed where the binary has it.
 	if help, _ := exec.Command(wl, "--help").CombinedOutput(); bytes.Contains(help, []byte("--check")) {
-		res.ways = append(res.ways, listWay{name: "with-lock --check done-00", args: []string{"--check", "done-00"}, plugin: true})
+		res.ways = append(res.ways, listWay{name: "with-lock --check done-00", bin: wl, args: []string{"--check", "done-00"}, plugin: true})
+	}
+	if *listBaseline != "" {
+		for _, w := range res.ways { // the ways as they are now: range reads them once
+			w.name, w.bin, w.baseline = w.name+" at "+*listBaseline, base, true
+			res.ways = append(res.ways, w)
+		}
 	}
 	for i := range c.listRuns + 1 { // the first run warms the page cache
 		for _, w := range res.ways {
 			cpu0, cmds0 := serverCPU(rdb), commandsProcessed(rdb)
-			cmd := exec.Command(wl, w.args...)
+			cmd := exec.Command(w.bin, w.args...)
 			cmd.Env = env
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -157,8 +183,8 @@ func (r *results) listTargets(add func(what string, met bool, format string, arg
 		return
 	}
 	for _, w := range r.list.ways {
-		if strings.Contains(w.name, "--all") {
-			continue // two SCANs today; not one of the issue's targets
+		if strings.Contains(w.name, "--all") || w.baseline {
+			continue // not one of the issue's targets; the baseline is there to compare
 		}
 		m := median(r.list.times[w.name])
 		add(fmt.Sprintf("`%s` with %d locks beside %d keys ≤ %s", strings.TrimPrefix(w.name, "with-lock "), r.list.locks, r.list.keys, fmtMS(listTarget)),
