@@ -174,6 +174,12 @@ func (r *results) listTable() string {
 			fmt.Sprintf("%.0f ms", 1000*l.cpu[w.name]), fmt.Sprintf("%.0f", l.commands[w.name])})
 	}
 	b.WriteString(mdTable([]string{"way", "median", "min–max", "Redis CPU", "commands"}, rows))
+	for _, w := range l.ways {
+		if base := l.times[w.name+" at "+*listBaseline]; !w.baseline && len(base) > 0 {
+			fmt.Fprintf(&b, "\n`%s` over the same at %s: %.3f× (median of paired ratios), medians %s vs %s\n",
+				w.name, *listBaseline, pairedRatio(l.times[w.name], base), fmtMS(median(l.times[w.name])), fmtMS(median(base)))
+		}
+	}
 	return b.String()
 }
 
