@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,16 +44,15 @@ func (r *runner) list() int {
 	if r.cfg.JSON {
 		// One write for the whole list, not one per lock: a thousand
 		// writes were a good part of --list --json's time.
-		w := bufio.NewWriter(os.Stdout)
-		enc := json.NewEncoder(w) // one object and a newline each, as printJSON
+		j := newListJSON(len(locks)) // list_json.go
 		for _, st := range locks {
 			out := newStatusJSON(st)
 			out.Name = strings.TrimPrefix(st.Key, r.cfg.Prefix)
-			if err := enc.Encode(out); err != nil {
+			if err := j.add(&out); err != nil {
 				return r.log.failed(exitInternal, "encode as JSON: %v", err)
 			}
 		}
-		if err := w.Flush(); err != nil {
+		if _, err := os.Stdout.Write(j.b); err != nil {
 			return r.log.failed(exitInternal, "write the list: %v", err)
 		}
 		return 0
