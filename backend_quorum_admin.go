@@ -89,7 +89,7 @@ func (q *quorum) view(ctx context.Context, key string) (lockView, error) {
 	return majority("status of", key, views, q.need)
 }
 
-// views reads the keys on every node in one pipeline each (listReads, as
+// views reads the keys on every node in one pipeline each (readLocks, as
 // one deployment's List reads them) and combines each key's as view does,
 // once every key is settled. A key another program uses (WRONGTYPE, or a
 // fence counter that is not a number) gets a zero view.
@@ -99,18 +99,8 @@ func (q *quorum) views(ctx context.Context, keys []string) ([]lockView, error) {
 		return views, nil
 	}
 	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) []nodeStatus {
-		reads := make([]listReads, len(keys))
 		// Each key's reads say their own error, a lost connection's too.
-		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, key := range keys {
-				reads[i] = queueListReads(ctx, p, key)
-			}
-			return nil
-		})
-		out := make([]nodeStatus, len(keys))
-		for i, r := range reads {
-			out[i] = r.result()
-		}
+		out, _ := readLocks(ctx, rdb, keys)
 		return out
 	}, func(res [][]nodeStatus, pending []bool) bool {
 		for k := range keys {

@@ -27,11 +27,13 @@ func (s *single) view(ctx context.Context, key string) (lockView, error) {
 // semaphore's slots when key holds its marker.
 func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView, error) {
 	v := lockView{st: &Status{Key: key, Fence: n.fence, Done: doneWindow(n.done, time.Now()), EvictionPolicy: n.evicts}, token: n.token}
+	// new(p), not &p: p would be moved to the heap at every call, paused
+	// or not, which List pays for each of a thousand locks.
 	if p, ok := pauseOf(n.token); ok { // pause.go: the pause holds the key
-		v.st.Paused, v.token, n.token = &p, "", ""
+		v.st.Paused, v.token, n.token = new(p), "", ""
 	} else if p, ok := pauseOf(n.pause); ok { // it waits for the holder's release
 		p.Pending = true
-		v.st.Paused = &p
+		v.st.Paused = new(p)
 	}
 	if n.token != "" {
 		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(n.token), TTL: n.ttl, Since: sinceOf(n.token)}

@@ -162,6 +162,9 @@ func serverTime(v []any) (time.Time, bool) {
 // doneWindow is the window a marker read by Status names, when it has not
 // ended at now; nil otherwise.
 func doneWindow(v string, now time.Time) *Span {
+	if v == "" { // none: List asks for every lock, and a failed parse allocates
+		return nil
+	}
 	if s, ok := parseMark(v); ok && now.Before(s.End) {
 		return &s
 	}
