@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // The marker Client.Break leaves for the holder of the lock it removed, so
@@ -21,7 +22,7 @@ import (
 // key key, in its Cluster slot: "<host:pid of the breaker> <sha1 of each
 // token removed>…", living as long as the broken key had left (plus a
 // second), so that its holder's next renewal can find it.
-func brokenKey(key string) string { return sideKey(key, "broken") }
+func brokenKey(key string) string { return keys.Broken(key) }
 
 // breaker is who breaks a lock as the marker names it: the Client's
 // "<host>:<pid>".

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // The index of a prefix's names is a hash, "{<prefix>}:names", whose fields
@@ -62,7 +63,7 @@ const (
 // indexKey is the index of the lock keys under prefix: "{<prefix>}:names",
 // which no lock key under prefix can be (they start with prefix) and which
 // the documented ACL's "~{<prefix>*" covers.
-func indexKey(prefix string) string { return "{" + prefix + "}:names" }
+func indexKey(prefix string) string { return keys.Index(prefix) }
 
 // hasIndex reports whether rdb keeps the index: any deployment but a
 // Cluster.

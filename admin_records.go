@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // Run is the record of one finished run under a lock: who held it, when,
@@ -80,7 +82,7 @@ type record struct {
 
 // recordKey is the key of the last-run record of the lock key key, in its
 // Redis Cluster slot: "{key}:last".
-func recordKey(key string) string { return sideKey(key, "last") }
+func recordKey(key string) string { return keys.Record(key) }
 
 // tokenTag is a digest of token: the first 64 bits of its SHA-256, in hex.
 func tokenTag(token string) string {
@@ -137,15 +139,15 @@ func outcomeOf(run *Run) Outcome {
 
 // historyKey is the list of the last runs of the lock key key, newest
 // first, in its slot: "{key}:runs".
-func historyKey(key string) string { return sideKey(key, "runs") }
+func historyKey(key string) string { return keys.History(key) }
 
 // successKey is the record of the last successful run (OutcomeOK) of the
 // lock key key, in its slot: "{key}:ok".
-func successKey(key string) string { return sideKey(key, "ok") }
+func successKey(key string) string { return keys.Success(key) }
 
 // windowKey is the marker of the once-per window in which the lock key
 // key's job last succeeded, in its slot: "{key}:done".
-func windowKey(key string) string { return sideKey(key, "done") }
+func windowKey(key string) string { return keys.Window(key) }
 
 // recordScript is what the finish scripts run after the release, whose
 // reply is in r: it stores the run's record at recordKey, pushes it onto

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // A semaphore admits up to N holders of one name at once. Its keys, all in
@@ -138,7 +139,7 @@ func slotsOf(v string) (int, bool) {
 }
 
 // slotKey is the key of slot i of the name whose key has the line base b.
-func slotKey(b string, i int) string { return b + ":s:" + strconv.Itoa(i) }
+func slotKey(b string, i int) string { return keys.Slot(b, i) }
 
 // base is key's line base, or an error for a key with '}' and no hash tag,
 // whose slot keys could not share its Cluster slot.

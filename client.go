@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // defaultPrefix is put before a lock's name to make its Redis key.
@@ -87,7 +88,7 @@ func newClient(b backend, opts *Options) *Client {
 }
 
 // Key returns the Redis key of the lock called name.
-func (c *Client) Key(name string) string { return c.prefix + name }
+func (c *Client) Key(name string) string { return keys.Lock(c.prefix, name) }
 
 // TryAcquire takes the lock called name for ttl, or fails at once with a
 // *NotObtainedError (errors.Is(err, ErrNotObtained)) when someone else

@@ -17,14 +17,6 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// setup starts a Redis of the test's own and a Client on it.
-func setup(t *testing.T) (*withlock.Client, *redis.Client, *redistest.Server) {
-	t.Helper()
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	return withlock.New(rdb, nil), rdb, srv
-}
-
 // holder is "<host>:<pid>" of this test process, as tokens should name it.
 func holder(t *testing.T) string {
 	t.Helper()
@@ -38,9 +30,6 @@ func holder(t *testing.T) string {
 func tokenPattern(t *testing.T) *regexp.Regexp {
 	return regexp.MustCompile(`^` + regexp.QuoteMeta(holder(t)) + `:[0-9a-z]+\.[0-9a-f]{32}$`)
 }
-
-// randomPart is the secret part of a token: what follows the last colon.
-func randomPart(token string) string { return token[strings.LastIndexByte(token, ':')+1:] }
 
 // foreignToken is a token another process would have written.
 const foreignToken = "otherhost:4242:0123456789abcdef0123456789abcdef"

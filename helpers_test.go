@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -24,6 +25,14 @@ const longPoll = time.Minute
 // promptly bounds a wake-up that a notification explains; it is far below
 // longPoll and generous for a loaded machine running -race.
 const promptly = 10 * time.Second
+
+// setup starts a Redis of the test's own and a Client on it.
+func setup(t *testing.T) (*withlock.Client, *redis.Client, *redistest.Server) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	return withlock.New(rdb, nil), rdb, srv
+}
 
 // startRedis starts a Redis of the test's own and returns a client of it.
 func startRedis(t *testing.T) *redis.Client {
@@ -158,29 +167,28 @@ func semaphore(t *testing.T, rdb redis.UniversalClient, n int) *withlock.Client 
 	return c
 }
 
+// The fair line's keys and a semaphore's slots are where internal/keys
+// puts them: the tests import the rule rather than copy it.
+
 // slotKeyOf is the key of slot i of the lock key key.
-func slotKeyOf(key string, i int) string {
-	return fmt.Sprintf("%s:s:%d", lineBaseOf(key), i)
-}
+func slotKeyOf(key string, i int) string { return keys.Slot(key, i) }
 
 // lineBaseOf is the hash-tagged base of the line's keys for the lock key
-// key: key itself when it has a hash tag of its own.
+// key, "" for a key that has none.
 func lineBaseOf(key string) string {
-	if strings.Contains(key, "{") {
-		return key
-	}
-	return "{" + key + "}"
+	b, _ := keys.LineBase(key)
+	return b
 }
 
 // markOf is the waiting mark of the lock key key.
-func markOf(key string) string { return lineBaseOf(key) + ":w" }
+func markOf(key string) string { return keys.Mark(key) }
 
 // inLine is the length of the fair line of the lock key key, read on rdb
 // (on Cluster, the node of key's slot). It is the one way the tests count
 // a line.
 func inLine(t *testing.T, rdb *redis.Client, key string) int64 {
 	t.Helper()
-	n, err := rdb.LLen(context.Background(), lineBaseOf(key)+":q").Result()
+	n, err := rdb.LLen(context.Background(), keys.Line(key)).Result()
 	if err != nil {
 		t.Fatalf("LLEN of %s's line: %v", key, err)
 	}
@@ -196,6 +204,9 @@ func subscribers(t *testing.T, rdb *redis.Client, channel string) int64 {
 	}
 	return n[channel]
 }
+
+// randomPart is the secret part of a token, which no message may show.
+func randomPart(token string) string { return keys.Secret(token) }
 
 // commandCalls returns the calls of each command since the last CONFIG
 // RESETSTAT, Lua-internal calls included, from INFO commandstats.

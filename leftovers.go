@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
@@ -28,7 +29,7 @@ type leftNote struct {
 // Redis Cluster slot: "{key}:left". It lives as long as the lock had left
 // when the note was written, and the release by ReleaseAndRecord deletes
 // it.
-func leftKey(key string) string { return sideKey(key, "left") }
+func leftKey(key string) string { return keys.Left(key) }
 
 // leftScript stores the note if the lock is still ours, for the lock's
 // remaining time: KEYS[1] the lock, KEYS[2] the note; ARGV the token and

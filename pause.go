@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // ErrPaused means the lock's name is paused (Client.Pause): nothing takes
@@ -104,8 +105,7 @@ func pauseOf(v string) (Pause, bool) {
 // pauseKey is where a pause is kept beside the lock key key, for Status
 // and Resume: "<base>:pause".
 func pauseKey(key string) (string, bool) {
-	b, ok := lineBase(key)
-	return b + ":pause", ok
+	return keys.Pause(key)
 }
 
 var (

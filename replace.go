@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // replacedKey is the key of the marker an Acquire with LockOptions.Replace
@@ -16,7 +17,7 @@ import (
 // replacer> <sha1 of the holder's token>", living as long as the holder's
 // key had left (plus a second), so that the holder's next renewal finds it.
 // It never holds a token.
-func replacedKey(key string) string { return sideKey(key, "replaced") }
+func replacedKey(key string) string { return keys.Replaced(key) }
 
 // replaceScript marks the holder of a lock as replaced (see replacedKey).
 // KEYS[1] is the lock key, KEYS[2] its replace marker, KEYS[3] and KEYS[4]

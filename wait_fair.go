@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // The fair line: waiters in any Client, process or machine are served in
@@ -134,9 +135,9 @@ type liner struct {
 	place    // where it is in line, and whether far back: wait_fair_far.go
 }
 
-func (r *room) queue() string             { return r.base + ":q" }
-func (r *room) alive(cid string) string   { return r.base + ":c:" + cid }
-func (r *room) channel(cid string) string { return r.base + ":w:" + cid }
+func (r *room) queue() string             { return keys.Line(r.base) }
+func (r *room) alive(cid string) string   { return keys.Alive(r.base, cid) }
+func (r *room) channel(cid string) string { return keys.Channel(r.base, cid) }
 
 // refused reports whether Redis refused r's subscription (listen).
 func (r *room) refused() bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // A waiter proves it is alive (its Client's liveness key, every second)
@@ -89,7 +90,7 @@ func farWaiting(b fairLine) bool {
 	return ok
 }
 
-func (r *room) farKey(cid string) string { return r.base + ":f:" + cid }
+func (r *room) farKey(cid string) string { return keys.Far(r.base, cid) }
 
 // farDue is when the far key and the mark are due for a write, for a
 // Client whose waiters are all far: a while before its liveness key

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -97,15 +98,16 @@ const (
 
 var tokenRE = regexp.MustCompile(`^(.+):(\d+):([0-9a-z]+\.[0-9a-f]{32})$`)
 
-func randomPart(token string) string { return token[strings.LastIndexByte(token, ':')+1:] }
+// randomPart is the secret part of a token, which no message may show.
+func randomPart(token string) string { return keys.Secret(token) }
 
 // holderOf is how messages name a token's holder: its host:pid, never the
 // random part.
-func holderOf(token string) string { return token[:strings.LastIndexByte(token, ':')] }
+func holderOf(token string) string { return keys.Holder(token) }
 
-// fenceKey is the key of the fencing counter of the lock called name, as
-// the README documents it for the default prefix.
-func fenceKey(name string) string { return "{lock:" + name + "}:fence" }
+// fenceKey is the key of the fencing counter of the lock called name under
+// the default prefix.
+func fenceKey(name string) string { return keys.Fence(keys.Lock(withlock.DefaultPrefix, name)) }
 
 // deadlineMargin is how long before the TTL runs out with-lock presumes a
 // lock it cannot renew lost (docs/long-jobs.md's local deadline), asked of the

@@ -1,7 +1,10 @@
 package withlock
 
-// Lock tokens (owner prefix, time, crypto/rand) and what a token tells of its
-// holder.
+// Keys and tokens. Where a lock's keys live (its side keys and fair line in
+// its Cluster hash slot) is decided once, in internal/keys, which the tests
+// import too; the short names below are the library's for it. Tokens are
+// made here (owner prefix, time, crypto/rand); which part of one may be
+// shown is internal/keys' too.
 
 import (
 	"crypto/rand"
@@ -11,7 +14,38 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/with-lock/with-lock/internal/keys"
 )
+
+// fenceKey is the key of the fencing counter of the lock key key, in its
+// Cluster slot, so that both can be written by one script: "{key}:fence"
+// (docs/production-redis.md documents it for ACLs).
+func fenceKey(key string) string { return keys.Fence(key) }
+
+// sideKey is the key called what beside the lock key key, in its slot.
+func sideKey(key, what string) string { return keys.Side(key, what) }
+
+// lineBase is the hash-tagged base of the names beside key in its slot,
+// false for a key that has none (so no fair line and no semaphore: such a
+// key waits without a line).
+func lineBase(key string) (string, bool) { return keys.LineBase(key) }
+
+// hasLine reports whether key has a line: lineBase without building it.
+func hasLine(key string) bool { return keys.HasLine(key) }
+
+// lineArg is what the line's check is given for key's fair line: its
+// base, or "" for a key that has none.
+func lineArg(key string) string {
+	b, _ := keys.LineBase(key)
+	return b
+}
+
+// waitMark is the key of key's waiting mark, "<base>:w": it exists while
+// someone may be waiting for key, so that a release with nobody waiting
+// skips the line and the release message (releaseScript). "" for a key
+// without a line base, whose releases always publish.
+func waitMark(key string) string { return keys.Mark(key) }
 
 // tokenRandomBytes is the random part of a token: 128 bits make a collision
 // between two owners practically impossible.
@@ -54,18 +88,12 @@ func newToken(prefix string, now time.Time) (string, error) {
 // holderOf returns the "<host>:<pid>" part of a token, the part that is safe
 // to show: the random part is what proves ownership and must not be printed.
 // A token in another format yields "unknown".
-func holderOf(token string) string {
-	i := strings.LastIndexByte(token, ':')
-	if i <= 0 {
-		return "unknown"
-	}
-	return token[:i]
-}
+func holderOf(token string) string { return keys.Holder(token) }
 
 // sinceOf returns the time a token was made (see newToken), or the zero
 // time for a token without one: from an older version, or another program.
 func sinceOf(token string) time.Time {
-	rest := token[strings.LastIndexByte(token, ':')+1:]
+	rest := keys.Secret(token)
 	stamp, random, ok := strings.Cut(rest, ".")
 	if !ok || len(random) != hex.EncodedLen(tokenRandomBytes) {
 		return time.Time{}
