@@ -79,10 +79,8 @@ func TestKeepAliveLearnsWhoBrokeTheLock(t *testing.T) {
 // key vanishes otherwise is not told its lock was broken, and with
 // Reacquire takes it back.
 func TestBreakMarkerNamesOnlyTheTokensItRemoved(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	locker, rdb := kaSetup(t)
 	ctx := context.Background()
-	locker := kaClient(t, srv, time.Second)
 	first, err := locker.TryAcquire(ctx, "broken-later", time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -330,10 +330,8 @@ func TestIndexPruningNeverDropsANameInUse(t *testing.T) {
 // its name into the index again at its next renewal: Redis lost the entry
 // with the key.
 func TestReacquiredLockIsIndexedAgain(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	c, rdb := kaSetup(t)
 	ctx := context.Background()
-	c := kaClient(t, srv, time.Second)
 	l, err := c.TryAcquire(ctx, "back", 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -44,11 +44,10 @@ func waitLost(t *testing.T, ka *withlock.KeepAlive, timeout time.Duration) time.
 }
 
 func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
-	l, err := kaClient(t, srv, time.Second).TryAcquire(ctx, "ka-renew", ttl, nil)
+	l, err := locker.TryAcquire(ctx, "ka-renew", ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +220,10 @@ func kaWaitGone(t *testing.T, rdb *redis.Client, key string, timeout time.Durati
 // up by a paused Redis, and the one that finds the lock taken over, which
 // it reports before Lost is closed.
 func TestKeepAliveOnRenewReportsEachRenewal(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	const ttl = 600 * time.Millisecond // a renewal every 200ms
-	l, err := kaClient(t, srv, time.Second).TryAcquire(ctx, "ka-onrenew", ttl, nil)
+	l, err := locker.TryAcquire(ctx, "ka-onrenew", ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
