@@ -59,7 +59,7 @@ cron-tools:
 
 ## demo: start Redis on 127.0.0.1:6379 if nothing answers, install, race three copies of a job
 demo: redis install
-	BIN=$(DESTDIR)$(BINDIR)/with-lock scripts/demo.sh
+	BIN=$(DESTDIR)$(BINDIR)/with-lock tools/demo.sh
 
 ## test: go vet and the race-enabled test suite against real redis-server processes
 test: redis promtool pushgateway

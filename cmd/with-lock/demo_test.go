@@ -17,7 +17,7 @@ import (
 // random part, as nothing with-lock prints does.
 func TestDemoShowsTheHolderNotTheToken(t *testing.T) {
 	srv := redistest.Start(t)
-	cmd := exec.Command("bash", "../../scripts/demo.sh")
+	cmd := exec.Command("bash", "../../tools/demo.sh")
 	cmd.Env = append(cmd.Environ(), "BIN="+clitest.Binary(t), "DEMO_PORT="+strconv.Itoa(srv.Port))
 	done := make(chan struct{})
 	var out []byte
