@@ -20,7 +20,7 @@ build:
 install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)
 	install -m 0755 bin/with-lock $(DESTDIR)$(BINDIR)/with-lock
-	install -m 0644 with-lock.1 $(DESTDIR)$(MANDIR)/with-lock.1
+	install -m 0644 packaging/with-lock.1 $(DESTDIR)$(MANDIR)/with-lock.1
 
 ## redis: install redis-server and redis-cli (Debian packages) if missing
 redis:

@@ -30,7 +30,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 rm -rf dist
 mkdir -p dist
-gzip -9n <with-lock.1 >"$stage/with-lock.1.gz"
+gzip -9n <packaging/with-lock.1 >"$stage/with-lock.1.gz"
 nfpm=$("$GO" -C tools tool -n nfpm) # builds the pinned nfpm once; the go build cache keeps it
 
 for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64; do
@@ -49,7 +49,7 @@ for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 freebsd/amd64 
 	dir=with-lock_${VERSION}_${os}_${arch}
 	mkdir -p "$stage/$dir/completions" "$stage/$dir/systemd"
 	cp "$bin" "$stage/$dir/with-lock"
-	cp with-lock.1 README.md packaging/with-lock.conf "$stage/$dir/"
+	cp packaging/with-lock.1 README.md packaging/with-lock.conf "$stage/$dir/"
 	cp -R docs "$stage/$dir/" # the guides README.md links to
 	[ ! -f LICENSE ] || cp LICENSE "$stage/$dir/"
 	cp packaging/completions/* "$stage/$dir/completions/"

@@ -36,7 +36,7 @@ func TestCompletionsListEveryFlag(t *testing.T) {
 		{filepath.Join(completions, "_with-lock"), func(name string) string { return `--` + name }},
 		{filepath.Join(completions, "with-lock.fish"), func(name string) string { return `-l ` + name }},
 		// roff writes a flag's dashes as \-, maybe right after a font change.
-		{filepath.Join("..", "..", "with-lock.1"), func(name string) string {
+		{filepath.Join("..", "..", "packaging", "with-lock.1"), func(name string) string {
 			return `(?:\\f[BIRP])?\\-\\-` + strings.ReplaceAll(name, `-`, `\\-`)
 		}},
 	} {

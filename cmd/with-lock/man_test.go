@@ -14,7 +14,7 @@ import (
 // start up to the next line starting with a roff request in next.
 func manSection(t *testing.T, start string, next ...string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "with-lock.1"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "packaging", "with-lock.1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func TestHelpAndManPageListEveryExitCodeOfTheReadme(t *testing.T) {
 		t.Fatal("--help has no Exit codes paragraph")
 	}
 	helpCodes, _, _ = strings.Cut(helpCodes, "\n\n")
-	man, err := os.ReadFile("../../with-lock.1")
+	man, err := os.ReadFile("../../packaging/with-lock.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/with-lock/with-lock/internal/config"
 )
 
-var update = flag.Bool("update", false, "rewrite packaging/with-lock.conf and with-lock.1 from the settings table")
+var update = flag.Bool("update", false, "rewrite packaging/with-lock.conf and packaging/with-lock.1 from the settings table")
 
 // writeConf writes a config file for the test and returns its path.
 func writeConf(t *testing.T, text string) string {
@@ -233,7 +233,7 @@ func TestExampleConfigUncommentedIsTheDefaults(t *testing.T) {
 // table; go generate ./internal/config (or go test -run
 // TestManPageIsGeneratedFromTheSettings -update) rewrites it.
 func TestManPageIsGeneratedFromTheSettings(t *testing.T) {
-	path := filepath.Join("..", "..", "with-lock.1")
+	path := filepath.Join("..", "..", "packaging", "with-lock.1")
 	var b bytes.Buffer
 	if err := config.WriteManPage(&b); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 // its ENVIRONMENT come from the settings table, the rest (NAME, SYNOPSIS,
 // DESCRIPTION, EXIT STATUS, EXAMPLES...) is written by hand in the
 // template. go generate (or go test -run IsGeneratedFromTheSettings -update)
-// rewrites with-lock.1 and packaging/with-lock.conf.
+// rewrites packaging/with-lock.1 and packaging/with-lock.conf.
 //
 //go:generate go test -run IsGeneratedFromTheSettings -update
 
