@@ -125,25 +125,9 @@ func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
 // lost as without Reacquire.
 func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
 	const ttl = 900 * time.Millisecond
-	tests := []struct {
-		name  string
-		fault func(ctx context.Context, rdb *redis.Client, key string) error
-	}{
-		{"vanished then taken", func(ctx context.Context, rdb *redis.Client, key string) error {
-			_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.FlushAll(ctx)
-				p.SetNX(ctx, key, "other", time.Minute)
-				return nil
-			})
-			return err
-		}},
-		{"overwritten", func(ctx context.Context, rdb *redis.Client, key string) error {
-			return rdb.Set(ctx, key, "other", time.Minute).Err()
-		}},
-	}
 	locker, rdb := kaSetup(t)
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for i, tt := range redistest.Takeovers {
+		t.Run(tt.Name, func(t *testing.T) {
 			ctx := context.Background()
 			l, err := locker.TryAcquire(ctx, "reacquire-other-"+strconv.Itoa(i), ttl, nil)
 			if err != nil {
@@ -151,7 +135,7 @@ func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
 			}
 			ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true})
 			defer ka.Stop()
-			if err := tt.fault(ctx, rdb, l.Key()); err != nil {
+			if err := tt.Do(ctx, rdb, l.Key(), "other"); err != nil {
 				t.Fatal(err)
 			}
 			waitLost(t, ka, 5*time.Second)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -121,28 +120,12 @@ func TestOnLostReacquireSurvivesFailoverToReplicaWithoutKey(t *testing.T) {
 // the key after it vanished, or overwrote it — so the command is stopped,
 // with-lock exits 125, and the other owner's key is left alone.
 func TestOnLostReacquireStopsCommandWhenAnotherOwnerHoldsKey(t *testing.T) {
-	tests := []struct {
-		name  string
-		fault func(ctx context.Context, rdb *redis.Client, key string) error
-	}{
-		{"vanished then taken", func(ctx context.Context, rdb *redis.Client, key string) error {
-			_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.FlushAll(ctx)
-				p.SetNX(ctx, key, foreign, time.Minute)
-				return nil
-			})
-			return err
-		}},
-		{"overwritten", func(ctx context.Context, rdb *redis.Client, key string) error {
-			return rdb.Set(ctx, key, foreign, time.Minute).Err()
-		}},
-	}
 	e := setup(t)
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for i, tt := range redistest.Takeovers {
+		t.Run(tt.Name, func(t *testing.T) {
 			name := "reacquire-taken-" + strconv.Itoa(i)
 			p, pids := startTree(t, e.srv, name, "--redis", e.srv.URL(), "--ttl", "1500ms", "--on-lost", "reacquire")
-			if err := tt.fault(context.Background(), e.rdb, "lock:"+name); err != nil {
+			if err := tt.Do(context.Background(), e.rdb, "lock:"+name, foreign); err != nil {
 				t.Fatal(err)
 			}
 			clitest.WaitDead(t, 10*time.Second, pids...)
