@@ -82,7 +82,7 @@ churn: redis
 replace-churn: redis
 	WITH_LOCK_REPLACEMENTS=200 $(GO) test -count=1 -timeout 30m -run 'TestReplaceStopsTheHolderBeforeTheNextRunStarts' -v ./cmd/with-lock
 
-## bench: compare with redislock, redsync, rueidislock and floors, and time the start-up of each tracking mode under a booted systemd (beds); writes BENCHMARKS.md and bench/handoff.svg
+## bench: compare with redislock, redsync, rueidislock and floors, and time the start-up of each tracking mode under a booted systemd (beds); writes bench/BENCHMARKS.md and bench/handoff.svg
 bench: redis image
 	cd bench && $(GO) run ./cmd/bench
 

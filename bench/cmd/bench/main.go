@@ -55,7 +55,7 @@ func main() {
 	flag.IntVar(&c.listKeys, "list-keys", 2_000_000, "unrelated keys beside the locks in the fleet view's Redis")
 	flag.IntVar(&c.listLocks, "list-locks", 1000, "locks held in the fleet view's Redis")
 	flag.StringVar(&c.root, "root", "..", "the with-lock checkout")
-	flag.StringVar(&c.out, "out", "../BENCHMARKS.md", "where to write the report ('' for nowhere)")
+	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report ('' for nowhere)")
 	flag.StringVar(&c.svg, "svg", "handoff.svg", "where to write the chart ('' for nowhere)")
 	flag.BoolVar(&c.noTracking, "no-tracking", false, "skip the start-up by tracking mode under a booted systemd (the beds module)")
 	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli, tracking, piped, list or scale) and write no files, for profiling")
