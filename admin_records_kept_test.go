@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // recordTTL is what a test's records are kept for: unlike any lock's TTL
@@ -107,7 +108,7 @@ func TestRecordOfALostRunIsStored(t *testing.T) {
 // (default prefix) expires in about ttl.
 func recordKeptFor(t *testing.T, rdb *redis.Client, name string, ttl time.Duration) {
 	t.Helper()
-	key := "{lock:" + name + "}:last"
+	key := keys.Record("lock:" + name)
 	if d := rdb.PTTL(context.Background(), key).Val(); d <= ttl-time.Minute || d > ttl {
 		t.Errorf("record %s kept for %s, want the retention asked, %s", key, d, ttl)
 	}

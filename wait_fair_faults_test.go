@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -205,7 +206,7 @@ func TestRequeuedWaiterHonoursContextWhenRedisStalls(t *testing.T) {
 			rdb := srv.Client()
 			name := "requeue-" + tc.name
 			key := "lock:" + name
-			channels := "{" + key + "}:w:*" // the waiter's subscription
+			channels := keys.Channel(key, "*") // the waiter's subscription
 			subscribed := func() bool {
 				chs, err := rdb.PubSubShardChannels(context.Background(), channels).Result()
 				return err == nil && len(chs) > 0

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -214,7 +215,7 @@ func TestOncePerOffsetMovesTheWindowsEdge(t *testing.T) {
 		if r := e.run(append(once, appendRun(out, "0")...)...); r.Code != 0 || runs(t, out) != 1 {
 			t.Fatalf("run before the edge: exit %d, ran %d times, stderr %q", r.Code, runs(t, out), r.Stderr)
 		}
-		start, end, _ := strings.Cut(e.get("{lock:"+name+"}:done"), ":")
+		start, end, _ := strings.Cut(e.get(keys.Window("lock:"+name)), ":")
 		if start == strconv.FormatInt(edge.UnixMilli(), 10) {
 			continue // the run read Redis's clock after the edge
 		}
@@ -229,7 +230,7 @@ func TestOncePerOffsetMovesTheWindowsEdge(t *testing.T) {
 		if r := e.run(append(once, appendRun(out, "0")...)...); r.Code != 0 || runs(t, out) != 2 {
 			t.Errorf("run after the edge: exit %d, ran %d times in all, stderr %q; want it to run again", r.Code, runs(t, out), r.Stderr)
 		}
-		if start, _, _ := strings.Cut(e.get("{lock:"+name+"}:done"), ":"); start != strconv.FormatInt(edge.UnixMilli(), 10) {
+		if start, _, _ := strings.Cut(e.get(keys.Window("lock:"+name)), ":"); start != strconv.FormatInt(edge.UnixMilli(), 10) {
 			t.Errorf("the run after the edge marked the window starting %s, want the edge %d", start, edge.UnixMilli())
 		}
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -43,7 +44,7 @@ func startWaiting(t *testing.T, srv *redistest.Server, rdb *redis.Client, key st
 // lineLen is how many wait in the fair line of the lock key key.
 func lineLen(t *testing.T, rdb *redis.Client, key string) int64 {
 	t.Helper()
-	n, err := rdb.LLen(context.Background(), "{"+key+"}:q").Result()
+	n, err := rdb.LLen(context.Background(), keys.Line(key)).Result()
 	if err != nil {
 		t.Fatalf("LLEN of the line of %s: %v", key, err)
 	}
