@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/config"
 	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -107,7 +108,7 @@ func holderOf(token string) string { return keys.Holder(token) }
 
 // fenceKey is the key of the fencing counter of the lock called name under
 // the default prefix.
-func fenceKey(name string) string { return keys.Fence(keys.Lock(withlock.DefaultPrefix, name)) }
+func fenceKey(name string) string { return keys.Fence(keys.Lock(config.DefaultPrefix, name)) }
 
 // deadlineMargin is how long before the TTL runs out with-lock presumes a
 // lock it cannot renew lost (docs/long-jobs.md's local deadline), asked of the
