@@ -26,6 +26,14 @@ func fenceKey(key string) string { return keys.Fence(key) }
 // sideKey is the key called what beside the lock key key, in its slot.
 func sideKey(key, what string) string { return keys.Side(key, what) }
 
+// hashTagged reports whether key's Cluster slot comes from a hash tag of
+// its own.
+func hashTagged(key string) bool { return keys.HashTagged(key) }
+
+// taggable reports whether a key without a hash tag can be made one of its
+// own, "{key}".
+func taggable(key string) bool { return keys.Taggable(key) }
+
 // lineBase is the hash-tagged base of the names beside key in its slot,
 // false for a key that has none (so no fair line and no semaphore: such a
 // key waits without a line).
