@@ -93,7 +93,7 @@ func TestAClientWritesANameIntoTheIndexOncePerPeriod(t *testing.T) {
 			tc.rdb.AddHook(&trips)
 			c := withlock.New(tc.rdb, nil)
 			// A Client's first acquisition also asks INFO memory
-			// (server_check.go), after the SET in the same round trip:
+			// (client.go), after the SET in the same round trip:
 			// another name's, here.
 			first := mustAcquire(t, c, "first", time.Minute)
 			if got := trips.reset(); len(got) != 1 || !slices.Equal(got[0], []string{"hset", "set", "info"}) {

@@ -83,7 +83,7 @@ func TestListShowsForeignToken(t *testing.T) {
 	}
 }
 
-// An acquisition that found another program's value where its keys go (a
+// An acquisition that found another program's value where its lock.go (a
 // fence counter that is text, a lock key that is a list) wrote its name
 // into the index of names all the same, ahead of its SET. List skips such
 // a name and lists the rest, and prunes the entry as any other once none

@@ -206,7 +206,7 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 		n.pause, _ = v[7].(string)
 	}
 	if info, ok := v[len(v)-1].(string); ok && n.err == nil {
-		n.evicts = evictingPolicy(info) // server_check.go
+		n.evicts = evictingPolicy(info) // client.go
 	}
 	return n
 }

@@ -142,7 +142,7 @@ type fairLine interface {
 }
 
 // handOverer is a backend that can release a lock and take it for a waiter
-// of the same Client in one round trip (wait_local_handoff.go): a plain
+// of the same Client in one round trip (wait_local.go): a plain
 // lock on one deployment.
 type handOverer interface {
 	// handOver releases from and takes to (same key, fresh token) with
@@ -154,7 +154,7 @@ type handOverer interface {
 }
 
 // breakTeller is a backend whose Break leaves a marker its victim can read
-// (admin_broken.go): every one.
+// (admin_list.go): every one.
 type breakTeller interface {
 	brokenBy(ctx context.Context, l *Lock) (string, error)
 }

@@ -22,9 +22,9 @@ type single struct {
 	rdb   redis.UniversalClient
 	names *nameIndex // the names this Client wrote into the index lately (admin_index.go); nil: no index
 
-	releaseBy atomic.Int32 // how the release script is sent (script_cache.go)
+	releaseBy atomic.Int32 // how the release script is sent (scripts.go)
 
-	server serverCheck // what the first acquisition learns of the server (server_check.go)
+	server serverCheck // what the first acquisition learns of the server (client.go)
 }
 
 // newSingle is the backend of a Client on rdb, which writes the names it
@@ -75,7 +75,7 @@ func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) 
 	if now.IsZero() {
 		now = time.Now()
 	}
-	probe := s.server.due(s.rdb) // the first acquisition also asks INFO memory (server_check.go)
+	probe := s.server.due(s.rdb) // the first acquisition also asks INFO memory (client.go)
 	if probe || s.goesWithSet(l, now) {
 		return s.setWith(ctx, rdb, l, fenced, now, probe)
 	}
@@ -126,7 +126,7 @@ func (s *single) setWith(ctx context.Context, rdb pipeSetter, l *Lock, fenced bo
 //     List reads (admin_index.go), when this Client has not written it
 //     lately;
 //   - after it, on the Client's first acquisition, INFO memory, which says
-//     whether the server may evict the lock (server_check.go).
+//     whether the server may evict the lock (client.go).
 //
 // With none of them the command goes alone: a long-lived Client's
 // uncontended acquisition is one SET.

@@ -5,8 +5,10 @@ package withlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -185,4 +187,188 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 		return nil, err
 	}
 	return c.line.wait(ctx, c, name, token, ttl, opts)
+}
+
+// Client.Do: acquire, keep alive, run a function, release.
+
+// DoOptions configure Do. A nil *DoOptions means the defaults: fail at once
+// when the lock is busy, no fencing, no min-hold, default renewal.
+type DoOptions struct {
+	// LockOptions are the acquisition's fencing, min-hold and replicas.
+	LockOptions
+	// Wait makes Do wait for a busy lock until ctx is done, as Acquire
+	// does, instead of failing at once with ErrNotObtained.
+	Wait bool
+	// KeepAlive tunes renewal while fn runs.
+	KeepAlive KeepAliveOptions
+}
+
+// Do runs fn while holding the lock called name: it acquires the lock for
+// ttl, renews it in the background while fn runs, and releases it when fn
+// returns. fn's context is cancelled when the lock is lost, with a
+// *LostError as its context.Cause; fn should then stop touching what the
+// lock protects. l gives fn the lock's fencing number and token.
+//
+// Do returns the acquisition's error (matching ErrNotObtained when the lock
+// is busy) without calling fn. Otherwise it returns fn's error joined with
+// any loss (matching ErrLockLost, also when the lock turned out to be gone
+// only at release) and any release error. The release runs even when ctx
+// is already cancelled; it is bounded by the Redis client's timeouts.
+//
+// If fn panics (or calls runtime.Goexit), Do stops the renewal and releases
+// the lock before the panic goes on up the stack, so a caller that recovers
+// (as net/http does for every handler) does not keep the lock for ever.
+func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, opts *DoOptions, fn func(ctx context.Context, l *Lock) error) error {
+	if opts == nil {
+		opts = &DoOptions{}
+	}
+	acquire := c.TryAcquire
+	if opts.Wait {
+		acquire = c.Acquire
+	}
+	l, err := acquire(ctx, name, ttl, &opts.LockOptions)
+	if err != nil {
+		return err
+	}
+	ka := l.KeepAlive(ctx, &opts.KeepAlive)
+	returned := false
+	defer func() {
+		if !returned {
+			// fn panicked: renewing would keep the lock as long as the
+			// process lives. The panic continues after this.
+			ka.Stop()
+			if !errors.Is(ka.Err(), ErrLockNotHeld) {
+				_ = l.Release(context.WithoutCancel(ctx))
+			}
+		}
+	}()
+	fnErr := fn(ka.Context(), l)
+	returned = true
+	ka.Stop()
+
+	lost := ka.Err()
+	if errors.Is(fnErr, ErrLockLost) {
+		lost = nil // fn returned the cause itself; say it once
+	}
+	if errors.Is(ka.Err(), ErrLockNotHeld) {
+		return errors.Join(fnErr, lost) // the key is someone else's or gone
+	}
+	relErr := l.Release(context.WithoutCancel(ctx))
+	if errors.Is(relErr, ErrLockNotHeld) {
+		relErr = nil
+		if ka.Err() == nil {
+			// Lost between the last renewal and the release.
+			lost = &LostError{Key: l.key, Err: ErrLockNotHeld}
+		}
+	}
+	return errors.Join(fnErr, lost, relErr)
+}
+
+// What a Client learns of its Redis server with its first acquisition:
+// whether the server may evict a held lock (its maxmemory-policy).
+
+// EvictionPolicy returns the maxmemory-policy of c's Redis server, as c's
+// first acquisition learnt it, when that server may evict held locks: its
+// maxmemory is set and its policy is not noeviction, so under memory
+// pressure it may delete a lock's key before its TTL, and another owner
+// then takes a lock that is still in use. Set maxmemory-policy noeviction
+// on a server that keeps locks.
+//
+// It returns "" when the server may not evict, until the first acquisition
+// has had its answer, and when the server does not say: an ACL user
+// without +info, INFO renamed away. A Client asks once, in the round trip
+// of its first acquisition (INFO memory after the SET), and never again;
+// Status asks at every call (Status.EvictionPolicy). A Cluster's or a
+// quorum's acquisitions do not ask: their Client returns "".
+func (c *Client) EvictionPolicy() string {
+	if a, ok := c.b.(evictionAsker); ok {
+		return a.evictionPolicy()
+	}
+	return ""
+}
+
+// evictionAsker is a backend whose first acquisition asks its server's
+// eviction policy: one deployment, plain or semaphore, but not a Cluster.
+type evictionAsker interface {
+	evictionPolicy() string
+}
+
+var (
+	_ evictionAsker = (*single)(nil)
+	_ evictionAsker = (*semaphore)(nil)
+)
+
+func (s *single) evictionPolicy() string { return s.server.learnt() }
+
+func (s *semaphore) evictionPolicy() string { return s.one.evictionPolicy() }
+
+// serverCheck is what a backend on one deployment learns of its server
+// with its first acquisition.
+type serverCheck struct {
+	asked  atomic.Bool            // an acquisition has asked, or will not
+	policy atomic.Pointer[string] // the evicting policy it learnt; nil for none
+}
+
+// due claims the question for the acquisition about to be sent on rdb: true
+// once, for the first. Every later acquisition pays one atomic load. A
+// Cluster is never asked: its pipelines send a command without a key to
+// any master, not the lock key's, and go-redis may refuse to pipeline INFO
+// there at all.
+func (sc *serverCheck) due(rdb redis.UniversalClient) bool {
+	if sc.asked.Load() {
+		return false
+	}
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		sc.asked.Store(true)
+		return false
+	}
+	return sc.asked.CompareAndSwap(false, true)
+}
+
+// pipelined sends what send queues and INFO memory after it, in one round
+// trip on rdb, and learns the server's eviction policy from INFO's reply.
+// INFO's failure (NOPERM, an unknown command) is said nowhere: the
+// commands of send have their own replies.
+func (sc *serverCheck) pipelined(ctx context.Context, rdb pipeSetter, send func(redis.Pipeliner)) {
+	var info *redis.StringCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		send(p)
+		info = p.Info(ctx, "memory")
+		return nil
+	})
+	if text, err := info.Result(); err == nil {
+		if policy := evictingPolicy(text); policy != "" {
+			sc.policy.Store(&policy)
+		}
+	}
+}
+
+// learnt is the evicting policy learnt, or "".
+func (sc *serverCheck) learnt() string {
+	if p := sc.policy.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// evictingPolicy reads the text of INFO memory: its maxmemory_policy when
+// the server may evict keys that have a TTL, as every lock has (any policy
+// but noeviction, volatile-* and allkeys-* alike), with a maxmemory set;
+// else "". A 64-bit server with maxmemory 0 never evicts; a 32-bit one
+// reports the 3 GB it then sets itself.
+func evictingPolicy(info string) string {
+	var maxmemory, policy string
+	for line := range strings.Lines(info) {
+		name, value, _ := strings.Cut(strings.TrimRight(line, "\r\n"), ":")
+		switch name {
+		case "maxmemory":
+			maxmemory = value
+		case "maxmemory_policy":
+			policy = value
+		}
+	}
+	if maxmemory == "" || maxmemory == "0" || policy == "" || policy == "noeviction" {
+		return ""
+	}
+	return policy
 }

@@ -127,7 +127,8 @@ func notObtained(key, token string, ttl time.Duration) *NotObtainedError {
 // it as it is.
 type unsupported string
 
-func (e unsupported) Error() string        { return string(e) }
+func (e unsupported) Error() string { return string(e) }
+
 func (e unsupported) Is(target error) bool { return target == errors.ErrUnsupported }
 
 // ErrLockLost means a lock was lost while its KeepAlive ran: Redis said the
@@ -202,8 +203,10 @@ var ErrNotRecorded = errors.New("last-run record not stored")
 // ErrNotReleased.
 type notReleased struct{ err error }
 
-func (e notReleased) Error() string        { return e.err.Error() }
-func (e notReleased) Unwrap() error        { return e.err }
+func (e notReleased) Error() string { return e.err.Error() }
+
+func (e notReleased) Unwrap() error { return e.err }
+
 func (e notReleased) Is(target error) bool { return target == ErrNotReleased }
 
 // ErrNoQuorum means a quorum Client could not reach a majority of its
@@ -291,7 +294,8 @@ func (e *wrongTypeError) Error() string {
 }
 
 func (e *wrongTypeError) Is(target error) bool { return target == ErrWrongType }
-func (e *wrongTypeError) Unwrap() error        { return e.err }
+
+func (e *wrongTypeError) Unwrap() error { return e.err }
 
 // errCannotQueue means queueScript cannot reach the server without its
 // answering first; the caller sends the command the ordinary way.
@@ -309,3 +313,42 @@ func opError(op, key string, err error) error {
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }
+
+// Describing a foreign key that holds what this package did not write
+// (ErrWrongType).
+
+// wrongType describes key after Redis answered err, a WRONGTYPE reply, for
+// it: its type, or its value when it is a string, in one round trip taken
+// only on this error path.
+func wrongType(ctx context.Context, rdb redis.UniversalClient, key, what string, err error) error {
+	var typ *redis.StatusCmd
+	var get *redis.StringCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		typ = p.Type(ctx, key)
+		get = p.Get(ctx, key)
+		return nil
+	})
+	e := &wrongTypeError{what: what, key: key, holds: "something else", err: err}
+	switch t := typ.Val(); t {
+	case "string":
+		e.holds = quoteShort(get.Val(), 32)
+	case "", "none": // gone meanwhile, or TYPE failed
+	default:
+		e.holds = "a " + t
+	}
+	return e
+}
+
+// quoteShort quotes s, cut to n bytes, for an error message.
+func quoteShort(s string, n int) string {
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", s[:n])
+}
+
+// isWrongType reports whether err is Redis's WRONGTYPE reply (or the fenced
+// acquisition script's, which uses the same prefix). go-redis v9 has no
+// predicate for it, unlike READONLY or NOAUTH, so this matches the reply's
+// prefix.
+func isWrongType(err error) bool { return redis.HasErrorPrefix(err, "WRONGTYPE") }

@@ -406,7 +406,7 @@ const releasedUnwatched = 2
 
 // ownWaitersOutsideTheLine is the release script's last argument, in place
 // of a Client id, from a Client handing its lock to a waiter of its own
-// outside the fair line (wait_local_handoff.go): the release keeps the
+// outside the fair line (wait_local.go): the release keeps the
 // key's waiting mark for the waiters behind that one, who are not marking
 // it themselves, and always publishes. No Client id is "*".
 const ownWaitersOutsideTheLine = "*"

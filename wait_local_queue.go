@@ -44,7 +44,7 @@ type waiter struct {
 	tryNext bool          // send the SET when next awake
 
 	// The lock the waiter wants and how, so that a Release of this Client
-	// can take it in the waiter's name (wait_local_handoff.go).
+	// can take it in the waiter's name (wait_local.go).
 	want *Lock
 	opts *LockOptions
 

@@ -49,7 +49,7 @@ func (r *runner) gaveUp(err error, waited time.Duration) {
 	case serr == nil && st.Held:
 		f = holderFields(st.Holder)
 		f.DurationMs = ms(waited)
-		who = waitedFor(st, time.Now()) // busy.go
+		who = waitedFor(st, time.Now())
 	case serr == nil:
 		who = "it was held until just now"
 		if held != nil {
