@@ -339,7 +339,7 @@ func TestReacquiredLockIsIndexedAgain(t *testing.T) {
 	if !rdb.HExists(ctx, indexOf, l.Key()).Val() {
 		t.Fatal("not indexed by its acquisition")
 	}
-	rl := make(renewLog, 16) // keepalive_reacquire_test.go
+	rl := make(renewLog, 16) // keepalive_test.go
 	ka := l.KeepAlive(ctx, rl.options())
 	defer ka.Stop()
 	rl.waitFor(t, ka, nil, 5*time.Second)

@@ -15,7 +15,7 @@ import (
 
 // marshalRecord is json.Marshal(rec), byte for byte, with rec.Extra's
 // fields after the record's own, in the order of their names, before the
-// token's digest (admin_records_json_test.go holds it to that); or an
+// token's digest (wire_test.go holds it to that); or an
 // error for a time JSON cannot hold or an extra field that is not JSON.
 func marshalRecord(rec *record) ([]byte, error) {
 	b := make([]byte, 0, 256)

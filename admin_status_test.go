@@ -1,7 +1,13 @@
 package withlock_test
 
+// Status: who holds a lock and since when, the leftovers note of the
+// present holder, and a key another program uses.
+
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/leftovers"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -61,52 +68,205 @@ func TestStatusOfALock(t *testing.T) {
 	}
 }
 
-// A Redis whose used memory is above its maxmemory (noeviction) refuses
-// writes, but still answers reads: Status (a plain lock's and a
-// semaphore's), List, and a holder's renewal and release all work, while a
-// new acquisition is refused with Redis's OOM error.
-func TestStatusAnswersWhenRedisIsOutOfMemory(t *testing.T) {
+// The token carries the time its acquisition began, so Status can say
+// since when a lock is held; a token without it (an older version's)
+// shows no time rather than a wrong one.
+func TestStatusSinceIsWhenTheHolderAcquired(t *testing.T) {
+	srv := redistest.Start(t)
+	locker := kaClient(t, srv, time.Second)
 	ctx := context.Background()
-	srv := redistest.Start(t, "maxmemory", "4mb", "maxmemory-policy", "noeviction")
-	locker := withlock.New(srv.Client(), nil)
-	sem, err := withlock.NewSemaphore(srv.Client(), 2, nil)
+	before := time.Now().Truncate(time.Millisecond)
+	l, err := locker.TryAcquire(ctx, "since", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := locker.TryAcquire(ctx, "job", time.Minute, nil)
+	after := time.Now()
+	st, err := locker.Status(ctx, "since")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl, err := sem.TryAcquire(ctx, "backup", time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.FillUntilOOM()
-
-	if _, err := locker.TryAcquire(ctx, "other", time.Minute, nil); !redis.IsOOMError(err) {
-		t.Errorf("TryAcquire when out of memory: %v, want Redis's OOM error", err)
-	}
-	st, err := locker.Status(ctx, "job")
-	if err != nil || !st.Held || st.Holder.ID != withlock.HolderOf(l.Token()) || st.Holder.TTL <= 0 {
-		t.Errorf("Status of a held lock: %+v, %v; want it held by %s", st, err, withlock.HolderOf(l.Token()))
-	}
-	st, err = sem.Status(ctx, "backup")
-	if err != nil || st.Slots != 2 || len(st.Holders) != 1 || st.Holders[0].Slot != sl.Slot() {
-		t.Errorf("Status of a semaphore: %+v, %v; want 2 slots, slot %d held", st, err, sl.Slot())
-	}
-	if ls, err := locker.List(ctx, nil); err != nil || len(ls) != 2 {
-		t.Errorf("List: %d locks, %v; want 2", len(ls), err)
-	}
-	if err := l.Extend(ctx, time.Minute); err != nil {
-		t.Errorf("Extend: %v", err)
+	if st.Holder.Since.Before(before) || st.Holder.Since.After(after) {
+		t.Errorf("Since %v, want within the TryAcquire call [%v, %v]", st.Holder.Since, before, after)
 	}
 	if err := l.Release(ctx); err != nil {
-		t.Errorf("Release: %v", err)
+		t.Fatal(err)
 	}
-	if err := sl.Release(ctx); err != nil {
-		t.Errorf("Release of a slot: %v", err)
+	for _, old := range []string{foreignToken, "otherhost:4242:zz.0123", "no-format"} {
+		srv.Client().Set(ctx, "lock:since", old, time.Minute)
+		if st, err := locker.Status(ctx, "since"); err != nil || !st.Held || !st.Holder.Since.IsZero() {
+			t.Errorf("key holding %q: Status %+v, %v; want held with a zero Since", old, st, err)
+		}
 	}
-	if st, err := locker.Status(ctx, "job"); err != nil || st.Held {
-		t.Errorf("Status after the release: %+v, %v; want free", st, err)
+}
+
+// Status shows a leftovers note only while its writer holds the lock: not
+// once another holder has taken it, though the note is still there; a
+// holder that lost the lock cannot write one nor delete the present
+// holder's; the present holder's ReleaseAndRecord deletes it. On one
+// deployment and on a quorum, where the note is on every node.
+func TestStatusShowsLeftoversOnlyOfThePresentHolder(t *testing.T) {
+	t.Run("single", func(t *testing.T) {
+		rdb := redistest.Start(t).Client()
+		leftoversOfThePresentHolder(t, withlock.New(rdb, nil), []*redis.Client{rdb})
+	})
+	t.Run("quorum", func(t *testing.T) {
+		_, admins, c := quorumNodes(t)
+		leftoversOfThePresentHolder(t, c, admins)
+	})
+}
+
+func leftoversOfThePresentHolder(t *testing.T, c *withlock.Client, nodes []*redis.Client) {
+	ctx := context.Background()
+	// noted is on how many nodes the note is.
+	noted := func() (n int) {
+		for _, rdb := range nodes {
+			n += int(rdb.Exists(ctx, "{lock:left}:left").Val())
+		}
+		return n
 	}
+	left := leftovers.Note{ExitCode: 3, Exited: time.Now().Add(-time.Second).Round(0), Processes: 2}
+
+	l, err := c.TryAcquire(ctx, "left", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leftovers.Store(ctx, l, left); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(ctx, "left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := leftovers.Of(st); got == nil || got.ExitCode != 3 || got.Processes != 2 || !got.Exited.Equal(left.Exited) {
+		t.Errorf("leftovers.Of(Status) = %+v, want %+v", got, left)
+	}
+	if ttl := nodes[0].PTTL(ctx, "{lock:left}:left").Val(); ttl <= 0 || ttl > 5*time.Second || noted() != len(nodes) {
+		t.Errorf("the note lives %s on %d of %d nodes: want the lock's remaining time on all", ttl, noted(), len(nodes))
+	}
+
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := leftovers.Store(ctx, l, left); !errors.Is(err, withlock.ErrLockNotHeld) {
+		t.Errorf("leftovers.Store after the release: %v, want ErrLockNotHeld", err)
+	}
+	next, err := c.TryAcquire(ctx, "left", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if noted() != len(nodes) {
+		t.Fatal("the first holder's note is gone: the check below would prove nothing")
+	}
+	if err := leftovers.Store(ctx, l, left); !errors.Is(err, withlock.ErrLockNotHeld) {
+		t.Errorf("leftovers.Store by the last holder while another holds the lock: %v, want ErrLockNotHeld", err)
+	}
+	if st, err := c.Status(ctx, "left"); err != nil || leftovers.Of(st) != nil {
+		t.Errorf("Status of the next holder = %+v, %v: want no leftovers (the note is the last holder's)", st, err)
+	}
+
+	if err := leftovers.Store(ctx, next, left); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); !errors.Is(err, withlock.ErrLockNotHeld) {
+		t.Errorf("ReleaseAndRecord by the last holder: %v, want ErrLockNotHeld", err)
+	}
+	if noted() != len(nodes) {
+		t.Error("a holder that no longer holds the lock deleted the present holder's note")
+	}
+	if err := next.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := noted(); n != 0 {
+		t.Errorf("ReleaseAndRecord left the leftovers note behind on %d nodes", n)
+	}
+}
+
+// A lock key or fence counter that another program uses is an error that
+// names the key and what it holds, matches ErrWrongType and not
+// ErrNotObtained, comes at once from a waiting Acquire, and writes nothing.
+func TestForeignKeyIsWrongType(t *testing.T) {
+	ctx := context.Background()
+	fenced := &withlock.LockOptions{Fence: true}
+	for _, tc := range []struct {
+		name  string
+		plant func(rdb *redis.Client) error // the other program's key
+		opts  *withlock.LockOptions
+		want  []string // in the message
+	}{
+		{"lock key is a list", func(rdb *redis.Client) error {
+			return rdb.LPush(ctx, "lock:x", "a").Err()
+		}, nil, []string{"key lock:x holds a list, not a lock", "another name or prefix"}},
+		{"fenced, lock key is a hash", func(rdb *redis.Client) error {
+			return rdb.HSet(ctx, "lock:x", "f", "v").Err()
+		}, fenced, []string{"key lock:x holds a hash, not a lock"}},
+		{"fence counter is text", func(rdb *redis.Client) error {
+			return rdb.Set(ctx, "{lock:x}:fence", "abc", 0).Err()
+		}, fenced, []string{`fence counter {lock:x}:fence holds "abc", not a number`}},
+		{"fence counter is long text", func(rdb *redis.Client) error {
+			return rdb.Set(ctx, "{lock:x}:fence", strings.Repeat("z", 100), 0).Err()
+		}, fenced, []string{`holds "` + strings.Repeat("z", 32) + `"..., not a number`}},
+		{"fence counter is a set", func(rdb *redis.Client) error {
+			return rdb.SAdd(ctx, "{lock:x}:fence", "1").Err()
+		}, fenced, []string{"fence counter {lock:x}:fence holds a set, not a number"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			locker, rdb, _ := setup(t)
+			if err := tc.plant(rdb); err != nil {
+				t.Fatal(err)
+			}
+			before := keysAndValues(t, rdb)
+			check := func(how string, err error) {
+				t.Helper()
+				if !errors.Is(err, withlock.ErrWrongType) || errors.Is(err, withlock.ErrNotObtained) {
+					t.Fatalf("%s = %v; want ErrWrongType, not ErrNotObtained", how, err)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: %q does not say %q", how, err, w)
+					}
+				}
+			}
+			_, err := locker.TryAcquire(ctx, "x", 10*time.Second, tc.opts)
+			if after := keysAndValues(t, rdb); after != before {
+				t.Errorf("TryAcquire changed the keys from %s to %s", before, after)
+			}
+			check("TryAcquire", err)
+
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err = locker.Acquire(wctx, "x", 10*time.Second, tc.opts)
+			check("Acquire", err)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("Acquire took %s: it waited for a key that is no lock", d)
+			}
+			if after := keysAndValues(t, rdb); after != before {
+				t.Errorf("Acquire changed the keys from %s to %s", before, after)
+			}
+		})
+	}
+}
+
+// keysAndValues describes every key in rdb: name, type, and a string's value.
+func keysAndValues(t *testing.T, rdb *redis.Client) string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index of names is written ahead of every acquisition's SET,
+	// whatever its outcome (admin_index.go): not a change to the lock's keys.
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "{lock:}:names" })
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		typ := rdb.Type(ctx, k).Val()
+		fmt.Fprintf(&b, "%s(%s", k, typ)
+		if typ == "string" {
+			fmt.Fprintf(&b, " %q", rdb.Get(ctx, k).Val())
+		}
+		b.WriteString(") ")
+	}
+	return b.String()
 }

@@ -1,9 +1,12 @@
 package withlock_test
 
+// KeepAlive's renewals: within the TTL, each reported to OnRenew, and with
+// Reacquire a vanished key taken back (and only that).
+
 import (
 	"context"
 	"errors"
-	"syscall"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,10 +14,6 @@ import (
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
-
-// KeepAlive against a real Redis: what its renewals do to the key, and how
-// a paused, killed or taken-over Redis is seen. Its exact schedule, and
-// Stop, are tested on a fake clock in keepalive_synctest_test.go.
 
 // stopUnlost fails the test if ka has reported a loss, and otherwise
 // stops it and releases l, which must still be ours.
@@ -28,18 +27,6 @@ func stopUnlost(t *testing.T, ka *withlock.KeepAlive, l *withlock.Lock) {
 	ka.Stop()
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("release after Stop: %v", err)
-	}
-}
-
-// waitLost waits up to timeout for ka to report a loss and returns when.
-func waitLost(t *testing.T, ka *withlock.KeepAlive, timeout time.Duration) time.Time {
-	t.Helper()
-	select {
-	case <-ka.Lost():
-		return time.Now()
-	case <-time.After(timeout):
-		t.Fatalf("no loss reported within %s", timeout)
-		return time.Time{}
 	}
 }
 
@@ -78,142 +65,6 @@ func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 	}
 	t.Logf("%d samples over %s with TTL %s: PTTL between %s and %s", samples, 4*ttl, ttl, minTTL, maxTTL)
 	stopUnlost(t, ka, l)
-}
-
-func TestKeepAliveDetectsTakeover(t *testing.T) {
-	const ttl = 600 * time.Millisecond
-	const interval = ttl / 3
-	tests := []struct {
-		name     string
-		fault    func(rdb *redis.Client, key string) error
-		newOwner bool // the key then holds "other" and must stay untouched
-	}{
-		{"replaced", func(rdb *redis.Client, key string) error {
-			return rdb.Set(context.Background(), key, "other", time.Minute).Err()
-		}, true},
-		{"deleted", func(rdb *redis.Client, key string) error {
-			return rdb.Del(context.Background(), key).Err()
-		}, false},
-		{"pexpired", func(rdb *redis.Client, key string) error {
-			return rdb.PExpire(context.Background(), key, time.Millisecond).Err()
-		}, false},
-	}
-	locker, rdb := kaSetup(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
-			l, err := locker.TryAcquire(ctx, "ka-takeover-"+tt.name, ttl, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ka := l.KeepAlive(ctx, nil)
-			defer ka.Stop()
-			time.Sleep(interval / 2) // mid-run, between two renewals
-			faultAt := time.Now()
-			if err := tt.fault(rdb, l.Key()); err != nil {
-				t.Fatal(err)
-			}
-			lostAt := waitLost(t, ka, 3*time.Second)
-			took := lostAt.Sub(faultAt)
-			t.Logf("loss detected %s after the key was %s (renewal interval %s)", took.Round(time.Millisecond), tt.name, interval)
-			if took > interval+500*time.Millisecond {
-				t.Errorf("detection took %s, more than one renewal interval (%s) plus 500ms", took, interval)
-			}
-			err = ka.Err()
-			if !errors.Is(err, withlock.ErrLockLost) || !errors.Is(err, withlock.ErrLockNotHeld) {
-				t.Errorf("Err() = %v, want ErrLockLost wrapping ErrLockNotHeld", err)
-			}
-			if cause := context.Cause(ka.Context()); cause != err {
-				t.Errorf("context cause = %v, want %v", cause, err)
-			}
-			ka.Stop()
-			// Let a renewal interval pass: nothing may touch the key now.
-			time.Sleep(2 * interval)
-			val, err := rdb.Get(ctx, l.Key()).Result()
-			switch {
-			case tt.newOwner && (err != nil || val != "other"):
-				t.Errorf("new owner's key = %q, %v; want it untouched", val, err)
-			case tt.newOwner:
-				if d := rdb.PTTL(ctx, l.Key()).Val(); d < 50*time.Second {
-					t.Errorf("new owner's TTL = %s, want about a minute", d)
-				}
-			case !errors.Is(err, redis.Nil):
-				t.Errorf("key recreated after loss: %q, %v", val, err)
-			}
-		})
-	}
-}
-
-// A renewal stuck on a paused Redis must not delay the verdict: the loss
-// comes at the local deadline, before the key could expire on the server.
-func TestKeepAliveDeadlineWhileRedisPaused(t *testing.T) {
-	srv := redistest.Start(t)
-	const ttl = time.Second
-	// The read timeout is far beyond the TTL: only the independent
-	// deadline timer can report the loss in time.
-	locker := kaClient(t, srv, 10*time.Second)
-	ctx := context.Background()
-	l, err := locker.TryAcquire(ctx, "ka-paused", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ka := l.KeepAlive(ctx, nil)
-	srv.Signal(syscall.SIGSTOP)
-	defer srv.Signal(syscall.SIGCONT)
-	lostAt := waitLost(t, ka, 5*time.Second)
-	after := lostAt.Sub(l.Acquired())
-	margin := withlock.DefaultMargin(ttl)
-	t.Logf("loss reported %s after the acquiring SET was sent (TTL %s, margin %s)", after.Round(time.Millisecond), ttl, margin)
-	if after >= ttl {
-		t.Errorf("loss reported %s after acquisition, not before the TTL (%s) ran out", after, ttl)
-	}
-	if after < ttl-margin-10*time.Millisecond {
-		t.Errorf("loss reported %s after acquisition, before the local deadline %s", after, ttl-margin)
-	}
-	var lerr *withlock.LostError
-	if err := ka.Err(); !errors.As(err, &lerr) || errors.Is(err, withlock.ErrLockNotHeld) || lerr.Err == nil {
-		t.Errorf("Err() = %v, want a presumed loss (ErrLockLost, not ErrLockNotHeld) naming the unanswered renewal", err)
-	}
-	srv.Signal(syscall.SIGCONT)
-	ka.Stop() // the stuck renewal returns once Redis runs again
-}
-
-// Renewals that fail at once (Redis gone) are retried until the deadline,
-// not given up on early; the loss then carries the last error.
-func TestKeepAliveRedisDown(t *testing.T) {
-	srv := redistest.Start(t)
-	const ttl = time.Second
-	locker := kaClient(t, srv, time.Second)
-	ctx := context.Background()
-	l, err := locker.TryAcquire(ctx, "ka-down", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ka := l.KeepAlive(ctx, nil)
-	defer ka.Stop()
-	srv.Kill()
-	lostAt := waitLost(t, ka, 5*time.Second)
-	after := lostAt.Sub(l.Acquired())
-	margin := withlock.DefaultMargin(ttl)
-	t.Logf("Redis down: loss reported %s after acquisition (TTL %s, margin %s): %v", after.Round(time.Millisecond), ttl, margin, ka.Err())
-	if after < ttl-margin-10*time.Millisecond || after >= ttl {
-		t.Errorf("loss after %s, want at the local deadline %s, before the TTL", after, ttl-margin)
-	}
-	var lerr *withlock.LostError
-	if !errors.As(ka.Err(), &lerr) || lerr.Err == nil || errors.Is(lerr, withlock.ErrLockNotHeld) {
-		t.Errorf("Err() = %#v, want a *LostError carrying the last connection error", ka.Err())
-	}
-}
-
-func kaWaitGone(t *testing.T, rdb *redis.Client, key string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for rdb.Exists(context.Background(), key).Val() == 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("key %s still there after %s", key, timeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // OnRenew reports every renewal with its round trip: quick ones, one held
@@ -281,4 +132,172 @@ func TestKeepAliveOnRenewReportsEachRenewal(t *testing.T) {
 		break
 	}
 	waitLost(t, ka, 5*time.Second)
+}
+
+// renewLog collects what a KeepAlive's OnRenew and OnReacquire report:
+// OnRenew's error, and reacquired for each call of OnReacquire.
+type renewLog chan error
+
+// reacquired stands for a call of OnReacquire in a renewLog.
+var reacquired = errors.New("OnReacquire was called")
+
+func (rl renewLog) onRenew(_ time.Duration, err error) {
+	select {
+	case rl <- err:
+	default: // never block the KeepAlive; the tests read as they go
+	}
+}
+
+func (rl renewLog) onReacquire(time.Duration) { rl.onRenew(0, reacquired) }
+
+// options are KeepAliveOptions with Reacquire that report to rl.
+func (rl renewLog) options() *withlock.KeepAliveOptions {
+	return &withlock.KeepAliveOptions{Reacquire: true, OnRenew: rl.onRenew, OnReacquire: rl.onReacquire}
+}
+
+// waitFor waits up to timeout for OnRenew to report an error matching
+// want (reacquired: for OnReacquire to be called), failing on a loss
+// first.
+func (rl renewLog) waitFor(t *testing.T, ka *withlock.KeepAlive, want error, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case err := <-rl:
+			if errors.Is(err, want) {
+				return
+			}
+		case <-ka.Lost():
+			t.Fatalf("lost before OnRenew reported %v: %v", want, ka.Err())
+		case <-deadline:
+			t.Fatalf("OnRenew did not report %v within %s", want, timeout)
+		}
+	}
+}
+
+// A key that vanishes under a running KeepAlive with Reacquire, by a
+// FLUSHALL or a restart of Redis without persistence, is taken again under
+// the same token: no loss, the key back with the lock's token and TTL, a
+// fenced lock with a higher fencing number that Fence returns, and a
+// Release that works.
+func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
+	// Long enough for a restart of Redis to fit well inside the local
+	// deadline on a loaded machine.
+	const ttl = 2 * time.Second
+	tests := []struct {
+		name  string
+		fence bool
+		fault func(srv *redistest.Server, rdb *redis.Client) error
+	}{
+		{"flushall", false, func(_ *redistest.Server, rdb *redis.Client) error {
+			return rdb.FlushAll(context.Background()).Err()
+		}},
+		{"flushall fenced", true, func(_ *redistest.Server, rdb *redis.Client) error {
+			return rdb.FlushAll(context.Background()).Err()
+		}},
+		{"restart empty fenced", true, func(srv *redistest.Server, _ *redis.Client) error {
+			srv.Restart() // SIGKILL, then a fresh empty server on the same port
+			return nil
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			ctx := context.Background()
+			locker := kaClient(t, srv, time.Second)
+			l, err := locker.TryAcquire(ctx, "reacquire-"+strconv.Itoa(i), ttl, &withlock.LockOptions{Fence: tt.fence})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := l.Fence()
+			rl := make(renewLog, 16)
+			ka := l.KeepAlive(ctx, rl.options())
+			defer ka.Stop()
+			if err := tt.fault(srv, srv.Client()); err != nil {
+				t.Fatal(err)
+			}
+			rl.waitFor(t, ka, reacquired, 5*time.Second)
+			rdb := srv.Client()
+			if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
+				t.Fatalf("after the reacquisition the key holds %q, want the lock's own token", v)
+			}
+			if d := rdb.PTTL(ctx, l.Key()).Val(); d <= 0 || d > ttl {
+				t.Errorf("reacquired key's PTTL %s, want within (0, %s]", d, ttl)
+			}
+			if tt.fence {
+				counter, _ := rdb.Get(ctx, withlock.FenceKey(locker, withlock.LockName(l))).Int64()
+				if l.Fence() <= before || counter != l.Fence() {
+					t.Errorf("fence %d before, %d after, counter %d: want a higher number, stored as the counter", before, l.Fence(), counter)
+				}
+			} else if l.Fence() != 0 {
+				t.Errorf("an unfenced lock got fence %d", l.Fence())
+			}
+			// Renewals go on: a TTL later the key is still ours.
+			time.Sleep(ttl + ttl/4)
+			stopUnlost(t, ka, l)
+			if n := rdb.Exists(ctx, l.Key()).Val(); n != 0 {
+				t.Error("the reacquired key outlived Release")
+			}
+		})
+	}
+}
+
+// Reacquire takes back only a key nobody holds: one that another owner
+// took after it vanished, or overwrote, is left alone, and the lock is
+// lost as without Reacquire.
+func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	locker, rdb := kaSetup(t)
+	for i, tt := range redistest.Takeovers {
+		t.Run(tt.Name, func(t *testing.T) {
+			ctx := context.Background()
+			l, err := locker.TryAcquire(ctx, "reacquire-other-"+strconv.Itoa(i), ttl, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true})
+			defer ka.Stop()
+			if err := tt.Do(ctx, rdb, l.Key(), "other"); err != nil {
+				t.Fatal(err)
+			}
+			waitLost(t, ka, 5*time.Second)
+			var lerr *withlock.LostError
+			if err := ka.Err(); !errors.As(err, &lerr) || !errors.Is(err, withlock.ErrLockNotHeld) || lerr.BrokenBy != "" {
+				t.Errorf("Err() = %v, want a loss with ErrLockNotHeld and no breaker", err)
+			}
+			ka.Stop()
+			if v, d := rdb.Get(ctx, l.Key()).Val(), rdb.PTTL(ctx, l.Key()).Val(); v != "other" || d < 50*time.Second {
+				t.Errorf("the other owner's key = %q with PTTL %s, want it untouched", v, d)
+			}
+		})
+	}
+}
+
+// A semaphore's slot is never reacquired: its number may be another
+// holder's by then. The vanished slot is a loss, as without Reacquire.
+func TestKeepAliveReacquireDoesNotTakeBackASemaphoreSlot(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	sem, err := withlock.NewSemaphore(srv.ClientWith(&redis.Options{MaxRetries: -1}), 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sem.TryAcquire(ctx, "reacquire-slots", 900*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true})
+	defer ka.Stop()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLost(t, ka, 5*time.Second)
+	if err := ka.Err(); !errors.Is(err, withlock.ErrLockNotHeld) {
+		t.Errorf("Err() = %v, want a loss with ErrLockNotHeld", err)
+	}
+	ka.Stop()
+	if keys := rdb.Keys(ctx, "*").Val(); len(keys) != 0 {
+		t.Errorf("keys %q after the loss, want none: the slot was taken back", keys)
+	}
 }

@@ -1,5 +1,8 @@
 package withlock_test
 
+// What the server may do to held locks: evict them (and whether its policy
+// says so), or run out of memory.
+
 import (
 	"context"
 	"os"
@@ -168,5 +171,55 @@ func TestAnEvictingServerEvictsAHeldLock(t *testing.T) {
 	}
 	if err := l.Extend(ctx, time.Hour); err == nil {
 		t.Error("Extend of the evicted lock succeeded")
+	}
+}
+
+// A Redis whose used memory is above its maxmemory (noeviction) refuses
+// writes, but still answers reads: Status (a plain lock's and a
+// semaphore's), List, and a holder's renewal and release all work, while a
+// new acquisition is refused with Redis's OOM error.
+func TestStatusAnswersWhenRedisIsOutOfMemory(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, "maxmemory", "4mb", "maxmemory-policy", "noeviction")
+	locker := withlock.New(srv.Client(), nil)
+	sem, err := withlock.NewSemaphore(srv.Client(), 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := locker.TryAcquire(ctx, "job", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl, err := sem.TryAcquire(ctx, "backup", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.FillUntilOOM()
+
+	if _, err := locker.TryAcquire(ctx, "other", time.Minute, nil); !redis.IsOOMError(err) {
+		t.Errorf("TryAcquire when out of memory: %v, want Redis's OOM error", err)
+	}
+	st, err := locker.Status(ctx, "job")
+	if err != nil || !st.Held || st.Holder.ID != withlock.HolderOf(l.Token()) || st.Holder.TTL <= 0 {
+		t.Errorf("Status of a held lock: %+v, %v; want it held by %s", st, err, withlock.HolderOf(l.Token()))
+	}
+	st, err = sem.Status(ctx, "backup")
+	if err != nil || st.Slots != 2 || len(st.Holders) != 1 || st.Holders[0].Slot != sl.Slot() {
+		t.Errorf("Status of a semaphore: %+v, %v; want 2 slots, slot %d held", st, err, sl.Slot())
+	}
+	if ls, err := locker.List(ctx, nil); err != nil || len(ls) != 2 {
+		t.Errorf("List: %d locks, %v; want 2", len(ls), err)
+	}
+	if err := l.Extend(ctx, time.Minute); err != nil {
+		t.Errorf("Extend: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	if err := sl.Release(ctx); err != nil {
+		t.Errorf("Release of a slot: %v", err)
+	}
+	if st, err := locker.Status(ctx, "job"); err != nil || st.Held {
+		t.Errorf("Status after the release: %+v, %v; want free", st, err)
 	}
 }

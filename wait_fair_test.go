@@ -1,5 +1,9 @@
 package withlock_test
 
+// The fair line: waiters of every Client served in arrival order, each
+// hand-over with the waiter's TTL, Break handing the lock to the line's
+// head at once, on one Redis, a Cluster and through Sentinel.
+
 import (
 	"context"
 	"fmt"
@@ -223,4 +227,117 @@ func TestLineThroughSentinel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A lock handed to a waiter in the fair line lives for the waiter's TTL,
+// not the releaser's nor the line's liveness window: whether a release
+// hands it over (to a waiter of another Client or of its own) or the
+// holder's expiry does, for a plain lock and a semaphore's slot.
+func TestLineHandsOverWithTheWaitersTTL(t *testing.T) {
+	const waiterTTL = 45 * time.Second
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	plainClient := func() *withlock.Client { return waitClient(t, srv) }
+	semClient := func() *withlock.Client {
+		c := semaphore(t, rdb, 2)
+		withlock.SetWaitTimings(c, longPoll, 100*time.Millisecond)
+		return c
+	}
+	for _, tc := range []struct {
+		name      string
+		client    func() *withlock.Client
+		slots     int           // held before the waiter queues
+		holderTTL time.Duration // of the holder the waiter gets its lock from
+		release   bool          // whether that holder releases, or expires
+		same      bool          // whether the waiter is of the holders' Client
+		lock      string        // the name, "" for the subtest's
+	}{
+		{"PlainReleased", plainClient, 1, time.Minute, true, false, ""},
+		{"PlainReleasedWithinClient", plainClient, 1, time.Minute, true, true, ""},
+		// A name with '}' and no hash tag has no line: a waiter of the same
+		// Client is handed the lock by the release's pipelined SET.
+		{"PlainReleasedWithinClientWithoutLine", plainClient, 1, time.Minute, true, true, "no}line"},
+		{"PlainExpired", plainClient, 1, 500 * time.Millisecond, false, false, ""},
+		{"SlotReleased", semClient, 2, time.Minute, true, false, ""},
+		{"SlotReleasedWithinClient", semClient, 2, time.Minute, true, true, ""},
+		{"SlotExpired", semClient, 2, 500 * time.Millisecond, false, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			name, lined := tc.lock, tc.lock == ""
+			if lined {
+				name = tc.name
+			}
+			holders := tc.client()
+			var last *withlock.Lock
+			for i := range tc.slots {
+				ttl := time.Minute
+				if i == tc.slots-1 {
+					ttl = tc.holderTTL
+				}
+				last = mustAcquire(t, holders, name, ttl)
+			}
+			waiter := holders
+			if !tc.same {
+				waiter = tc.client()
+			}
+			actx, cancel := context.WithTimeout(ctx, promptly)
+			defer cancel()
+			got := acquireAsync(actx, waiter, name, waiterTTL)
+			clitest.Eventually(t, promptly, "the waiter never joined the line", func() bool {
+				return withlock.Waiting(waiter, name) == 1 && (!lined || inLine(t, rdb, last.Key()) == 1)
+			})
+			if tc.release {
+				if err := last.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := wait(t, got, promptly, "waiter")
+			if o.err != nil {
+				t.Fatalf("the waiter: %v", o.err)
+			}
+			key := o.lock.Key()
+			if o.lock.Slot() > 0 {
+				key = slotKeyOf(key, o.lock.Slot())
+			}
+			if v, ttl := rdb.Get(ctx, key).Val(), rdb.PTTL(ctx, key).Val(); v != o.lock.Token() || ttl <= waiterTTL-10*time.Second || ttl > waiterTTL {
+				t.Errorf("the lock handed to the waiter: %s holds its token %v, PTTL %s; want the waiter's TTL, %s", key, v == o.lock.Token(), ttl, waiterTTL)
+			}
+			if err := o.lock.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Break hands a plain lock to the head of the fair line in its own script,
+// as a release does: the waiter, whose checks and poll are a minute apart,
+// holds the lock as soon as the hand-over's message arrives, well under the
+// second a check would take.
+func TestBreakHandsTheLockToTheLineHeadAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	holders := withlock.New(srv.Client(), nil)
+	holder := mustAcquire(t, holders, "break-line", 5*time.Minute)
+	c := waitClient(t, srv) // checks and polls once a minute
+	ctx, cancel := context.WithTimeout(context.Background(), servedWithin)
+	defer cancel()
+	got := acquireAsync(ctx, c, "break-line", time.Minute)
+	clitest.Eventually(t, promptly, "the waiter never joined the line", func() bool { return inLine(t, rdb, holder.Key()) == 1 })
+	broke := time.Now()
+	if _, err := holders.Break(ctx, "break-line"); err != nil {
+		t.Fatal(err)
+	}
+	// One message's delivery; a check would come a minute later. The
+	// bound leaves a loaded machine half a second.
+	const bound = 500 * time.Millisecond
+	o := wait(t, got, bound, "the line's head after Break (not handed over by it?)")
+	if o.err != nil {
+		t.Fatalf("waiter after Break: %v", o.err)
+	}
+	t.Logf("the line's head took the lock %s after Break", o.at.Sub(broke).Round(time.Millisecond))
+	if v := rdb.Get(ctx, holder.Key()).Val(); v != o.lock.Token() {
+		t.Errorf("the key holds %q, want the waiter's token", v)
+	}
+	_ = o.lock.Release(ctx)
 }

@@ -333,3 +333,31 @@ func TestAcquireResubscribesAfterRestart(t *testing.T) {
 		t.Fatalf("Acquire across a restart: %v", o.err)
 	}
 }
+
+// Break (--break) publishes the release message: a waiter outside the fair
+// line (here a fenced one) is woken by it and takes the lock at once, not at
+// the holder's expiry nor at its poll (both minutes away).
+func TestBreakWakesWaitersOutsideTheLineAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	holders := withlock.New(srv.Client(), nil)
+	mustAcquire(t, holders, "break-fenced", 5*time.Minute)
+	c := waitClient(t, srv) // polls once a minute
+	ctx, cancel := context.WithTimeout(context.Background(), servedWithin)
+	defer cancel()
+	got := make(chan outcome, 1)
+	go func() {
+		l, err := c.Acquire(ctx, "break-fenced", time.Minute, &withlock.LockOptions{Fence: true})
+		got <- outcome{l, err, time.Now()}
+	}()
+	clitest.Eventually(t, promptly, "the fenced waiter never waited", func() bool { return withlock.Waiting(c, "break-fenced") == 1 })
+	broke := time.Now()
+	if _, err := holders.Break(ctx, "break-fenced"); err != nil {
+		t.Fatal(err)
+	}
+	o := wait(t, got, promptly, "fenced waiter after Break (not woken by its message?)")
+	if o.err != nil {
+		t.Fatalf("fenced waiter after Break: %v", o.err)
+	}
+	t.Logf("the fenced waiter took the lock %s after Break", o.at.Sub(broke).Round(time.Millisecond))
+	_ = o.lock.Release(ctx)
+}

@@ -1,5 +1,8 @@
 package withlock_test
 
+// Acquire waits for a release or an expiry, gives up at its deadline saying
+// why, and a retried SET that landed is ours.
+
 import (
 	"bytes"
 	"context"
@@ -207,6 +210,95 @@ func TestRetriedAcquireThatLandedIsOurs(t *testing.T) {
 			}
 			if err := l.Release(ctx); err != nil {
 				t.Errorf("Release: %v", err)
+			}
+		})
+	}
+}
+
+// A wait that its context ends says why in words, in the fair line and
+// outside it, while errors.Is still matches the context's cause: the
+// deadline, a cancel, or the caller's own cause. Go's "context deadline
+// exceeded" reads as a fault of the library; it is the caller's limit.
+func TestGivenUpWaitSaysWhyInWords(t *testing.T) {
+	shutdown := errors.New("the service is shutting down")
+	for _, tc := range []struct {
+		name  string
+		ctx   func() (context.Context, context.CancelFunc)
+		cause error
+		words string
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 300*time.Millisecond)
+		}, context.DeadlineExceeded, "gave up waiting: the wait's deadline passed"},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled, "gave up waiting: the wait was cancelled"},
+		{"own cause", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeoutCause(context.Background(), 300*time.Millisecond, shutdown)
+		}, shutdown, "gave up waiting: the service is shutting down"},
+	} {
+		for _, way := range []struct {
+			name string
+			opts *withlock.LockOptions
+		}{{"fair line", nil}, {"outside the line", &withlock.LockOptions{Fence: true}}} {
+			t.Run(tc.name+"/"+way.name, func(t *testing.T) {
+				c, _ := waitSetup(t)
+				holder := mustAcquire(t, c, "job", time.Minute)
+				defer holder.Release(context.Background())
+				ctx, cancel := tc.ctx()
+				defer cancel()
+				o := wait(t, acquireAsyncWith(ctx, c, "job", time.Minute, way.opts), promptly, tc.name)
+				if o.err == nil {
+					t.Fatal("Acquire of a held lock succeeded")
+				}
+				if !errors.Is(o.err, withlock.ErrNotObtained) || !errors.Is(o.err, tc.cause) {
+					t.Errorf("Acquire = %v, want ErrNotObtained and %v", o.err, tc.cause)
+				}
+				msg := o.err.Error()
+				if !strings.HasSuffix(msg, tc.words) || !strings.HasPrefix(msg, "lock:job is held by ") {
+					t.Errorf("Acquire's error %q, want the holder then %q", msg, tc.words)
+				}
+			})
+		}
+	}
+
+	t.Run("ended before the first try", func(t *testing.T) {
+		c, _ := waitSetup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := c.Acquire(ctx, "job", time.Minute, nil)
+		want := "acquire lock:job: not tried: the wait was cancelled"
+		if !errors.Is(err, context.Canceled) || err == nil || err.Error() != want {
+			t.Errorf("Acquire with a cancelled context = %v, want %q matching context.Canceled", err, want)
+		}
+	})
+}
+
+// A NotObtainedError reads as a sentence about the key: never "lock
+// lock:x", "for 0s" or "expires in 0s" when the time held or left is
+// nothing or unknown.
+func TestNotObtainedErrorReadsWell(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		err  withlock.NotObtainedError
+		want string
+	}{
+		{"held a while", withlock.NotObtainedError{Key: "lock:x", Holder: withlock.Holder{ID: "web2:4711", TTL: 24500 * time.Millisecond, Since: now.Add(-192 * time.Second)}},
+			"lock:x is held by web2:4711 for 3m12s (expires in 24.5s)"},
+		{"taken just now", withlock.NotObtainedError{Key: "lock:x", Holder: withlock.Holder{ID: "web2:4711", TTL: 30 * time.Second, Since: now}},
+			"lock:x is held by web2:4711, taken just now (expires in 30s)"},
+		{"expiry unknown", withlock.NotObtainedError{Key: "lock:x", Holder: withlock.Holder{ID: "unknown"}},
+			"lock:x is held by unknown"},
+		{"semaphore", withlock.NotObtainedError{Key: "lock:b", Holder: withlock.Holder{ID: "db1:7352", TTL: 29 * time.Second, Since: now}, Slots: 2},
+			"all 2 slots of lock:b are held; the first to free is db1:7352's, taken just now (expires in 29s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.err.Error()
+			if got != tc.want {
+				t.Errorf("Error() = %q, want %q", got, tc.want)
 			}
 		})
 	}
