@@ -1,15 +1,22 @@
 package main_test
 
+// What the command gets: its arguments, environment and lock variables, the
+// signals with-lock forwards, a terminal.
+
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
 	"golang.org/x/sys/unix"
 )
 
@@ -222,4 +229,125 @@ func TestCommandSeesOnlyItsOwnLockVariables(t *testing.T) {
 		}
 		check(t, vars(t, rest), fields[1])
 	})
+}
+
+// A signal passed on to the command that kills it kills with-lock too,
+// once the lock is released: systemd then counts `systemctl stop` as a
+// clean end (the unit ends inactive, not failed with status 143), and a
+// shell reports 128+N as before. SIGQUIT, whose default action dumps core,
+// is exited with 131 instead; a command that handles the signal and exits
+// passes its own code on; and with-lock as PID 1 of a PID namespace, whom
+// no signal can kill (a container's entrypoint), exits 128+N.
+func TestForwardedSignalEndsWithLockAsItEndedTheCommand(t *testing.T) {
+	srv := redistest.Start(t)
+	for i, tc := range []struct {
+		name    string
+		sig     syscall.Signal
+		prefix  []string
+		command []string
+		code    int            // with-lock's code, as a shell reports it
+		diedOf  syscall.Signal // the signal that killed with-lock; 0 when it exited
+	}{
+		{"SIGTERM", syscall.SIGTERM, nil, []string{"sleep", "100"}, 143, syscall.SIGTERM},
+		{"SIGINT", syscall.SIGINT, nil, []string{"sleep", "100"}, 130, syscall.SIGINT},
+		{"SIGHUP", syscall.SIGHUP, nil, []string{"sleep", "100"}, 129, syscall.SIGHUP},
+		{"SIGQUIT", syscall.SIGQUIT, nil, []string{"sleep", "100"}, 131, 0},
+		{"handled by the command", syscall.SIGTERM, nil, []string{"sh", "-c", "trap 'exit 3' TERM; sleep 100 & wait"}, 3, 0},
+		{"as PID 1", syscall.SIGTERM, []string{"unshare", "--pid", "--fork", "--mount-proc"}, []string{"sleep", "100"}, 143, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "forwarded-" + strconv.Itoa(i)
+			p := clitest.Spec{Env: redisEnv(srv), Args: append([]string{name}, tc.command...), Prefix: tc.prefix}.Start(t)
+			clitest.Eventually(t, 10*time.Second, "lock:"+name+" taken", func() bool {
+				return srv.Client().Exists(t.Context(), "lock:"+name).Val() == 1
+			})
+			time.Sleep(100 * time.Millisecond) // the command's trap set
+			withLock := p.Pid()
+			if tc.prefix != nil {
+				withLock = childOf(p.Pid()) // unshare's child
+			}
+			signalPid(withLock, tc.sig)
+			res := p.Wait(10 * time.Second)
+			if tc.prefix != nil && res.Signal == 0 {
+				// unshare exits as its child did, 128+N after signal N.
+				res.Signal = map[bool]syscall.Signal{true: tc.diedOf}[res.Code == 128+int(tc.diedOf)]
+			}
+			if res.Code != tc.code || res.Signal != tc.diedOf {
+				t.Errorf("with-lock ended %d (killed by %v), want %d (killed by %v); stderr %q", res.Code, res.Signal, tc.code, tc.diedOf, res.Stderr)
+			}
+			if srv.Client().Exists(t.Context(), "lock:"+name).Val() != 0 {
+				t.Errorf("lock:%s still held: with-lock ended before releasing it", name)
+			}
+		})
+	}
+}
+
+// Without --stop-timeout, a forwarded SIGTERM (systemctl stop) is not
+// followed by SIGKILL, not even after --kill-after, which bounds only a
+// command stopped for a lost lock: a command that ignores SIGTERM keeps
+// with-lock waiting, with the lock held and renewed, until something kills
+// with-lock; its process group dies with it. This is what
+// docs/long-jobs.md and the man page's --stop-timeout say of the default
+// (job_stop_test.go: with it).
+func TestForwardedSignalIgnoredKeepsWithLockWaiting(t *testing.T) {
+	e := setup(t)
+	pidfile := filepath.Join(t.TempDir(), "pids")
+	const killAfter = 200 * time.Millisecond
+	p := clitest.Start(t, redisEnv(e.srv), "--ttl", "2s", "--kill-after", killAfter.String(), "stubborn",
+		"sh", "-c", `trap '' TERM; sleep 100 & printf '%s\n%s\n' $$ $! > "$0.tmp" && mv "$0.tmp" "$0"; wait`, pidfile)
+	pids := clitest.ReadPids(t, 10*time.Second, pidfile, 2)
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			if clitest.Alive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	p.Signal(syscall.SIGTERM)
+	// Well past --kill-after and the 2s TTL: the lock is renewed, nothing
+	// is killed, with-lock still waits. (What must not happen can only be
+	// waited for.)
+	time.Sleep(3 * time.Second)
+	if p.Exited() {
+		t.Fatalf("with-lock exited after a forwarded SIGTERM the command ignored; stderr %q", p.Stderr())
+	}
+	for _, pid := range pids {
+		if !clitest.Alive(pid) {
+			t.Errorf("pid %d was killed, though the lock was not lost", pid)
+		}
+	}
+	if got := e.get("lock:stubborn"); got == "" {
+		t.Error("the lock is not held while with-lock waits for the command")
+	}
+	p.Signal(syscall.SIGKILL) // systemd at TimeoutStopSec
+	clitest.WaitDead(t, 10*time.Second, pids...)
+	clitest.Eventually(t, 10*time.Second, "the lock never expired", func() bool {
+		return e.rdb.Exists(context.Background(), "lock:stubborn").Val() == 0
+	})
+}
+
+// In a terminal the command is in the foreground: it can read the
+// terminal, and Ctrl-C reaches it. with-lock then exits 130 and releases.
+func TestInteractiveCommandInTerminal(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	pty := clitest.OpenPTY(t)
+	p := clitest.Spec{Env: redisEnv(srv), Terminal: pty, Args: []string{"--ttl", "2s", "tty",
+		"sh", "-c", `printf 'name? '; read name; echo "got:$name"; exec sleep 100`}}.Start(t)
+	p.WaitStdout("name? ")
+	pty.Type([]byte("alice\n"))
+	p.WaitStdout("got:alice")
+	if rdb.Exists(context.Background(), "lock:tty").Val() != 1 {
+		t.Fatal("lock not held while the command runs")
+	}
+	ctrlC := time.Now()
+	pty.Type([]byte{0x03}) // Ctrl-C: SIGINT to the foreground group
+	r := p.Wait(10 * time.Second)
+	t.Logf("read %q from the terminal; Ctrl-C ended with-lock after %s with exit %d", "alice", time.Since(ctrlC).Round(time.Millisecond), r.Code)
+	if r.Code != 130 || r.Signal != 0 {
+		t.Errorf("exit %d (signal %v) after Ctrl-C, want 130; terminal output %q", r.Code, r.Signal, r.Stdout)
+	}
+	if rdb.Exists(context.Background(), "lock:tty").Val() != 0 {
+		t.Error("lock not released after Ctrl-C")
+	}
 }

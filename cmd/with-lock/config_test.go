@@ -1,8 +1,12 @@
 package main_test
 
+// The settings: config files, flags and where they go, values and renamed
+// keys, --print-config.
+
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -192,4 +196,80 @@ func seedArgs(seeds []string) []string {
 		args = append(args, "--redis", s)
 	}
 	return args
+}
+
+// An old TLS key in the config file (key, the lock's key to a reader) is
+// bad configuration: exit 78, one line naming the new key, command not run.
+func TestOldTLSKeyInConfigFileExits78WithTheNewName(t *testing.T) {
+	dir := t.TempDir()
+	conf, ran := filepath.Join(dir, "old.conf"), filepath.Join(dir, "ran")
+	if err := os.WriteFile(conf, []byte("key = \"/etc/ssl/with-lock.key\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := clitest.Run(t, nil, "--config", conf, "job", "touch", ran)
+	if r.Code != 78 {
+		t.Errorf("exit %d, want 78; stderr %q", r.Code, r.Stderr)
+	}
+	oneLine(t, r, conf+":1: key: renamed to tls-key")
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+// An empty --prefix is refused (64 on the command line, 78 in the config
+// file), as --print-config would otherwise show "" while the key gets
+// "lock:". An empty WITH_LOCK_PREFIX is unset, as every empty variable.
+func TestEmptyPrefixIsRefused(t *testing.T) {
+	e := setup(t)
+	conf := e.conf("with-lock.conf", "prefix = \"\"\n")
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"flag", nil, []string{"--prefix", "", "x", "true"}, 64, "--prefix is empty: a lock's key needs a prefix (the default is lock:)"},
+		{"flag, --print-config", nil, []string{"--prefix=", "--print-config"}, 64, "--prefix is empty"},
+		{"config file", nil, []string{"--config", conf, "x", "true"}, 78, conf + ":1: prefix is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := clitest.Run(t, tc.env, append([]string{"--redis", e.srv.URL()}, tc.args...)...)
+			if r.Code != tc.code {
+				t.Errorf("exit %d, want %d", r.Code, tc.code)
+			}
+			oneLine(t, r, tc.want)
+		})
+	}
+	t.Run("empty variable", func(t *testing.T) {
+		r := clitest.Run(t, []string{"WITH_LOCK_PREFIX="}, "--redis", e.srv.URL(), "--print-config")
+		if r.Code != 0 || !strings.Contains(r.Stdout, `prefix = "lock:"`) {
+			t.Errorf("exit %d, stdout %q: want prefix lock:", r.Code, r.Stdout)
+		}
+	})
+	if n := e.rdb.DBSize(t.Context()).Val(); n != 0 {
+		t.Errorf("%d keys written", n)
+	}
+}
+
+// A command that is one of with-lock's flags was most likely meant for
+// with-lock: the message says where flags go. A command that is not a
+// flag of ours is said as before.
+func TestFlagAfterTheNameSaysWhereFlagsGo(t *testing.T) {
+	e := setup(t)
+	for _, tc := range []struct {
+		cmd  string
+		hint bool
+	}{{"-q", true}, {"--ttl=5s", true}, {"-w5m", true}, {"--no-such-flag", false}, {"no-such-command", false}} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			r := e.run("x", tc.cmd, "true")
+			if r.Code != 127 {
+				t.Errorf("exit %d, want 127", r.Code)
+			}
+			oneLine(t, r, tc.cmd+": ")
+			if got := strings.Contains(r.Stderr, "(flags go before the lock name)"); got != tc.hint {
+				t.Errorf("stderr %q: says where flags go %v, want %v", r.Stderr, got, tc.hint)
+			}
+		})
+	}
 }

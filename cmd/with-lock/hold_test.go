@@ -1,5 +1,8 @@
 package main_test
 
+// How the lock is held: --no-renew, --min-hold, --fence, bad hold flags,
+// and the guard standing down.
+
 import (
 	"context"
 	"path/filepath"
@@ -11,59 +14,6 @@ import (
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
-
-// --on-lost ignore: the loss is reported, the command finishes with its own
-// exit code, and the new owner's key is left alone.
-func TestOnLostIgnoreLetsCommandFinishAndLeavesNewOwner(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "taken")
-	// The command waits until the test took the lock over, then exits 3.
-	p := clitest.Start(t, redisEnv(srv), "--ttl", "900ms", "--on-lost", "ignore", "ignore",
-		"sh", "-c", `touch "$0.started"; while [ ! -e "$0" ]; do sleep 0.05; done; sleep 0.6; exit 3`, marker)
-	clitest.Eventually(t, 10*time.Second, "command started", func() bool { return exists(marker + ".started") })
-	if err := rdb.Set(context.Background(), "lock:ignore", foreign, time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	touch(t, marker)
-	res := p.Wait(10 * time.Second)
-	t.Logf("exit %d; stderr %q", res.Code, res.Stderr)
-	if res.Code != 3 || !hasLine(res.Stderr, "lock:ignore", "taken over by otherhost:4242", "goes on without the lock") {
-		t.Errorf("exit %d, stderr %q; want the command's 3 and a warning", res.Code, res.Stderr)
-	}
-	if strings.Contains(res.Stderr, "no longer ours at release") {
-		t.Errorf("stderr %q: the loss was already reported", res.Stderr)
-	}
-	untouched(t, rdb, "lock:ignore", foreign)
-}
-
-// A command that ignores SIGTERM is killed --kill-after later; with-lock
-// waits for the whole tree before exiting 125.
-func TestKillAfterKillsTreeThatIgnoresSIGTERM(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	const killAfter = 700 * time.Millisecond
-	pidfile := filepath.Join(t.TempDir(), "pids")
-	// trap '' makes the shell and its child ignore SIGTERM.
-	p := clitest.Start(t, redisEnv(srv), "--ttl", "900ms", "--kill-after", killAfter.String(), "killafter",
-		"sh", "-c", `trap '' TERM; sleep 100 & printf '%s\n%s\n' $$ $! > "$0.tmp" && mv "$0.tmp" "$0"; wait`, pidfile)
-	pids := clitest.ReadPids(t, 10*time.Second, pidfile, 2)
-	takenAt := time.Now()
-	if err := rdb.Set(context.Background(), "lock:killafter", foreign, time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	deadAt := clitest.WaitDead(t, 10*time.Second, pids...)
-	res := p.Wait(10 * time.Second)
-	took := deadAt.Sub(takenAt)
-	t.Logf("SIGTERM-proof tree dead %s after the takeover (--kill-after %s, renewal every 300ms); exit %d", took.Round(time.Millisecond), killAfter, res.Code)
-	if took < killAfter || took > killAfter+time.Second+300*time.Millisecond {
-		t.Errorf("tree dead %s after the takeover, want after --kill-after %s, within a renewal interval plus 1s", took, killAfter)
-	}
-	if res.Code != 125 || !hasLine(res.Stderr, "SIGKILL after "+killAfter.String()) {
-		t.Errorf("exit %d, stderr %q; want 125 and the plan", res.Code, res.Stderr)
-	}
-}
 
 // --no-renew never extends the key: it expires under a long command, which runs to its end; the release then finds the key not ours.
 func TestNoRenewLetsKeyExpireUnderCommand(t *testing.T) {

@@ -1,11 +1,15 @@
 package main_test
 
+// --list and --break: what is shown on one Redis, a Cluster and a quorum,
+// and keys of other programs.
+
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,52 +208,196 @@ func TestSeeAndClearLocksOnAQuorum(t *testing.T) {
 	seeAndClearLocks(t, args...)
 }
 
-// The record is kept for --record-ttl, or not written with --no-record.
-func TestRecordRetentionAndOffSwitch(t *testing.T) {
+// --list --scan shows a lock whose key holds a token that is not ours, as
+// text and as --json: one from another host with its host:pid and time
+// left, and a value in no format without expiry as held by "unknown", never
+// expiring; the foreign token's secret part is never printed.
+func TestListShowsForeignToken(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	if r := e.run("--record-ttl", "1h", "kept", "true"); r.Code != 0 {
-		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	if err := e.rdb.Set(ctx, "lock:other-job", foreign, 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
 	}
-	if ttl := e.rdb.PTTL(ctx, "{lock:kept}:last").Val(); ttl <= 59*time.Minute || ttl > time.Hour {
-		t.Errorf("record kept for %s, want 1h", ttl)
+	if err := e.rdb.Set(ctx, "lock:odd-job", "no-format", 0).Err(); err != nil {
+		t.Fatal(err)
 	}
-	if r := e.run("kept-default", "true"); r.Code != 0 {
-		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+
+	r := e.run("--list", "--scan")
+	t.Logf("--list --scan:\n%s", r.Stdout)
+	if r.Code != 0 || r.Stderr != "" || !strings.HasPrefix(r.Stdout, "NAME") {
+		t.Errorf("--list --scan: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
-	if ttl := e.rdb.PTTL(ctx, "{lock:kept-default}:last").Val(); ttl <= 29*24*time.Hour || ttl > 30*24*time.Hour {
-		t.Errorf("record kept for %s by default, want 30 days", ttl)
+	rows := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n")[1:] {
+		f := strings.Fields(line)
+		rows[f[0]] = f
 	}
-	if r := clitest.Run(t, []string{"WITH_LOCK_NO_RECORD=1"}, "--redis", e.srv.URL(), "unrecorded", "true"); r.Code != 0 {
-		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	// NAME HOLDER HELD-FOR EXPIRES-IN FENCE LAST-RUN
+	if f := rows["other-job"]; len(f) != 6 || f[1] != "otherhost:4242" || f[2] != "-" || !strings.HasSuffix(f[3], "s") || f[3] == "never" {
+		t.Errorf("--list row of another host's lock: %q, want held by otherhost:4242 with time left", f)
 	}
-	if n := e.rdb.Exists(ctx, "{lock:unrecorded}:last").Val(); n != 0 {
-		t.Error("WITH_LOCK_NO_RECORD=1 stored a record")
+	if f := rows["odd-job"]; len(f) != 6 || f[1] != "unknown" || f[2] != "-" || f[3] != "never" {
+		t.Errorf("--list row of a value in no format: %q, want held by unknown, never expiring", f)
+	}
+	if len(rows) != 2 {
+		t.Errorf("--list has %d rows, want 2: %q", len(rows), r.Stdout)
+	}
+
+	r = e.run("--list", "--scan", "--json")
+	locks := parseLocks(t, r.Stdout)
+	if l, ok := locks["other-job"]; r.Code != 0 || !ok || !l.Held || l.Key != "lock:other-job" || l.Holder != "otherhost:4242" ||
+		l.Host != "otherhost" || l.PID != 4242 || l.TTLMs <= 0 || l.TTLMs > 30000 || l.Since != nil {
+		t.Errorf("--list --json, another host's lock: exit %d, %+v", r.Code, l)
+	}
+	if l, ok := locks["odd-job"]; !ok || !l.Held || l.Holder != "unknown" || l.Host != "" || l.PID != 0 || l.TTLMs != -1 {
+		t.Errorf("--list --json, a value in no format: %+v, want held by unknown, ttl_ms -1", l)
+	}
+	if len(locks) != 2 {
+		t.Errorf("--list --json has %d locks, want 2: %q", len(locks), r.Stdout)
+	}
+	for _, out := range []string{r.Stdout, e.run("--list", "--scan").Stdout} {
+		if strings.Contains(out, foreignSecret) {
+			t.Errorf("--list shows the foreign token's secret part: %q", out)
+		}
 	}
 }
 
-// A Redis that is down when the run ends costs one warning, and the
-// command's exit code stands.
-func TestRecordWithRedisDownIsOneWarning(t *testing.T) {
-	for _, quiet := range []bool{false, true} {
-		e := setup(t)
-		args := []string{"--redis-timeout", "500ms"}
-		if quiet {
-			args = append(args, "-q")
+// A key another program set under the prefix (as the seed's bash way does,
+// redis-cli SET lock:x ...) is in no index of names: --list, which reads
+// the index, tells a terminal so in one line after the table, naming
+// --list --scan, which shows the key (and needs no such line); a pipe gets
+// the rows alone.
+func TestListSaysHowToSeeKeysOfOtherPrograms(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	if r := e.run("ours", "true"); r.Code != 0 { // the index holds a name
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	ours := e.startJob(0, "held-by-us")
+	defer ours.finish()
+	if err := e.rdb.Set(ctx, "lock:by-bash", foreign, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const note = "(keys other programs set under lock: are not listed: with-lock --list --scan shows them)"
+	terminal := func(args ...string) string {
+		pty := clitest.OpenPTY(t)
+		p := clitest.Spec{Env: redisEnv(e.srv), Terminal: pty, Args: args}.Start(t)
+		if r := p.Wait(clitest.RunTimeout); r.Code != 0 {
+			t.Fatalf("%q: exit %d", args, r.Code)
 		}
-		j := e.startJob(4, append(args, "down")...)
-		e.srv.Kill()
-		start := time.Now()
-		r := j.finish()
-		// -q prints errors only, and this is a warning: the command ran.
-		if quiet && (r.Code != 4 || r.Stderr != "") {
-			t.Errorf("-q: exit %d, stderr %q; want 4 and silence", r.Code, r.Stderr)
+		out := ""
+		clitest.Eventually(t, 10*time.Second, "the terminal shows the table", func() bool {
+			out = p.Stdout()
+			return strings.Contains(out, "held-by-us")
+		})
+		return strings.ReplaceAll(out, "\r\n", "\n")
+	}
+	if out := terminal("--list"); !strings.HasSuffix(out, "\n"+note+"\n") || strings.Contains(out, "by-bash") {
+		t.Errorf("--list in a terminal:\n%s\nwant our lock, not lock:by-bash, and last the line %q", out, note)
+	}
+	if out := terminal("--list", "--scan"); !strings.Contains(out, "by-bash") || strings.Contains(out, note) {
+		t.Errorf("--list --scan in a terminal:\n%s\nwant lock:by-bash listed and no note", out)
+	}
+	if r := e.run("--list"); r.Code != 0 || r.Stderr != "" || strings.Contains(r.Stdout, note) || !strings.Contains(r.Stdout, "held-by-us") {
+		t.Errorf("--list in a pipe: exit %d, stdout %q, stderr %q; want the rows alone", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// A lock is in --list and --list --json from the moment it is taken, once
+// the index of names holds other names and long before any renewal,
+// whatever its flags: a plain run, --no-renew, a long --ttl, --slots,
+// --fence, --min-hold, --once-per, and a waiter handed the lock in the fair
+// line (-w). Each is listed as soon as its command runs, with its holder.
+func TestListShowsALockFromTheMomentItIsTaken(t *testing.T) {
+	e := setup(t)
+	if r := e.run("earlier", "true"); r.Code != 0 { // the index holds a name
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	check := func(t *testing.T, name string, j *job) {
+		t.Helper()
+		host, pid := hostPid(t, j.Pid())
+		r := e.run("--list", "--json")
+		l, ok := parseLocks(t, r.Stdout)[name]
+		holders := []string{l.Holder}
+		for _, h := range l.Holders { // a semaphore's
+			holders = append(holders, h.Holder)
 		}
-		if !quiet && (r.Code != 4 || strings.Count(r.Stderr, "\n") != 1 || !strings.Contains(r.Stderr, "not recorded")) {
-			t.Errorf("exit %d, stderr %q; want 4 and one warning", r.Code, r.Stderr)
+		if r.Code != 0 || !ok || !l.Held || !slices.Contains(holders, host+":"+pid) {
+			t.Errorf("--list --json while %s runs: exit %d, stdout %q; want it held by %s:%s", name, r.Code, r.Stdout, host, pid)
 		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Errorf("-q %v: the end took %s", quiet, d)
+		if r := e.run("--list"); r.Code != 0 || !hasLine(r.Stdout, name, host+":"+pid) {
+			t.Errorf("--list while %s runs: exit %d, stdout %q", name, r.Code, r.Stdout)
 		}
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"plain", nil},
+		{"no-renew", []string{"--no-renew", "--ttl", "60s"}},
+		{"long-ttl", []string{"--ttl", "10m"}},
+		{"slots", []string{"--slots", "2"}},
+		{"fenced", []string{"--fence"}},
+		{"min-hold", []string{"--min-hold", "1m"}},
+		{"once-per", []string{"--once-per", "1h"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := e.startJob(0, append(tc.flags, tc.name)...)
+			check(t, tc.name, j)
+			if r := j.finish(); r.Code != 0 {
+				t.Errorf("the run: exit %d, stderr %q", r.Code, r.Stderr)
+			}
+		})
+	}
+
+	t.Run("handed over in the fair line", func(t *testing.T) {
+		holder := e.startJob(0, "handed")
+		dir := t.TempDir()
+		waiter := &job{t: t, dir: dir, Proc: clitest.Start(t, nil, "--redis", e.srv.URL(), "-w", "20s", "handed",
+			"sh", "-c", jobScript, "sh", dir, "0")}
+		clitest.Eventually(t, 10*time.Second, "the waiter queued", func() bool {
+			return e.rdb.LLen(context.Background(), "{lock:handed}:q").Val() == 1
+		})
+		if r := holder.finish(); r.Code != 0 {
+			t.Fatalf("the holder: exit %d, stderr %q", r.Code, r.Stderr)
+		}
+		waiter.WaitFile(filepath.Join(dir, "info"))
+		check(t, "handed", waiter)
+		if r := waiter.finish(); r.Code != 0 || strings.TrimSpace(r.Stderr) != "" {
+			t.Errorf("the waiter: exit %d, stderr %q", r.Code, r.Stderr)
+		}
+	})
+}
+
+// --list with nothing held tells a person at a terminal so, and gives a
+// pipe nothing, as a script counting rows expects.
+func TestListWithNothingHeld(t *testing.T) {
+	e := setup(t)
+	t.Run("pipe", func(t *testing.T) {
+		for _, args := range [][]string{{"--list"}, {"--list", "--all"}, {"--list", "--json"}} {
+			r := e.run(args...)
+			if r.Code != 0 || r.Stdout != "" || r.Stderr != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q: want 0 and nothing", args, r.Code, r.Stdout, r.Stderr)
+			}
+		}
+	})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--list"}, "no locks held under lock:"},
+		{[]string{"--list", "--all"}, "no locks held and no last runs under lock:"},
+	} {
+		t.Run("terminal "+strings.Join(tc.args, " "), func(t *testing.T) {
+			pty := clitest.OpenPTY(t)
+			p := clitest.Spec{Env: redisEnv(e.srv), Terminal: pty, Args: tc.args}.Start(t)
+			r := p.Wait(clitest.RunTimeout)
+			if r.Code != 0 {
+				t.Errorf("exit %d, want 0", r.Code)
+			}
+			clitest.Eventually(t, 10*time.Second, "the terminal never showed "+tc.want, func() bool {
+				return strings.Contains(p.Stdout(), tc.want)
+			})
+		})
 	}
 }

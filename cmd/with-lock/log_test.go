@@ -1,5 +1,8 @@
 package main_test
 
+// The text log: -v, -q, and docs/logs.md's table and examples checked
+// against real output.
+
 import (
 	"context"
 	"encoding/json"
@@ -17,91 +20,6 @@ import (
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
-
-// logLine is one line of --log-format json, with the stable field names
-// the README documents.
-type logLine struct {
-	Time       string `json:"time"`
-	Level      string `json:"level"`
-	Event      string `json:"event"`
-	Lock       string `json:"lock"`
-	Key        string `json:"key"`
-	Msg        string `json:"msg"`
-	Holder     string `json:"holder"`
-	Since      string `json:"since"`
-	Fence      int64  `json:"fence"`
-	DurationMs *int64 `json:"duration_ms"`
-	TTLMs      int64  `json:"ttl_ms"`
-	Code       *int   `json:"code"`
-	Signal     string `json:"signal"`
-}
-
-// jsonLines parses stderr as --log-format json: every line one object with
-// a time in RFC 3339 with milliseconds, a level, an event, the lock and a
-// message.
-func jsonLines(t *testing.T, stderr, lock string) []logLine {
-	t.Helper()
-	var out []logLine
-	for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
-		var l logLine
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("stderr line %q is not JSON: %v", line, err)
-		}
-		if _, err := time.Parse("2006-01-02T15:04:05.000Z07:00", l.Time); err != nil {
-			t.Errorf("line %q: time %q is not RFC 3339 with milliseconds", line, l.Time)
-		}
-		if l.Level != "info" && l.Level != "warn" && l.Level != "error" || l.Event == "" || l.Msg == "" ||
-			l.Lock != lock || l.Key != "lock:"+lock {
-			t.Errorf("line %q lacks level, event, msg or the lock %s", line, lock)
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-func events(lines []logLine) []string {
-	var e []string
-	for _, l := range lines {
-		e = append(e, l.Event)
-	}
-	return e
-}
-
-// -v --log-format json on a run that succeeds: acquired (with the time it
-// took and the fence), exited (code, duration), released (time held).
-func TestJSONLogOfASimpleRun(t *testing.T) {
-	srv := redistest.Start(t)
-	for _, tc := range []struct {
-		name string
-		env  []string
-		args []string
-	}{
-		{"flags", nil, []string{"-v", "--log-format", "json"}},
-		{"variables", []string{"WITH_LOCK_VERBOSE=1", "WITH_LOCK_LOG_FORMAT=json"}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := append(tc.args, "--redis", srv.URL(), "--fence", "simple", "sh", "-c", "sleep 0.05; exit 3")
-			r := clitest.Run(t, tc.env, args...)
-			if r.Code != 3 {
-				t.Fatalf("exit %d, want the command's 3; stderr %q", r.Code, r.Stderr)
-			}
-			lines := jsonLines(t, r.Stderr, "simple")
-			if got := strings.Join(events(lines), " "); got != "acquired exited released recorded" {
-				t.Fatalf("events %q, want acquired exited released recorded; stderr %s", got, r.Stderr)
-			}
-			acq, exited, rel := lines[0], lines[1], lines[2]
-			if acq.Fence <= 0 || acq.DurationMs == nil || acq.TTLMs != 30000 || acq.Level != "info" {
-				t.Errorf("acquired %+v: want a fence, duration_ms and ttl_ms 30000", acq)
-			}
-			if exited.Code == nil || *exited.Code != 3 || exited.DurationMs == nil || *exited.DurationMs < 50 {
-				t.Errorf("exited %+v: want code 3 and duration_ms ≥ 50", exited)
-			}
-			if rel.DurationMs == nil || *rel.DurationMs < 50 {
-				t.Errorf("released %+v: want the time held, ≥ 50ms", rel)
-			}
-		})
-	}
-}
 
 // -v in text: the same events, each one line "with-lock: <time> ...";
 // without -v the same run says nothing.
@@ -124,59 +42,6 @@ func TestVerboseTextLog(t *testing.T) {
 	}
 	if r := clitest.Run(t, nil, "--redis", srv.URL(), "text", "true"); r.Code != 0 || r.Stderr != "" {
 		t.Errorf("without -v: exit %d, stderr %q; want 0 and silence", r.Code, r.Stderr)
-	}
-}
-
-// A wait logs who holds the lock and since when, then the acquisition.
-func TestJSONLogOfAWait(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	holder := holdLock(t, srv, "waited")
-	marker := filepath.Join(t.TempDir(), "ran")
-	p := startWaiting(t, srv, rdb, "lock:waited", "-v", "--log-format=json", "-w", "1m", "waited", "touch", marker)
-	p.WaitStderr(`"event":"waiting"`)
-	if err := holder.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	r := p.Wait(waitFor)
-	if r.Code != 0 {
-		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
-	}
-	lines := jsonLines(t, r.Stderr, "waited")
-	if got := strings.Join(events(lines), " "); got != "waiting acquired exited released recorded" {
-		t.Fatalf("events %q, want waiting acquired exited released recorded", got)
-	}
-	if w := lines[0]; w.Holder != holderOf(holder.Token()) || w.Since == "" || w.TTLMs <= 0 {
-		t.Errorf("waiting %+v: want the holder %s, since when and its TTL", w, holderOf(holder.Token()))
-	}
-}
-
-// A takeover is one "lost" error line naming the new owner.
-func TestJSONLogOfATakeover(t *testing.T) {
-	e := setup(t)
-	j := e.startJob(0, "--log-format", "json", "-v", "--ttl", "1s", "taken")
-	if err := e.rdb.Set(context.Background(), "lock:taken", foreign, time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	r := j.Wait(clitest.RunTimeout)
-	if r.Code != 125 {
-		t.Fatalf("exit %d, want 125; stderr %q", r.Code, r.Stderr)
-	}
-	lines := jsonLines(t, r.Stderr, "taken")
-	var lost *logLine
-	for i := range lines {
-		if lines[i].Event == "lost" {
-			lost = &lines[i]
-		}
-	}
-	if got := events(lines); got[0] != "acquired" || lost == nil || got[len(got)-2] != "exited" || got[len(got)-1] != "recorded" {
-		t.Fatalf("events %q: want acquired, lost, exited, recorded", got)
-	}
-	if lost.Level != "error" || lost.Holder != "otherhost:4242" || !strings.Contains(lost.Msg, "taken over by otherhost:4242") {
-		t.Errorf("lost %+v: want an error naming otherhost:4242", *lost)
-	}
-	if strings.Contains(r.Stderr, foreignSecret) || strings.Contains(r.Stderr, randomPart(j.token)) {
-		t.Errorf("the log shows a token's secret part")
 	}
 }
 

@@ -1,13 +1,18 @@
 package main
 
+// What the man page, the completions and --version show.
+
 import (
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/with-lock/with-lock/internal/clitest"
 )
 
 // manSection returns the text of with-lock.1 from the line starting with
@@ -105,6 +110,72 @@ func TestManPageNamesEveryJSONField(t *testing.T) {
 					t.Errorf("with-lock.1's %s does not name the JSON field %s", tc.flag, name)
 				}
 			}
+		}
+	}
+}
+
+// TestCompletionsListEveryFlag keeps the hand-written shell completions in
+// packaging/completions and the man page in step with the flags: every long
+// flag --help prints must be offered by the bash, zsh and fish completion
+// and documented in with-lock.1.
+func TestCompletionsListEveryFlag(t *testing.T) {
+	r := clitest.Run(t, nil, "--help")
+	if r.Code != 0 {
+		t.Fatalf("with-lock --help = %d, %q", r.Code, r.Stderr)
+	}
+	// Flag lines look like "  -w, --wait DUR   ..." or "      --ttl DUR   ...".
+	var flags []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(r.Stdout, -1) {
+		flags = append(flags, m[1])
+	}
+	if len(flags) < 10 {
+		t.Fatalf("found only %d flags in with-lock --help: %q", len(flags), flags)
+	}
+	completions := filepath.Join("..", "..", "packaging", "completions")
+	for _, c := range []struct {
+		file string
+		flag func(name string) string // how the file names a long flag, as a regexp
+	}{
+		{filepath.Join(completions, "with-lock.bash"), func(name string) string { return `--` + name }},
+		{filepath.Join(completions, "_with-lock"), func(name string) string { return `--` + name }},
+		{filepath.Join(completions, "with-lock.fish"), func(name string) string { return `-l ` + name }},
+		// roff writes a flag's dashes as \-, maybe right after a font change.
+		{filepath.Join("..", "..", "packaging", "with-lock.1"), func(name string) string {
+			return `(?:\\f[BIRP])?\\-\\-` + strings.ReplaceAll(name, `-`, `\\-`)
+		}},
+	} {
+		data, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range flags {
+			// Whole flag only: --sentinel must not be satisfied by --sentinel-user.
+			re := regexp.MustCompile(`(?:^|[^\w-])` + c.flag(regexp.QuoteMeta(name)) + `(?:[^\w-]|$)`)
+			if !re.Match(data) {
+				t.Errorf("%s does not offer --%s, which with-lock --help lists", c.file, name)
+			}
+		}
+	}
+}
+
+func TestVersionFromBuildInfo(t *testing.T) {
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	vcs := func(modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, tc := range []struct {
+		name string
+		info debug.BuildInfo
+		want string
+	}{
+		{"go install of a tagged module", debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: vcs("false")}, "v1.2.3"},
+		{"go build in a checkout stamps a pseudo-version", debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20251130150200-0123456789ab+dirty"}}, "v0.0.0-20251130150200-0123456789ab+dirty"},
+		{"clean revision", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("false")}, "0123456789ab"},
+		{"modified revision", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("true")}, "0123456789ab-dirty"},
+		{"no version and no VCS", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "(devel)"},
+	} {
+		if got := versionFromBuildInfo(&tc.info); got != tc.want {
+			t.Errorf("%s: versionFromBuildInfo = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -241,20 +241,3 @@ func TestReplaceWhileAPauseWaitsLeavesTheHolderAndMeetsThePause(t *testing.T) {
 		t.Errorf("--replace at the holder's release: exit %d, stderr %q; want 75, not run, the pause named", w.Code, w.Stderr)
 	}
 }
-
-// --break removes holders, not a pause: on a paused name it removes
-// nothing, exits 1 as for a name not held, and says how a pause ends; the
-// name stays paused.
-func TestBreakLeavesAPauseAlone(t *testing.T) {
-	e := setup(t)
-	if r := e.pauser("--pause", "--reason", "maint", "nightly"); r.Code != 0 {
-		t.Fatalf("--pause: exit %d, stderr %q", r.Code, r.Stderr)
-	}
-	r := e.run("--break", "nightly")
-	if r.Code != 1 || !hasLine(r.Stderr, "lock:nightly is not held: it is paused by", "(maint)", "nothing removed", "--resume nightly") {
-		t.Errorf("--break of a paused name: exit %d, stdout %q, stderr %q; want 1 and the pause named", r.Code, r.Stdout, r.Stderr)
-	}
-	if r := e.run("nightly", "touch", e.path("ran")); r.Code != 75 || e.exists("ran") {
-		t.Errorf("a run after --break of a paused name: exit %d, stderr %q; want 75, still paused", r.Code, r.Stderr)
-	}
-}

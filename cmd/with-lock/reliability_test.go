@@ -1,5 +1,8 @@
 package main_test
 
+// The reliability table: every fault in every mode, against a fenced
+// resource.
+
 import (
 	"fmt"
 	"slices"
@@ -11,11 +14,6 @@ import (
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
-
-// The reliability table: each fault a few times over, with a real command
-// writing to a fenced resource (fenced_resource_test.go). Each row logs
-// fault | trials | overlaps | stale fenced writes accepted | detection
-// latency, and asserts what docs/reliability.md promises.
 
 const (
 	rlTTL      = time.Second
@@ -185,4 +183,200 @@ func rlRun(t *testing.T, i int, row rlRow) string {
 	line := fmt.Sprintf("%s | %d | %s | %s | %s", row.fault, rlTrials, overlapCol, staleCol, latCol)
 	t.Log(line)
 	return line
+}
+
+// The faults of the reliability table, one row each. A trial returns its
+// detection latency: from the moment named in the row's latency field to
+// the death of the old holder's command, as the resource saw its socket
+// close.
+var rlRows = []rlRow{
+	{
+		fault:  "holder paused (with-lock SIGSTOPped past its TTL, command runs on)",
+		test:   "PausedHolderOverlapsUntilResumedAndTheFenceRefusesItsWrites",
+		window: rlWhilePaused, bound: time.Second, latency: "with-lock's SIGCONT",
+		trial: func(tr *rlTrial) time.Duration {
+			a, old := tr.holder()
+			a.Signal(syscall.SIGSTOP)
+			b, next := tr.holder("-w", "10s") // once the TTL has run out
+			tr.res.waitFor(5*time.Second, "the paused holder's command refused after the new holder wrote", func() bool {
+				return next.Accepted > 0 && old.Refused > 0
+			})
+			return tr.resume(a, old, b)
+		},
+	},
+	{
+		fault:  "whole host paused (with-lock and command SIGSTOPped past the TTL)",
+		test:   "PausedHostOverlapsUntilResumedAndTheFenceRefusesTheWakingCommand",
+		window: rlWhilePaused, bound: time.Second, latency: "with-lock's SIGCONT, after the command's first write on waking",
+		trial: func(tr *rlTrial) time.Duration {
+			a, old := tr.holder()
+			frStopped(tr.t, old.Pid, syscall.SIGSTOP)
+			a.Signal(syscall.SIGSTOP)
+			b, next := tr.holder("-w", "10s")
+			tr.wrote(next)
+			// The command wakes first, so it surely writes before with-lock
+			// can stop it: the case the fence is for.
+			if err := syscall.Kill(old.Pid, syscall.SIGCONT); err != nil {
+				tr.t.Fatal(err)
+			}
+			tr.res.waitFor(5*time.Second, "the woken command's write refused", func() bool { return old.Refused > 0 })
+			return tr.resume(a, old, b)
+		},
+	},
+	{
+		fault:  "Redis restarted empty (kill -9, no persistence)",
+		test:   "RedisRestartedEmptyOverlapsAtMostOneIntervalAndTheFenceStillIncreases",
+		window: rlInterval + 700*time.Millisecond, bound: rlInterval + 700*time.Millisecond,
+		latency: "Redis back up, a renewal interval before the next renewal",
+		trial: func(tr *rlTrial) time.Duration {
+			return tr.overtaken(tr.servers[0].Restart, "-w", "5s")
+		},
+	},
+	{
+		fault: "Redis stalled (redis-server SIGSTOPped for 1.5×TTL)",
+		test:  "StalledRedisStopsCommandBeforeTheKeyCanExpireSoNoOverlap",
+		bound: rlTTL, latency: "redis-server's SIGSTOP; each trial also checks it came before the key's expiry",
+		trial: func(tr *rlTrial) time.Duration {
+			a, old := tr.holder("--redis-timeout", "5s")
+			expiry := tr.expiry(0)
+			tr.servers[0].Signal(syscall.SIGSTOP)
+			paused := time.Now()
+			resumed := false
+			defer func() {
+				if !resumed {
+					tr.servers[0].Signal(syscall.SIGCONT)
+				}
+			}()
+			end := tr.res.waitEnd(old, 3*rlTTL)
+			if !end.Before(expiry) {
+				tr.t.Errorf("command ran until %s after the key could expire", end.Sub(expiry))
+			}
+			time.Sleep(time.Until(paused.Add(rlTTL * 3 / 2))) // the fault's length, not a wait for an event
+			tr.servers[0].Signal(syscall.SIGCONT)
+			resumed = true
+			tr.lost(a)
+			b, next := tr.holder("-w", "5s")
+			tr.wrote(next)
+			tr.stop(b)
+			return end.Sub(paused)
+		},
+	},
+	{
+		fault:  "takeover (another client deletes the key, the next with-lock acquires)",
+		test:   "TakeoverOverlapsAtMostOneIntervalAndTheFenceRefusesTheOldHolder",
+		window: rlInterval + 700*time.Millisecond, bound: rlInterval + 700*time.Millisecond,
+		latency: "the DEL, a renewal interval before the next renewal",
+		trial: func(tr *rlTrial) time.Duration {
+			return tr.overtaken(func() {
+				if err := tr.servers[0].Client().Del(tr.t.Context(), "lock:"+tr.name).Err(); err != nil {
+					tr.t.Fatal(err)
+				}
+			})
+		},
+	},
+	{
+		fault: "with-lock killed (kill -9)",
+		test:  "KilledHolderTakesItsCommandAlongSoNoOverlap",
+		bound: 250 * time.Millisecond, latency: "the SIGKILL",
+		trial: func(tr *rlTrial) time.Duration {
+			a, old := tr.holder()
+			a.Signal(syscall.SIGKILL)
+			killed := time.Now()
+			end := tr.res.waitEnd(old, 5*time.Second)
+			b, next := tr.holder("-w", "5s") // once the TTL has run out
+			tr.wrote(next)
+			tr.stop(b)
+			return end.Sub(killed)
+		},
+	},
+	{
+		fault: "one quorum master down (of 3), then back empty with a foreign key on it",
+		test:  "QuorumKeepsItsLockWithOneMasterDownAndRepairsItOnceTheForeignKeyExpires",
+		// The holder learns of the foreign key only from the renewal that
+		// reaches the restarted master, and go-redis redials a server that
+		// refused connections about once a second: the key is back by the
+		// first renewal after both.
+		quorum: true, bound: rlTTL + rlTTL/3,
+		latency: "the foreign key's expiry on the restarted master to the holder's key back there (a repair at the first renewal that reaches it, not a detection)",
+		trial: func(tr *rlTrial) time.Duration {
+			a, old := tr.holder()
+			tr.servers[0].Kill()
+			// A contender waits more than a TTL: renewal on the other two
+			// must keep the lock ours throughout.
+			c := tr.start("-w", (rlTTL * 3 / 2).String())
+			if res := c.Wait(10 * time.Second); res.Code != 75 {
+				tr.t.Errorf("contender exited %d, want 75 (busy); stderr %q", res.Code, res.Stderr)
+			}
+			// Back empty, with a key someone else left there: the holder
+			// cannot repair this master until that key expires.
+			key, token := "lock:"+tr.name, lookAt(tr.servers[1].Client(), "lock:"+tr.name).val
+			tr.servers[0].Restart()
+			restarted := tr.servers[0].Client()
+			const foreignTTL = 200 * time.Millisecond
+			if err := restarted.Set(tr.t.Context(), key, foreign, foreignTTL).Err(); err != nil {
+				tr.t.Fatal(err)
+			}
+			expired := time.Now().Add(foreignTTL)
+			clitest.Eventually(tr.t, 2*rlTTL, "the holder's key back on the restarted master", func() bool {
+				return restarted.Get(tr.t.Context(), key).Val() == token
+			})
+			repaired := time.Now()
+			if !tr.res.running(old) {
+				tr.t.Error("the holder's command was stopped: the lock was lost with one master of three down")
+			}
+			tr.stop(a)
+			return repaired.Sub(expired)
+		},
+	},
+	{
+		fault:  "two quorum masters down (of 3)",
+		test:   "QuorumStopsCommandBeforeTheKeyCanExpireWithTwoMastersDown",
+		quorum: true, bound: rlTTL, latency: "the second master's kill -9; each trial also checks it came before the key's expiry",
+		trial: func(tr *rlTrial) time.Duration {
+			a, old := tr.holder()
+			expiry := tr.expiry(0)
+			tr.servers[1].Kill()
+			tr.servers[2].Kill()
+			down := time.Now()
+			end := tr.res.waitEnd(old, 3*rlTTL)
+			if !end.Before(expiry) {
+				tr.t.Errorf("command ran until %s after the key could expire on the surviving master", end.Sub(expiry))
+			}
+			tr.lost(a)
+			tr.servers[1].Restart() // empty, as is the next one
+			tr.servers[2].Restart()
+			b, next := tr.holder("-w", "5s")
+			tr.wrote(next)
+			tr.stop(b)
+			return end.Sub(down)
+		},
+	},
+}
+
+// overtaken is a trial in which the lock goes away under a running holder
+// just after a renewal (fault) and a second with-lock, started with args,
+// takes it. It returns the time from the fault to the end of the first
+// holder's command.
+func (tr *rlTrial) overtaken(fault func(), args ...string) time.Duration {
+	a, old := tr.holder()
+	tr.afterRenewal()
+	fault()
+	at := time.Now()
+	b, _ := tr.holder(args...)
+	end := tr.res.waitEnd(old, 5*time.Second)
+	tr.lost(a)
+	tr.stop(b)
+	return end.Sub(at)
+}
+
+// resume ends a trial whose first holder a (running command old) was paused
+// while b took the lock: it resumes a and returns the time from then until
+// old's end.
+func (tr *rlTrial) resume(a *clitest.Proc, old *frHolder, b *clitest.Proc) time.Duration {
+	resumed := time.Now()
+	a.Signal(syscall.SIGCONT)
+	end := tr.res.waitEnd(old, 5*time.Second)
+	tr.lost(a)
+	tr.stop(b)
+	return end.Sub(resumed)
 }

@@ -1,5 +1,8 @@
 package main_test
 
+// A stalled Redis: --redis-timeout bounds every run, and the message names
+// the setting that ran out.
+
 import (
 	"context"
 	"path/filepath"
@@ -220,3 +223,31 @@ func TestStalledTLSRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
 }
 
 var inAll = regexp.MustCompile(`, (\S+) in all with the clean-up of its token; command not run`)
+
+// Every timeout says which setting bounds it, never Go's words for it.
+func TestTimeoutsSayTheSetting(t *testing.T) {
+	e := setup(t)
+	e.srv.Signal(syscall.SIGSTOP)
+	defer e.srv.Signal(syscall.SIGCONT)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"acquire", []string{"x", "touch", e.path("ran")}},
+		{"--status", []string{"--status", "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.run(append([]string{"--redis-timeout", "1s"}, tc.args...)...)
+			if r.Code != 69 {
+				t.Errorf("exit %d, want 69", r.Code)
+			}
+			oneLine(t, r, "timed out after 1s (--redis-timeout)")
+			for _, goWords := range []string{"i/o timeout", "deadline exceeded"} {
+				if strings.Contains(r.Stderr, goWords) {
+					t.Errorf("stderr %q says %q", r.Stderr, goWords)
+				}
+			}
+		})
+	}
+	e.notRun("ran")
+}

@@ -1,6 +1,11 @@
 package main
 
+// How messages word a holder, a wait that ran out and an age, and how
+// --list lays out its table, checked without a server.
+
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +57,57 @@ func TestWaitedForWording(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := waitedFor(&tc.st, now); got != tc.want {
 				t.Errorf("waitedFor = %q\nwant        %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// --check says ages as the examples do: "3h12m", "4m10s", "26h".
+func TestCheckSaysAgesInHoursMinutesSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		3*time.Hour + 12*time.Minute + 20*time.Second: "3h12m",
+		3*time.Hour + 10*time.Minute:                  "3h10m",
+		26 * time.Hour:                                "26h",
+		4*time.Minute + 10*time.Second:                "4m10s",
+		40 * time.Minute:                              "40m",
+		12*time.Second + 400*time.Millisecond:         "12s",
+		250 * time.Millisecond:                        "250ms",
+		-time.Second:                                  "0s",
+	} {
+		if got := age(d); got != want {
+			t.Errorf("age(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// --list pads its table itself, as text/tabwriter did: the same bytes for
+// any cells, a name in any script, a holder wider than its header, and a
+// cell with a character tabwriter gives a meaning (then tabwriter writes it).
+func TestListTableIsAlignedAsTabwriterAlignsIt(t *testing.T) {
+	header := [6]string{"NAME", "HOLDER", "HELD FOR", "EXPIRES IN", "FENCE", "LAST RUN"}
+	for name, rows := range map[string]table{
+		"header only": {header},
+		"plain": {header, {"job-1", "web-1:4242", "3s", "27.5s", "-", "-"},
+			{"nightly-backup", "db-2.example.com:1", "1h2m3s", "never", "17", "db-2:9, finished 2026-12-02 07:00:00 UTC (1h ago) after 3s, exit 0"}},
+		"other scripts": {header, {"ünïcödé", "hôte:1", "-", "-", "-", "-"}, {"名前", "x:2", "1s", "2s", "3", "-"}},
+		"empty cells":   {header, {"", "", "", "", "", ""}, {"a", "", "b", "", "c", ""}},
+		"a tab":         {header, {"a\tb", "h:1", "1s", "2s", "-", "-"}, {"c", "h:2", "1s", "2s", "-", "-"}},
+		"a newline":     {header, {"a\nb", "h:1", "1s", "2s", "-", "-"}},
+		"not UTF-8":     {header, {"a\xffb\xfe", "h:1", "1s", "2s", "-", "-"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got, want bytes.Buffer
+			if err := rows.write(&got); err != nil {
+				t.Fatal(err)
+			}
+			if err := rows.writeTabwriter(&want); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("table:\n%s\ntabwriter:\n%s", got.String(), want.String())
+			}
+			if n := strings.Count(got.String(), "\n"); n < len(rows) {
+				t.Errorf("%d lines for %d rows", n, len(rows))
 			}
 		})
 	}

@@ -1,6 +1,10 @@
 package main_test
 
+// With-lock killed: its guard takes the job along, the lock frees within
+// the TTL, and the next run stops what is left.
+
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
+	"golang.org/x/sys/unix"
 )
 
 // with-lock killed with SIGKILL takes its whole job along: its guard sees
@@ -348,5 +351,35 @@ func TestWithLockAsInitOfItsPidNamespaceTakesItsJobWhenKilledWithItsGuard(t *tes
 				clitest.Eventually(t, 2*time.Second, "the killed run's cgroup "+dir+" removed", func() bool { return !exists(dir) })
 			}
 		})
+	}
+}
+
+// with-lock is killed with SIGKILL: its command — the whole tree — is
+// dead within 100ms, and the lock is free again within the TTL.
+func TestKilledHolderTakesCommandTreeAndFreesLockWithinTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	const ttl = time.Second
+	p, pids := startTree(t, srv, "killed-holder", "--ttl", ttl.String())
+	killedAt := time.Now()
+	p.Signal(syscall.SIGKILL)
+	deadAt := clitest.WaitDead(t, 5*time.Second, pids...)
+	st := lookAt(rdb, "lock:killed-holder")
+	var freeAt time.Time
+	clitest.Eventually(t, ttl+5*time.Second, "lock freed after with-lock was killed", func() bool {
+		freeAt = time.Now()
+		return rdb.Exists(context.Background(), "lock:killed-holder").Val() == 0
+	})
+	took, free := deadAt.Sub(killedAt), freeAt.Sub(killedAt)
+	t.Logf("with-lock killed -9: command tree dead after %s; key had PTTL %s then, free after %s (TTL %s)",
+		took, st.pttl, free.Round(time.Millisecond), ttl)
+	if took > 100*time.Millisecond {
+		t.Errorf("command tree dead %s after with-lock was killed, want within 100ms", took)
+	}
+	if st.pttl > ttl {
+		t.Errorf("PTTL %s after the kill exceeds the TTL %s", st.pttl, ttl)
+	}
+	if free > ttl+250*time.Millisecond {
+		t.Errorf("lock free %s after the kill, want within the TTL %s (+250ms to observe)", free, ttl)
 	}
 }

@@ -1,12 +1,18 @@
 package main_test
 
+// The run records: --history, the last success, the output's end, retention
+// and the off switch.
+
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/with-lock/with-lock/internal/clitest"
 )
 
 // runJSON is one line of --history --json, or a last run in --status --json.
@@ -149,4 +155,54 @@ func historyJSON(t *testing.T, stdout string) []runJSON {
 		runs = append(runs, run)
 	}
 	return runs
+}
+
+// The record is kept for --record-ttl, or not written with --no-record.
+func TestRecordRetentionAndOffSwitch(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	if r := e.run("--record-ttl", "1h", "kept", "true"); r.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if ttl := e.rdb.PTTL(ctx, "{lock:kept}:last").Val(); ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Errorf("record kept for %s, want 1h", ttl)
+	}
+	if r := e.run("kept-default", "true"); r.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if ttl := e.rdb.PTTL(ctx, "{lock:kept-default}:last").Val(); ttl <= 29*24*time.Hour || ttl > 30*24*time.Hour {
+		t.Errorf("record kept for %s by default, want 30 days", ttl)
+	}
+	if r := clitest.Run(t, []string{"WITH_LOCK_NO_RECORD=1"}, "--redis", e.srv.URL(), "unrecorded", "true"); r.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if n := e.rdb.Exists(ctx, "{lock:unrecorded}:last").Val(); n != 0 {
+		t.Error("WITH_LOCK_NO_RECORD=1 stored a record")
+	}
+}
+
+// A Redis that is down when the run ends costs one warning, and the
+// command's exit code stands.
+func TestRecordWithRedisDownIsOneWarning(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		e := setup(t)
+		args := []string{"--redis-timeout", "500ms"}
+		if quiet {
+			args = append(args, "-q")
+		}
+		j := e.startJob(4, append(args, "down")...)
+		e.srv.Kill()
+		start := time.Now()
+		r := j.finish()
+		// -q prints errors only, and this is a warning: the command ran.
+		if quiet && (r.Code != 4 || r.Stderr != "") {
+			t.Errorf("-q: exit %d, stderr %q; want 4 and silence", r.Code, r.Stderr)
+		}
+		if !quiet && (r.Code != 4 || strings.Count(r.Stderr, "\n") != 1 || !strings.Contains(r.Stderr, "not recorded")) {
+			t.Errorf("exit %d, stderr %q; want 4 and one warning", r.Code, r.Stderr)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("-q %v: the end took %s", quiet, d)
+		}
+	}
 }
