@@ -1,13 +1,15 @@
 package main_test
 
-// A lost lock stops the job: each fault with its timing, what with-lock
-// says, --on-lost ignore and --kill-after.
+// A lost lock stops the job: each fault one at a time, pinned with its
+// timing, then --on-lost ignore and --kill-after. Each test logs its figure
+// and asserts it. TTLs are short so the suite stays fast; the bounds are
+// wide so a loaded machine does not fail them. The trial table across all
+// faults, with a fenced resource, is in reliability_test.go; what with-lock
+// says is in lost_lock_says_test.go.
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,12 +20,6 @@ import (
 	"github.com/with-lock/with-lock/internal/clitest"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
-
-// Faults one at a time, each pinned with its timing: what with-lock does
-// when the lock is lost under a running command. Each test logs its figure
-// and asserts it. TTLs are short so the suite stays fast; the bounds are
-// wide so a loaded machine does not fail them. The trial table across all
-// faults, with a fenced resource, is in reliability_test.go.
 
 // Another client takes the key over mid-run: the loss is seen within
 // one renewal interval, the command's whole tree dies, with-lock exits 125,
@@ -175,129 +171,6 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	}
 }
 
-// Short CLIENT PAUSEs, each shorter than TTL/3, keep delaying renewals:
-// no false loss.
-func TestShortClientPausesCauseNoFalseLoss(t *testing.T) {
-	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
-	srv := redistest.Start(t)
-	const ttl = 1500 * time.Millisecond
-	const pause = ttl/3 - 100*time.Millisecond
-	const run = 3 * time.Second
-	p, _ := startTree(t, srv, "client-pauses", "--ttl", ttl.String())
-	admin := srv.Client()
-	ctx := context.Background()
-	pauses := 0
-	for end := time.Now().Add(run); time.Now().Before(end); pauses++ {
-		if err := admin.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(pause + 50*time.Millisecond)
-	}
-	st := lookAt(admin, "lock:client-pauses")
-	if st.err != nil || !tokenRE.MatchString(st.val) || st.pttl <= 0 || st.pttl > ttl {
-		t.Errorf("after %s of pauses the key is %+v, want still held by with-lock with TTL ≤ %s", run, st, ttl)
-	}
-	p.Signal(syscall.SIGTERM) // the tree dies of it; with-lock passes on 143
-	res := p.Wait(10 * time.Second)
-	t.Logf("%d CLIENT PAUSEs of %s over %s (TTL %s): exit %d, stderr %q", pauses, pause, run, ttl, res.Code, res.Stderr)
-	if res.Code != 128+int(syscall.SIGTERM) || res.Stderr != "" {
-		t.Errorf("exit %d, stderr %q; want 143 (our SIGTERM) and no loss", res.Code, res.Stderr)
-	}
-	if n := admin.Exists(ctx, "lock:client-pauses").Val(); n != 0 {
-		t.Error("lock not released")
-	}
-}
-
-// A job three times as long as its TTL keeps its lock throughout, the
-// key's TTL never above --ttl, and the lock is released at the end.
-func TestLongJobKeepsLockPastItsTTL(t *testing.T) {
-	t.Parallel() // load-tolerant: runs beside the other parallel tests, after the timing-critical ones
-	srv := redistest.Start(t)
-	rdb := srv.Client()
-	const ttl, run = 2 * time.Second, 6 * time.Second
-	finished := filepath.Join(t.TempDir(), "finished")
-	p := clitest.Start(t, redisEnv(srv), "--ttl", ttl.String(), "long-job",
-		"sh", "-c", `sleep "$1" && touch "$0"`, finished, strconv.Itoa(int(run/time.Second)))
-	clitest.Eventually(t, 10*time.Second, "lock taken", func() bool {
-		return rdb.Exists(context.Background(), "lock:long-job").Val() == 1
-	})
-	first := lookAt(rdb, "lock:long-job")
-	samples := 0
-	minTTL, maxTTL := time.Hour, time.Duration(0)
-	for done := false; !done; time.Sleep(20 * time.Millisecond) {
-		select {
-		case <-p.Done():
-			done = true
-			continue
-		default:
-		}
-		st := lookAt(rdb, "lock:long-job")
-		if errors.Is(st.err, redis.Nil) {
-			if !exists(finished) {
-				t.Fatalf("key gone while the job ran (sample %d)", samples)
-			}
-			done = true // released at the end
-			continue
-		}
-		if st.err != nil || st.val != first.val || st.pttl <= 0 || st.pttl > ttl {
-			t.Fatalf("sample %d: key %+v, want our token with TTL in (0, %s]", samples, st, ttl)
-		}
-		samples++
-		minTTL, maxTTL = min(minTTL, st.pttl), max(maxTTL, st.pttl)
-	}
-	res := p.Wait(10 * time.Second)
-	t.Logf("job of %s with --ttl %s: %d samples, PTTL between %s and %s; exit %d in %s",
-		run, ttl, samples, minTTL, maxTTL, res.Code, res.Duration.Round(time.Millisecond))
-	if res.Code != 0 || res.Stderr != "" {
-		t.Errorf("exit %d, stderr %q; want 0 and nothing", res.Code, res.Stderr)
-	}
-	if samples < 50 {
-		t.Errorf("only %d samples of the key during the run", samples)
-	}
-	if n := rdb.Exists(context.Background(), "lock:long-job").Val(); n != 0 {
-		t.Error("lock not released at the end")
-	}
-}
-
-// A run whose lock another process broke with --break says so, naming
-// the breaker, and exits 125: on one Redis and on a quorum, and with
-// --on-lost reacquire too, since breaking a lock is an operator's decision
-// and is not undone.
-func TestBrokenHolderSaysWhoBrokeItWithBreak(t *testing.T) {
-	e := setup(t)
-	host, _ := hostPid(t, 0)
-	db := func(n int) string { return "redis://" + e.srv.Addr() + "/" + strconv.Itoa(n) }
-	tests := []struct {
-		name   string
-		redis  []string
-		onLost string
-	}{
-		{"term", []string{"--redis", db(0)}, "term"},
-		{"reacquire", []string{"--redis", db(0)}, "reacquire"},
-		{"quorum", []string{"--redis", db(1), "--redis", db(2), "--redis", db(3)}, "term"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			name := "broken-victim-" + tt.name
-			p, pids := startTree(t, e.srv, name, append(tt.redis, "--ttl", "1500ms", "--on-lost", tt.onLost)...)
-			if res := clitest.Run(t, nil, append(tt.redis, "--break", name)...); res.Code != 0 {
-				t.Fatalf("--break: exit %d, stderr %q", res.Code, res.Stderr)
-			}
-			clitest.WaitDead(t, 10*time.Second, pids...)
-			res := p.Wait(10 * time.Second)
-			if res.Code != 125 || !hasLine(res.Stderr, "lock:"+name, "lost: broken by "+host+":", " with --break", "SIGTERM") {
-				t.Errorf("exit %d, stderr %q; want 125 and a line saying it was broken by %s:<pid> with --break", res.Code, res.Stderr, host)
-			}
-			if hasLine(res.Stderr, "took it again") || hasLine(res.Stderr, "Redis restarted") {
-				t.Errorf("stderr %q: the broken lock was taken back, or blamed on Redis", res.Stderr)
-			}
-			if n := e.rdb.Exists(context.Background(), "lock:"+name).Val(); n != 0 {
-				t.Error("the broken lock was taken back")
-			}
-		})
-	}
-}
-
 // --on-lost ignore: the loss is reported, the command finishes with its own
 // exit code, and the new owner's key is left alone.
 func TestOnLostIgnoreLetsCommandFinishAndLeavesNewOwner(t *testing.T) {
@@ -348,57 +221,5 @@ func TestKillAfterKillsTreeThatIgnoresSIGTERM(t *testing.T) {
 	}
 	if res.Code != 125 || !hasLine(res.Stderr, "SIGKILL after "+killAfter.String()) {
 		t.Errorf("exit %d, stderr %q; want 125 and the plan", res.Code, res.Stderr)
-	}
-}
-
-// A lost lock says exactly why, in one line, and with-lock exits 125.
-func TestLostLockSaysWhy(t *testing.T) {
-	e := setup(t)
-	ctx := context.Background()
-	const ttl = time.Second
-	// A token of this version, made 90 seconds ago by another host.
-	taker := "otherhost:4242:" + strconv.FormatInt(time.Now().Add(-90*time.Second).UnixMilli(), 36) + "." + foreignSecret
-	tests := []struct {
-		name  string
-		fault func(t *testing.T, key string, p *clitest.Proc)
-		want  *regexp.Regexp
-		doc   string // the situation in docs/logs.md's table
-	}{
-		{"taken over", func(t *testing.T, key string, _ *clitest.Proc) {
-			e.rdb.Set(ctx, key, taker, time.Minute)
-		}, regexp.MustCompile(`lost: taken over by otherhost:4242 since \d\d:\d\d:\d\d \(1m ago\); stopping`), logsRow("taken over")},
-		{"deleted", func(t *testing.T, key string, _ *clitest.Proc) {
-			e.rdb.Del(ctx, key)
-		}, regexp.MustCompile(`lost: the key vanished \S+ before it was due to expire \(Redis restarted or flushed, or the key deleted\?\); stopping`), logsRow("the key vanished")},
-		{"not renewed in time", func(t *testing.T, key string, p *clitest.Proc) {
-			p.Signal(syscall.SIGSTOP) // paused past its TTL, nobody else takes the lock
-			clitest.Eventually(t, 5*time.Second, "the key did not expire", func() bool { return e.rdb.Exists(ctx, key).Val() == 0 })
-			p.Signal(syscall.SIGCONT)
-		}, regexp.MustCompile(`lost: it expired: not renewed for \S+ of its 1s TTL \(was with-lock paused or starved of CPU\?\); stopping`), logsRow("it expired")},
-		{"Redis unreachable", func(t *testing.T, key string, _ *clitest.Proc) {
-			e.srv.Kill()
-		}, regexp.MustCompile(`presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for \S+ of its 1s TTL \(last attempt: .*nothing listens at \S+ \(connection refused\)\); stopping`), logsRow("Redis unreachable")},
-	}
-	for i, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			name := "lost-" + strconv.Itoa(i)
-			// The fault comes once the command runs: the key alone exists
-			// before with-lock has read the SET's reply, and a kill then is
-			// an acquisition whose outcome is unknown, not a lost lock.
-			started := e.path(name + "-runs")
-			p := clitest.Start(t, nil, "--redis", e.srv.URL(), "--ttl", ttl.String(), name,
-				"sh", "-c", `touch "$1"; exec sleep 30`, "sh", started)
-			p.WaitFile(started)
-			tc.fault(t, "lock:"+name, p)
-			r := p.Wait(clitest.RunTimeout)
-			if r.Code != 125 {
-				t.Errorf("exit %d, want 125", r.Code)
-			}
-			oneLine(t, r, "lock:"+name)
-			if !tc.want.MatchString(r.Stderr) {
-				t.Errorf("stderr %q does not match %s", r.Stderr, tc.want)
-			}
-			matchesDoc(t, r, tc.doc, "lock:x", "lock:"+name, "web2:4711", "otherhost:4242")
-		})
 	}
 }
