@@ -235,7 +235,7 @@ func TestCommandSeesOnlyItsOwnLockVariables(t *testing.T) {
 // A signal passed on to the command that kills it kills with-lock too,
 // once the lock is released: systemd then counts `systemctl stop` as a
 // clean end (the unit ends inactive, not failed with status 143), and a
-// shell reports 128+N as before. SIGQUIT, whose default action dumps core,
+// shell reports 128+N as for the command itself. SIGQUIT, whose default action dumps core,
 // is exited with 131 instead; a command that handles the signal and exits
 // passes its own code on; and with-lock as PID 1 of a PID namespace, whom
 // no signal can kill (a container's entrypoint), exits 128+N.

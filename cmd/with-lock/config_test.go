@@ -253,8 +253,8 @@ func TestEmptyPrefixIsRefused(t *testing.T) {
 }
 
 // A command that is one of with-lock's flags was most likely meant for
-// with-lock: the message says where flags go. A command that is not a
-// flag of ours is said as before.
+// with-lock: the message says where flags go. A command that is not one
+// of our flags gets the plain not-found line, without that hint.
 func TestFlagAfterTheNameSaysWhereFlagsGo(t *testing.T) {
 	e := setup(t)
 	for _, tc := range []struct {

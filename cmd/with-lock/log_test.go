@@ -88,7 +88,7 @@ func TestQuietSilencesWarningsNotErrors(t *testing.T) {
 }
 
 // With -v, a host that names no Redis is told that it locks only against
-// itself; without -v the run stays as terse as before. The command does
+// itself; without -v the run does not say it. The command does
 // not exist, so nothing connects to the default address.
 func TestVerboseWarnsThatTheDefaultRedisIsLocalOnly(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "empty.conf")

@@ -84,7 +84,7 @@ func TestCheckSaysAgesInHoursMinutesSeconds(t *testing.T) {
 	}
 }
 
-// --list pads its table itself, as text/tabwriter did: the same bytes for
+// --list pads its table itself, as text/tabwriter does: the same bytes for
 // any cells, a name in any script, a holder wider than its header, and a
 // cell with a character tabwriter gives a meaning (then tabwriter writes it).
 func TestListTableIsAlignedAsTabwriterAlignsIt(t *testing.T) {
