@@ -259,6 +259,20 @@ func (h *holding) finish() result {
 	return res
 }
 
+// endedAs is the outcome of a run whose command ran (outcome.go lists
+// them all).
+func endedAs(res result) string {
+	switch {
+	case res.lost:
+		return outcomeLost
+	case res.timedOut:
+		return outcomeTimedOut
+	case res.code == 0:
+		return outcomeOK
+	}
+	return outcomeFailed
+}
+
 // releaseAndRecord ends a run whose command ran: it releases the lock
 // unless its loss showed it is not ours and, unless --no-record, stores
 // the run's last-run record in the same round trip. Neither changes the
@@ -323,9 +337,4 @@ func releaseAndRecordErrors(err error) (released, recorded error) {
 		}
 	}
 	return released, recorded
-}
-
-// release gives up a lock whose command did not run.
-func (r *runner) release(lock *withlock.Lock) {
-	r.sayReleased(lock, lock.Release(context.Background()), nil, supervise.Usage{})
 }

@@ -24,19 +24,6 @@ const (
 // outcomes lists every outcome, in the order the metrics show them.
 var outcomes = []string{outcomeOK, outcomeFailed, outcomeLost, outcomeTimedOut, outcomeBusy, outcomePaused, outcomeDone, outcomeError}
 
-// endedAs is the outcome of a run whose command ran.
-func endedAs(res result) string {
-	switch {
-	case res.lost:
-		return outcomeLost
-	case res.timedOut:
-		return outcomeTimedOut
-	case res.code == 0:
-		return outcomeOK
-	}
-	return outcomeFailed
-}
-
 // report tells the monitoring how the run that began at begun ended
 // (res), once the lock is released. Nothing here changes the exit code.
 func (r *runner) report(res result, begun time.Time) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -30,6 +31,13 @@ type result struct {
 // notRun is the result of a run that ended with code before the command
 // started.
 func notRun(code int, outcome string) result { return result{code: code, outcome: outcome} }
+
+// release gives up the lock of a run that ends after the acquire without
+// its command: a signal meanwhile, --once-per's window already done, a
+// command that could not start.
+func (r *runner) release(lock *withlock.Lock) {
+	r.sayReleased(lock, lock.Release(context.Background()), nil, supervise.Usage{})
+}
 
 // run runs the command under the lock: each step either ends the run with
 // its result, or leads to the next, and hold (hold.go) ends with the
