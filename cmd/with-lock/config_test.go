@@ -18,16 +18,6 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// conf writes a config file into the test's directory and returns its path.
-func (e *env) conf(name, text string) string {
-	e.t.Helper()
-	path := e.path(name)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-	return path
-}
-
 // Two hosts configured once each, by their config file, on one Redis:
 // a lock taken with one file is busy for the other, while a host whose
 // file names another Redis is not excluded.
@@ -203,9 +193,7 @@ func seedArgs(seeds []string) []string {
 func TestOldTLSKeyInConfigFileExits78WithTheNewName(t *testing.T) {
 	dir := t.TempDir()
 	conf, ran := filepath.Join(dir, "old.conf"), filepath.Join(dir, "ran")
-	if err := os.WriteFile(conf, []byte("key = \"/etc/ssl/with-lock.key\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, conf, []byte("key = \"/etc/ssl/with-lock.key\"\n"), 0o644)
 	r := clitest.Run(t, nil, "--config", conf, "job", "touch", ran)
 	if r.Code != 78 {
 		t.Errorf("exit %d, want 78; stderr %q", r.Code, r.Stderr)

@@ -24,9 +24,7 @@ func TestTLS(t *testing.T) {
 	clientCert, clientKey := ca.Issue("with-lock-client")
 	otherCA := redistest.NewCA(t, "someone-else")
 	garbage := filepath.Join(t.TempDir(), "garbage.pem")
-	if err := os.WriteFile(garbage, []byte("not a certificate\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, garbage, []byte("not a certificate\n"), 0o600)
 	missing := filepath.Join(t.TempDir(), "missing.pem")
 
 	for _, tc := range []struct {
@@ -127,9 +125,7 @@ func TestSecrets(t *testing.T) {
 	withPassword := fmt.Sprintf("redis://:%s@%s/0", url.QueryEscape(password), srv.Addr())
 	file := func(mode os.FileMode, content string) string {
 		path := filepath.Join(t.TempDir(), "password")
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, path, []byte(content), 0o600)
 		if err := os.Chmod(path, mode); err != nil {
 			t.Fatal(err)
 		}

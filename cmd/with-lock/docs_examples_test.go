@@ -54,9 +54,7 @@ func readmeBlock(t *testing.T, marker string) string {
 func TestReadmeAlertRuleFiresAfter25hWithoutSuccess(t *testing.T) {
 	dir := t.TempDir()
 	rules := filepath.Join(dir, "with-lock.rules.yml")
-	if err := os.WriteFile(rules, []byte(readmeBlock(t, "groups:")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, rules, []byte(readmeBlock(t, "groups:")), 0o644)
 	// db1 succeeded at 01:00 on day 0 and never since; db2 never did
 	// (0), and a job of another name is not this alert's business.
 	tests := `rule_files: [with-lock.rules.yml]
@@ -81,9 +79,7 @@ tests:
             exp_annotations:
               summary: "nightly-report has not succeeded on any host for 25h"
 `
-	if err := os.WriteFile(filepath.Join(dir, "tests.yml"), []byte(tests), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(dir, "tests.yml"), []byte(tests), 0o644)
 	cmd := exec.Command(promtool(t), "test", "rules", "tests.yml")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -171,11 +167,7 @@ func TestReadmeCrontabLinesRunAsWritten(t *testing.T) {
 				}
 			}
 			if used["https://hc-ping.com/<check-uuid>"] {
-				var paths []string
-				for _, p := range srv.got() {
-					paths = append(paths, p.path)
-				}
-				if strings.Join(paths, ",") != "/check-uuid/start,/check-uuid/0" {
+				if paths := srv.paths(); paths != "/check-uuid/start,/check-uuid/0" {
 					t.Errorf("pings %q: want start and 0", paths)
 				}
 			}

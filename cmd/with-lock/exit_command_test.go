@@ -17,11 +17,7 @@ func TestCommandNotStartable(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	write := func(name, content string, mode os.FileMode) string {
-		p := e.path(name)
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return writeFile(t, e.path(name), []byte(content), mode)
 	}
 	tests := []struct {
 		name    string

@@ -9,7 +9,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -38,20 +37,14 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 	jobAt := func(flags ...string) []string { return append(flags, "x", "touch", e.path("ran")) }
 	job := func(flags ...string) []string { return jobAt(append([]string{"--redis", url}, flags...)...) }
 	sentinel := []string{"--sentinel", nobody, "--sentinel-master", "m"}
-	conf := func(name, text string) string {
-		if err := os.WriteFile(e.path(name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return e.path(name)
-	}
-	malformed := conf("malformed.conf", "# host\nttl = \"5s\nquiet = true\n")
-	unknownKey := conf("unknown.conf", "redis = \""+e.srv.Addr()+"\"\nbogus = 1\n")
-	passwordKey := conf("password.conf", "password = \""+secret+"\"\n")
-	wrongType := conf("type.conf", "wait = true\n")
-	shortTTL := conf("short.conf", "\nttl = \"100ms\"\n")
-	passwordFile := conf("password-file.conf", "ttl = \"5s\"\npassword-file = \""+e.path("none")+"\"\n")
-	sentinelPasswordFile := conf("sentinel-password-file.conf", "sentinel-password-file = \""+e.dir+"\"\n")
-	caNoTLS := conf("cacert.conf", "tls-cacert = \""+e.path("ca.pem")+"\"\n")
+	malformed := e.conf("malformed.conf", "# host\nttl = \"5s\nquiet = true\n")
+	unknownKey := e.conf("unknown.conf", "redis = \""+e.srv.Addr()+"\"\nbogus = 1\n")
+	passwordKey := e.conf("password.conf", "password = \""+secret+"\"\n")
+	wrongType := e.conf("type.conf", "wait = true\n")
+	shortTTL := e.conf("short.conf", "\nttl = \"100ms\"\n")
+	passwordFile := e.conf("password-file.conf", "ttl = \"5s\"\npassword-file = \""+e.path("none")+"\"\n")
+	sentinelPasswordFile := e.conf("sentinel-password-file.conf", "sentinel-password-file = \""+e.dir+"\"\n")
+	caNoTLS := e.conf("cacert.conf", "tls-cacert = \""+e.path("ca.pem")+"\"\n")
 	tests := []struct {
 		name string
 		env  []string

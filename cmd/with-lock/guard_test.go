@@ -185,12 +185,8 @@ func TestGuardIsWithLockItselfWhereBinShDoesNotRunIt(t *testing.T) {
 	dir := t.TempDir()
 	notExecutable := filepath.Join(dir, "sh-not-executable")
 	exitsAtOnce := filepath.Join(dir, "sh-exits-at-once")
-	if err := os.WriteFile(notExecutable, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(exitsAtOnce, []byte("#!/bin/false\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, notExecutable, nil, 0o644)
+	writeFile(t, exitsAtOnce, []byte("#!/bin/false\n"), 0o755)
 	for i, tc := range []struct{ name, sh string }{
 		{"no shell to start", notExecutable},
 		{"a shell that exits at once", exitsAtOnce},

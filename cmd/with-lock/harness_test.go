@@ -271,9 +271,23 @@ func exists(path string) bool {
 
 func touch(t *testing.T, path string) {
 	t.Helper()
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
+	writeFile(t, path, nil, 0o644)
+}
+
+// writeFile writes data to path with perm, or fails the test, and returns
+// path.
+func writeFile(t *testing.T, path string, data []byte, perm os.FileMode) string {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// conf writes a config file into the test's directory and returns its path.
+func (e *env) conf(name, text string) string {
+	e.t.Helper()
+	return writeFile(e.t, e.path(name), []byte(text), 0o644)
 }
 
 func readFile(t *testing.T, path string) string {

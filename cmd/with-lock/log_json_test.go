@@ -6,7 +6,6 @@ package main_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -254,9 +253,7 @@ func TestJSONLogFormatOnEveryPath(t *testing.T) {
 				args := append(append([]string{}, src.flag...), path.args...)
 				if len(lines) > 0 {
 					conf := filepath.Join(t.TempDir(), "with-lock.conf")
-					if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-						t.Fatal(err)
-					}
+					writeFile(t, conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 					args = append([]string{"--config", conf}, args...)
 				}
 				r := clitest.Run(t, append(append([]string{}, src.env...), path.env...), args...)
@@ -294,9 +291,7 @@ func TestJSONLogFormatOnEveryPath(t *testing.T) {
 // then fails to parse: the error saying where is JSON.
 func TestJSONLogFormatFromABrokenFileNamedByVariable(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "with-lock.conf")
-	if err := os.WriteFile(conf, []byte("# jobs\nlog-format = \"json\"\nttl = \"45s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, conf, []byte("# jobs\nlog-format = \"json\"\nttl = \"45s\n"), 0o644)
 	r := clitest.Run(t, []string{"WITH_LOCK_CONFIG=" + conf}, "x", "true")
 	if r.Code != 78 {
 		t.Errorf("exit %d, want 78", r.Code)
@@ -314,9 +309,7 @@ func TestJSONLogFormatFromABrokenFileNamedByVariable(t *testing.T) {
 // early error as for everything else.
 func TestEarlyLogFormatFollowsPrecedence(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "with-lock.conf")
-	if err := os.WriteFile(conf, []byte("log-format = \"json\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, conf, []byte("log-format = \"json\"\n"), 0o644)
 	for _, tc := range []struct {
 		name string
 		env  []string

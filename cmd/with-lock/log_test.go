@@ -92,9 +92,7 @@ func TestQuietSilencesWarningsNotErrors(t *testing.T) {
 // not exist, so nothing connects to the default address.
 func TestVerboseWarnsThatTheDefaultRedisIsLocalOnly(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "empty.conf")
-	if err := os.WriteFile(conf, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, conf, nil, 0o644)
 	env := []string{"WITH_LOCK_CONFIG=" + conf}
 	for _, tt := range []struct {
 		args  []string

@@ -56,9 +56,7 @@ func TestOutputOnFailureLosesNothingAt10MB(t *testing.T) {
 	data := make([]byte, 10_000_000)
 	_, _ = rand.Read(data)
 	path := filepath.Join(e.dir, "data")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, data, 0o644)
 	r := e.run("--output-on-failure", "job", "sh", "-c", `cat "$0"; exit 1`, path)
 	if r.Code != 1 || !bytes.Equal([]byte(r.Stdout), data) {
 		t.Errorf("exit %d, %d bytes printed; want 1 and the 10,000,000 written, byte for byte (stderr %q)", r.Code, len(r.Stdout), r.Stderr)

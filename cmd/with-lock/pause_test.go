@@ -166,9 +166,7 @@ func TestSelfExecScriptRunsOnceAtATime(t *testing.T) {
 echo "$WITH_LOCK_NAME $1" > "$1/ran.$$"
 while [ ! -e "$1/go" ]; do sleep 0.02; done
 `
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, script, []byte(body), 0o755)
 	env := []string{"PATH=" + filepath.Dir(clitest.Binary(t)) + ":" + os.Getenv("PATH"), "WITH_LOCK_REDIS=" + e.srv.URL()}
 	first := clitest.Spec{Program: script, Args: []string{e.dir}, Env: env}.Start(t)
 	clitest.Eventually(t, 10*time.Second, "the first copy runs", func() bool {

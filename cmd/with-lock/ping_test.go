@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -62,6 +61,15 @@ func (s *pingServer) got() []ping {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]ping(nil), s.pings...)
+}
+
+// paths are the paths pinged so far, in order, joined by commas.
+func (s *pingServer) paths() string {
+	var paths []string
+	for _, p := range s.got() {
+		paths = append(paths, p.path)
+	}
+	return strings.Join(paths, ",")
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -163,11 +171,7 @@ func TestPingRetriesOnceAfterAServerError(t *testing.T) {
 	if res.Code != 0 || res.Stderr != "" {
 		t.Errorf("exit %d, stderr %q: want 0 and nothing said", res.Code, res.Stderr)
 	}
-	var paths []string
-	for _, p := range srv.got() {
-		paths = append(paths, p.path)
-	}
-	if strings.Join(paths, ",") != "/start,/start,/0" {
+	if paths := srv.paths(); paths != "/start,/start,/0" {
 		t.Errorf("pings %q: want start twice (one retry), then 0", paths)
 	}
 }
@@ -237,9 +241,7 @@ func TestPingEndCarriesTheEndOfTheOutput(t *testing.T) {
 	data := make([]byte, 5000)
 	_, _ = rand.Read(data)
 	path := filepath.Join(e.dir, "data")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, data, 0o644)
 	tests := []struct {
 		flags  []string
 		code   int

@@ -42,9 +42,7 @@ func TestJobCgroupNamesNeverCollideAcrossPidNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = leftover.Process.Kill(); _ = leftover.Wait() })
-	if err := os.WriteFile(filepath.Join(stale, "cgroup.procs"), []byte(strconv.Itoa(leftover.Process.Pid)), 0); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(stale, "cgroup.procs"), []byte(strconv.Itoa(leftover.Process.Pid)), 0)
 	leftoverDone := make(chan struct{})
 	go func() { _ = leftover.Wait(); close(leftoverDone) }()
 

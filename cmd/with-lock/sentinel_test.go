@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -127,9 +126,7 @@ func TestSentinelAuth(t *testing.T) {
 	master := redistest.Start(t)
 	s := redistest.StartSentinel(t, master.Port, 1, "requirepass sentinel-pw")
 	pwFile := filepath.Join(t.TempDir(), "sentinel-pw")
-	if err := os.WriteFile(pwFile, []byte("sentinel-pw\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, pwFile, []byte("sentinel-pw\n"), 0o600)
 	args := []string{"--sentinel", s.Addr(), "--sentinel-master", redistest.MasterName, "--redis-timeout", "2s"}
 	for _, tc := range []struct {
 		name string
