@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/luacode"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -144,14 +145,15 @@ func TestTakenOverLockSurvivesRelease(t *testing.T) {
 // No GET, DEL, SETNX or EXPIRE of the lock key is sent.
 func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 	// The release script is the fair line's hand-over (key_hand.lua)
-	// followed by release.lua, as the library composes it.
-	var script []byte
+	// followed by release.lua, without their comments, as the library
+	// composes it.
+	var script string
 	for _, f := range []string{"key_hand.lua", "release.lua"} {
 		b, err := os.ReadFile("../../lua/" + f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		script = append(script, b...)
+		script += luacode.Strip(string(b))
 	}
 	for _, tc := range []struct {
 		ttl        string
@@ -208,7 +210,7 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 			t.Errorf("SET = %q, want %q", set, wantSet)
 		}
 		if !tc.record {
-			wantEval := []string{"eval", string(script), "1", "lock:x", set[2], "{lock:x}:w"}
+			wantEval := []string{"eval", script, "1", "lock:x", set[2], "{lock:x}:w"}
 			if !slices.Equal(eval, wantEval) {
 				t.Errorf("EVAL = %q, want release.lua with key lock:x, the SET's token and the waiting mark", eval)
 			}
@@ -223,7 +225,7 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 		// once-per marker's and leftovers note's, all in the lock's slot, and
 		// the index of the prefix's names that --list reads.
 		want := []string{"7", "lock:x", "{lock:x}:last", "{lock:x}:runs", "{lock:x}:ok", "{lock:x}:done", "{lock:x}:left", "{lock:}:names", set[2], "{lock:x}:w", "0"}
-		if len(eval) < 2+len(want) || !strings.Contains(eval[1], string(script)) || !slices.Equal(eval[2:2+len(want)], want) {
+		if len(eval) < 2+len(want) || !strings.Contains(eval[1], script) || !slices.Equal(eval[2:2+len(want)], want) {
 			t.Errorf("EVAL = %q, want release.lua and the record's keys %q with the SET's token", eval, want[2:8])
 		}
 	}
