@@ -358,27 +358,10 @@ func (s *single) history(ctx context.Context, key string, n int) ([]string, erro
 }
 
 func (q *quorum) history(ctx context.Context, key string, n int) ([]string, error) {
-	type read struct {
-		raws []string
-		err  error
-	}
-	res := eachNode(q.nodes, func(rdb redis.UniversalClient) read {
+	res := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStrings {
 		raws, err := historyOn(ctx, rdb, key, n)
-		return read{raws, err}
+		return nodeStrings{raws, err}
 	})
-	var all []string
-	var errs []error
-	for i, r := range res {
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("node %d: %w", i+1, r.err))
-		}
-		all = append(all, r.raws...)
-	}
-	if len(q.nodes)-len(errs) < q.need {
-		return nil, fmt.Errorf("%w: %d of %d nodes answered, %d needed: %w",
-			ErrNoQuorum, len(q.nodes)-len(errs), len(q.nodes), q.need, nodeErrors(errs))
-	}
 	// The same run is the same JSON on every node that stored it.
-	slices.Sort(all)
-	return slices.Compact(all), nil
+	return q.unionIfMajority(res)
 }

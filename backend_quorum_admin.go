@@ -139,14 +139,10 @@ func column(res [][]nodeStatus, pending []bool, k int) []nodeStatus {
 // keys is the union of the keys of the nodes that answered, once a
 // majority did: a lock held on a majority is on one of any majority.
 func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
-	type scan struct {
-		keys []string
-		err  error
-	}
-	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) scan {
+	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) nodeStrings {
 		keys, err := scanKeys(ctx, rdb, match)
-		return scan{keys, err}
-	}, func(res []scan, pending []bool) bool {
+		return nodeStrings{keys, err}
+	}, func(res []nodeStrings, pending []bool) bool {
 		ok, failed := 0, 0
 		for i, r := range res {
 			switch {
@@ -159,16 +155,34 @@ func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
 		}
 		return ok >= q.need || failed > len(q.nodes)-q.need
 	}, nil)
+	for i := range res {
+		if pending[i] {
+			res[i].err = pendingErr(ctx)
+		}
+	}
+	return q.unionIfMajority(res)
+}
+
+// nodeStrings is one node's answer to a read of strings (a scan's keys, a
+// history's runs), or why it has none.
+type nodeStrings struct {
+	vals []string
+	err  error
+}
+
+// unionIfMajority is the sorted union, without repeats, of the strings the
+// nodes read, res in the nodes' order; a node that failed adds what it
+// read before it failed (a scan cut short). It is ErrNoQuorum, naming each
+// node's error, when fewer than a majority answered: the union is then no
+// answer, since what a majority holds need not be on any node that did.
+func (q *quorum) unionIfMajority(res []nodeStrings) ([]string, error) {
 	var all []string
 	var errs []error
 	for i, r := range res {
-		if pending[i] {
-			r.err = pendingErr(ctx)
-		}
 		if r.err != nil {
 			errs = append(errs, fmt.Errorf("node %d: %w", i+1, r.err))
 		}
-		all = append(all, r.keys...)
+		all = append(all, r.vals...)
 	}
 	if len(q.nodes)-len(errs) < q.need {
 		return nil, fmt.Errorf("%w: %d of %d nodes answered, %d needed: %w",

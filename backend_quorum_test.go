@@ -255,6 +255,12 @@ func TestQuorum(t *testing.T) {
 		if _, err := c.Status(ctx, "status"); !errors.Is(err, withlock.ErrNoQuorum) {
 			t.Fatalf("Status with one node of three = %v, want ErrNoQuorum", err)
 		}
+		if _, err := c.History(ctx, "status", 0); !errors.Is(err, withlock.ErrNoQuorum) {
+			t.Fatalf("History with one node of three = %v, want ErrNoQuorum", err)
+		}
+		if _, err := c.List(ctx, nil); !errors.Is(err, withlock.ErrNoQuorum) {
+			t.Fatalf("List with one node of three = %v, want ErrNoQuorum", err)
+		}
 		defer servers[1].Restart()
 		defer servers[2].Restart()
 		_, err := c.TryAcquire(ctx, "two-down", 10*time.Second, nil)
