@@ -117,7 +117,8 @@ func slotsPer(b backend) int {
 
 // fairLine is a backend that keeps the fair cross-process line of waiters
 // (wait_fair.go): one deployment, plain or semaphore. Waiters on any other
-// wait as before, woken by release messages.
+// wait in their Client's local queues (wait_local.go), woken by release
+// messages and retrying at the holder's expiry.
 type fairLine interface {
 	backend
 	// lineStore returns the deployment that keeps the line.

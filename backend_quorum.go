@@ -307,7 +307,8 @@ func (q *quorum) subscribe(ctx context.Context) *redis.PubSub { return q.nodes[0
 
 // A quorum keeps no fair line (fairLine): each master would keep its own
 // line, and no line could be held by a majority, so waiters on a quorum
-// wait as before. Nor does it hand over (handOverer): a pipelined SET NX on
+// wait in their Client's local queues (wait_local.go), woken by release
+// messages. Nor does it hand over (handOverer): a pipelined SET NX on
 // each node is not a quorum acquisition (no validity check, no clean-up of
 // a minority); the waiter, woken by the release message, acquires on its
 // own.

@@ -153,7 +153,9 @@ func TestAcquireCleanupQueuedForAStoppedServerRunsWhenItResumes(t *testing.T) {
 			start := time.Now()
 			_, err := c.TryAcquire(ctx, "job", time.Minute, &withlock.LockOptions{Fence: true})
 			took := time.Since(start)
-			// Stopped for longer than the old clean-up's three attempts.
+			// Stopped for five read timeouts: longer than a clean-up that
+			// tried again a few times, each within a read timeout, would
+			// keep trying; only one queued behind the SET is still there.
 			time.Sleep(5 * readTimeout)
 			srv.Signal(syscall.SIGCONT)
 			if err == nil {

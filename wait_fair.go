@@ -93,8 +93,9 @@ func (f *fairRooms) handOff(ctx context.Context, l *Lock) (bool, error) {
 }
 
 // queues reports whether an acquisition with opts can wait in the line:
-// the hand-over is a plain SET PX, so fenced and replicated acquisitions
-// wait as before (wait_local.go).
+// the hand-over is a plain SET PX, which draws no fencing number and
+// waits for no replica, so fenced and replicated acquisitions wait in the
+// local queues instead (wait_local.go).
 func queues(opts *LockOptions) bool {
 	return opts == nil || (!opts.Fence && opts.MinReplicas == 0)
 }
@@ -108,7 +109,7 @@ type room struct {
 	rdb       redis.UniversalClient
 	ps        *redis.PubSub
 	confirmed chan struct{} // closed at the first SSUBSCRIBE confirmation, or with err set
-	err       error         // the subscription was refused: wait the old way
+	err       error         // the subscription was refused: wait in the local queues
 	kick      chan struct{} // capacity 1: tend now
 	done      chan struct{} // closed when the room is dropped
 

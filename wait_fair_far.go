@@ -25,8 +25,8 @@ import (
 // has kept, it should be near the head, and at least every farEvery. A
 // release that reaches an entry whose Client has no liveness key:
 //
-//   - skips it when its Client has no far key either, as before: the
-//     waiter died or froze while near the head;
+//   - skips it when its Client has no far key either, as it skips any
+//     entry of a dead Client: the waiter died or froze while near the head;
 //   - hands it the lock for aliveFor only, published with a "~" before the
 //     token, when its Client has a far key: it was alive a while ago. A
 //     live waiter renews the lock at once, to its TTL; a frozen one's

@@ -192,8 +192,9 @@ func (f *fairRooms) dropRoom(r *room) {
 // listen subscribes to this Client's channel, then delivers the locks
 // published to it and notes subscription confirmations, until r is
 // dropped. The SSUBSCRIBE's error needs no handling here: go-redis keeps
-// the channel and subscribes again at the next Receive, whose error (a
-// refusal from Redis) listen reads as before.
+// the channel and subscribes again at the next Receive, whose error listen
+// reads: a refusal from Redis before the first confirmation sets r.err, and
+// the room's waiters wait in the local queues.
 func (f *fairRooms) listen(r *room, channel string) {
 	ctx := context.Background()
 	_ = r.ps.SSubscribe(ctx, channel)
