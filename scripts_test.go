@@ -1,9 +1,60 @@
 package withlock
 
 import (
+	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
 )
+
+// Every script is read on first use (lazyScript): this reads them all, so
+// that a script missing from lua/ fails here rather than in a run, and
+// every file in lua/ is read by one of them.
+func TestEveryScriptIsEmbedded(t *testing.T) {
+	scripts := map[string]func() string{
+		"release": releaseScript, "extend": extendScript, "pttl": pttlScript,
+		"acquire_fenced": acquireFencedScript, "claim": claimScript, "line_check": lineCheckScript,
+		"slots_acquire": slotsAcquireScript, "slots_release": slotsReleaseScript,
+		"slots_extend": slotsExtendScript, "slots_line_check": slotsLineCheckScript,
+		"left": leftScript, "break": breakScript, "record": recordScript,
+		"extend_index": extendIndexScript, "unindex": unindexScript, "status": statusScript,
+		"window": windowScript, "pause": pauseScript, "resume": resumeScript, "replace": replaceScript,
+		"replace_confirm": replaceConfirmScript, "slots_hand": slotsHand, "key_hand": keyHand,
+	}
+	for name, script := range scripts {
+		if s := script(); !strings.Contains(s, "redis.call") && !strings.Contains(s, "redis.pcall") {
+			t.Errorf("lua/%s.lua: %q is not a script that calls Redis", name, s)
+		}
+	}
+	for _, finish := range []func() string{finishScript, slotsFinishScript} {
+		if !strings.Contains(finish(), recordScript()) {
+			t.Error("a finish script does not carry the record's writes")
+		}
+	}
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if scripts[strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")] == nil {
+			t.Errorf("%s is embedded but no script variable reads it", f)
+		}
+	}
+}
+
+// The release scripts set a hand-over's waiting mark again for as long as
+// a liveness key lives (aliveFor): the waiters behind refresh both
+// together, so the mark outlives every live entry. The script cannot be
+// told it per call (its ARGV is fixed by the finish scripts), so the number
+// is written in it and held to aliveFor here.
+func TestReleaseSetsTheMarkAgainForAliveFor(t *testing.T) {
+	want := "redis.call('set', m, 1, 'PX', " + strconv.FormatInt(aliveFor.Milliseconds(), 10) + ")"
+	for name, script := range map[string]func() string{"release": releaseScript, "slots_release": slotsReleaseScript} {
+		if !strings.Contains(script(), want) {
+			t.Errorf("lua/%s.lua does not set the mark again with %s", name, want)
+		}
+	}
+}
 
 // The scripts composed from the hand-over snippets (withHands) travel
 // without the comments lua/ keeps for readers: the release script goes
