@@ -34,7 +34,8 @@ type Run struct {
 	Lost     bool  `json:"lost,omitempty"`  // the lock was lost before the run ended
 	Fence    int64 `json:"fence,omitempty"` // the lock's fencing number, or 0
 	// Outcome is how the run ended in one word. Only OutcomeOK counts as
-	// a success.
+	// a success. Left empty, ReleaseAndRecord fills it in, and a lost lock
+	// comes first: OutcomeLost whatever the exit code (see Outcome).
 	Outcome Outcome `json:"outcome"`
 	// Output is the end of what the run printed, as much as the caller
 	// chose to keep; "" when it kept none. It is stored with the record,
@@ -63,6 +64,13 @@ type Run struct {
 // Outcome is how a run ended, in one word (Run.Outcome). The package
 // defines three; a caller may store words of its own, such as "timed-out"
 // for a run it stopped, which count as failures.
+//
+// A run has one outcome even when several things happened to it; the
+// first that applies wins: lost (the lock was lost, so the run may have
+// overlapped another owner's), then timed-out (the caller stopped it for
+// running too long; the package writes it only for a record of an older
+// version that stored "timed_out": true and no outcome), then ok for exit
+// code 0, else failed.
 type Outcome string
 
 // Outcomes of a run that ReleaseAndRecord fills in when Run.Outcome is
@@ -114,11 +122,8 @@ func decodeRecord(raw string) (*record, error) {
 			rec.Extra[name] = v
 		}
 	}
-	if rec.Outcome == "" { // written by a version without outcomes
-		rec.Outcome = outcomeOf(&rec.Run)
-		if string(rec.Extra["timed_out"]) == "true" { // such a version had this field
-			rec.Outcome = "timed-out"
-		}
+	if rec.Outcome == "" { // written by a version without outcomes, which had timed_out
+		rec.Outcome = outcomeOf(&rec.Run, string(rec.Extra["timed_out"]) == "true")
 	}
 	return &rec, nil
 }
@@ -127,12 +132,19 @@ func decodeRecord(raw string) (*record, error) {
 // when Options.History is 0.
 const historyRuns = 10
 
-// outcomeOf is the outcome of a run that does not name one: lost, ok for
-// exit code 0, else failed.
-func outcomeOf(run *Run) Outcome {
+// outcomeTimedOut is the outcome of a run its caller stopped for running
+// too long, as the CLI's --max-run writes it.
+const outcomeTimedOut Outcome = "timed-out"
+
+// outcomeOf is the outcome of a run that does not name one, the first that
+// applies (see Outcome): lost, timed-out when timedOut, ok for exit code 0,
+// else failed.
+func outcomeOf(run *Run, timedOut bool) Outcome {
 	switch {
 	case run.Lost:
 		return OutcomeLost
+	case timedOut:
+		return outcomeTimedOut
 	case run.ExitCode == 0:
 		return OutcomeOK
 	}
@@ -254,7 +266,7 @@ func (l *Lock) releaseAndRecord(ctx context.Context, run Run, retention time.Dur
 		run.Finished = time.Now()
 	}
 	if run.Outcome == "" {
-		run.Outcome = outcomeOf(&run)
+		run.Outcome = outcomeOf(&run, false)
 	}
 	// Round drops the monotonic reading, which JSON would not keep anyway;
 	// records are in UTC, for a fleet across time zones and because

@@ -16,7 +16,8 @@ import (
 // that declared them as fields of Run (cpu_ms, max_rss_kb, timed_out,
 // tracking) read and wrote them, so a record written by either reads with
 // every field on the other. A record from before outcomes gets its outcome
-// from timed_out as those versions did.
+// from lost, timed_out and its exit code, the first that applies (Outcome):
+// a lost run that also timed out reads as lost.
 func TestRecordFormatReadsBothWaysAcrossVersions(t *testing.T) {
 	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	ctx, rdb := context.Background(), startRedis(t)
@@ -74,6 +75,10 @@ func TestRecordFormatReadsBothWaysAcrossVersions(t *testing.T) {
 			`{"name":"old","holder":"web1:4711","started":"2026-12-01T02:00:00Z","finished":"2026-12-01T02:01:00Z","exit_code":124,` +
 				`"timed_out":true,"cpu_ms":1520,"max_rss_kb":2048,"output":"tail","tracking":"scope","token_sha256":"0123456789abcdef"}`,
 			"timed-out", false},
+		{"written by a version before outcomes, lost as it timed out",
+			`{"name":"old","holder":"web1:4711","started":"2026-12-01T02:00:00Z","finished":"2026-12-01T02:01:00Z","exit_code":124,"lost":true,` +
+				`"timed_out":true,"cpu_ms":1520,"max_rss_kb":2048,"output":"tail","tracking":"scope","token_sha256":"0123456789abcdef"}`,
+			withlock.OutcomeLost, false},
 		{"written by a version before the CLI's fields",
 			`{"name":"old","holder":"web1:4711","started":"2026-12-01T02:00:00Z","finished":"2026-12-01T02:01:00Z","exit_code":124,` +
 				`"output":"tail","token_sha256":"0123456789abcdef"}`,

@@ -177,6 +177,31 @@ func TestRecordJSONRefusesATimeJSONCannotHold(t *testing.T) {
 	}
 }
 
+// A run that does not name its outcome gets the first that applies: a
+// lost lock whatever else happened (the run may have overlapped another
+// owner's), then a timed-out run (a record of a version that stored
+// timed_out and no outcome), then the exit code.
+func TestOutcomeOfRanksLostThenTimedOutThenTheExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		lost     bool
+		timedOut bool
+		exitCode int
+		want     Outcome
+	}{
+		{false, false, 0, OutcomeOK},
+		{false, false, 1, OutcomeFailed},
+		{false, true, 124, outcomeTimedOut},
+		{false, true, 0, outcomeTimedOut},
+		{true, false, 0, OutcomeLost},
+		{true, false, 1, OutcomeLost},
+		{true, true, 124, OutcomeLost},
+	} {
+		if got := outcomeOf(&Run{Lost: tc.lost, ExitCode: tc.exitCode}, tc.timedOut); got != tc.want {
+			t.Errorf("lost %v, timed out %v, exit %d: outcome %q, want %q", tc.lost, tc.timedOut, tc.exitCode, got, tc.want)
+		}
+	}
+}
+
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
 
 // listKeysOf builds the keys List reads of a lock in one string; they are
