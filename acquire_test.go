@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,16 +18,6 @@ import (
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
-
-// holder is "<host>:<pid>" of this test process, as tokens should name it.
-func holder(t *testing.T) string {
-	t.Helper()
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
-}
 
 func tokenPattern(t *testing.T) *regexp.Regexp {
 	return regexp.MustCompile(`^` + regexp.QuoteMeta(holder(t)) + `:[0-9a-z]+\.[0-9a-f]{32}$`)
@@ -125,11 +114,8 @@ func TestTryAcquireBusy(t *testing.T) {
 
 	t.Run("our own other lock", func(t *testing.T) {
 		locker, _, _ := setup(t)
-		first, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = locker.TryAcquire(ctx, "job", 10*time.Second, nil)
+		first := mustAcquire(t, locker, "job", 10*time.Second)
+		_, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
 		var held *withlock.NotObtainedError
 		if !errors.As(err, &held) || held.Holder.ID != holder(t) {
 			t.Fatalf("second TryAcquire = %v; want a *NotObtainedError naming %s", err, holder(t))
@@ -264,10 +250,7 @@ func TestRelease(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			locker, rdb, _ := setup(t)
-			l, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustAcquire(t, locker, "job", 10*time.Second)
 			tc.meddle(rdb)
 			if err := l.Release(ctx); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("Release = %v, want %v", err, tc.want)
@@ -289,10 +272,7 @@ func TestRelease(t *testing.T) {
 
 	t.Run("expired", func(t *testing.T) {
 		locker, rdb, _ := setup(t)
-		l, err := locker.TryAcquire(ctx, "job", 50*time.Millisecond, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, locker, "job", 50*time.Millisecond)
 		waitGone(t, rdb, "lock:job")
 		if err := l.Release(ctx); !errors.Is(err, withlock.ErrLockNotHeld) {
 			t.Errorf("Release after expiry = %v, want ErrLockNotHeld", err)

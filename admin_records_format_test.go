@@ -24,10 +24,7 @@ func TestRecordFormatReadsBothWaysAcrossVersions(t *testing.T) {
 	c := withlock.New(rdb, nil)
 
 	t.Run("written by this version, read by one before Extra", func(t *testing.T) {
-		l, err := c.TryAcquire(ctx, "new-writes", time.Minute, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "new-writes", time.Minute)
 		run := withlock.Run{Started: at, Finished: at.Add(time.Minute), ExitCode: 124, Outcome: "timed-out", Output: "tail",
 			Extra: map[string]json.RawMessage{"cpu_ms": json.RawMessage("1520"), "max_rss_kb": json.RawMessage("2048"),
 				"timed_out": json.RawMessage("true"), "tracking": json.RawMessage(`"scope"`)}}
@@ -123,11 +120,8 @@ func TestRecordRefusesExtraFieldsThatWouldNotReadBack(t *testing.T) {
 		{"cpu_ms": json.RawMessage(`12 13`)},
 		{"cpu_ms": nil},
 	} {
-		l, err := c.TryAcquire(ctx, "extra", time.Minute, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = l.ReleaseAndRecord(ctx, withlock.Run{Extra: extra}, time.Minute)
+		l := mustAcquire(t, c, "extra", time.Minute)
+		err := l.ReleaseAndRecord(ctx, withlock.Run{Extra: extra}, time.Minute)
 		if !errors.Is(err, withlock.ErrNotRecorded) || errors.Is(err, withlock.ErrNotReleased) || errors.Is(err, withlock.ErrLockNotHeld) {
 			t.Errorf("Extra %s: %v, want ErrNotRecorded alone", extra, err)
 		}

@@ -166,10 +166,7 @@ func TestOutcomeFollowsHowTheRunEnded(t *testing.T) {
 		{withlock.Run{ExitCode: 124, Lost: true, Outcome: "timed-out"}, "timed-out"},
 		{withlock.Run{ExitCode: 0, Outcome: "skipped-by-caller"}, "skipped-by-caller"},
 	} {
-		l, err := c.TryAcquire(ctx, "outcome", 5*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "outcome", 5*time.Second)
 		if err := errors.Join(l.ReleaseAndRecord(ctx, tc.run, time.Minute)); err != nil {
 			t.Fatal(err)
 		}
@@ -207,10 +204,7 @@ func TestRecordKeepsTheOutputTheCallerGave(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	c := withlock.New(srv.Client(), nil)
-	l, err := c.TryAcquire(ctx, "job", 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, c, "job", 5*time.Second)
 	const output = "exported 1200 rows\n<b>disk full</b> \"quoted\"\t\x1b[31m\xff\xfe\n"
 	if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 3, Output: output}, time.Minute)); err != nil {
 		t.Fatal(err)

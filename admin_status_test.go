@@ -76,10 +76,7 @@ func TestStatusSinceIsWhenTheHolderAcquired(t *testing.T) {
 	locker := kaClient(t, srv, time.Second)
 	ctx := context.Background()
 	before := time.Now().Truncate(time.Millisecond)
-	l, err := locker.TryAcquire(ctx, "since", 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "since", 5*time.Second)
 	after := time.Now()
 	st, err := locker.Status(ctx, "since")
 	if err != nil {
@@ -126,10 +123,7 @@ func leftoversOfThePresentHolder(t *testing.T, c *withlock.Client, nodes []*redi
 	}
 	left := leftovers.Note{ExitCode: 3, Exited: time.Now().Add(-time.Second).Round(0), Processes: 2}
 
-	l, err := c.TryAcquire(ctx, "left", 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, c, "left", 5*time.Second)
 	if err := leftovers.Store(ctx, l, left); err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +144,7 @@ func leftoversOfThePresentHolder(t *testing.T, c *withlock.Client, nodes []*redi
 	if err := leftovers.Store(ctx, l, left); !errors.Is(err, withlock.ErrLockNotHeld) {
 		t.Errorf("leftovers.Store after the release: %v, want ErrLockNotHeld", err)
 	}
-	next, err := c.TryAcquire(ctx, "left", 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := mustAcquire(t, c, "left", 5*time.Second)
 	if noted() != len(nodes) {
 		t.Fatal("the first holder's note is gone: the check below would prove nothing")
 	}

@@ -6,8 +6,6 @@ package withlock_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -145,10 +143,7 @@ func TestQuorumSlowMemberCostsNothingAndKeepsNoKeyOfOurs(t *testing.T) {
 func TestQuorumRecordIsStoredWhenAMajorityStoresIt(t *testing.T) {
 	servers, admins, c := quorumNodes(t)
 	ctx := context.Background()
-	l, err := c.TryAcquire(ctx, "rec", time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, c, "rec", time.Minute)
 	servers[2].Kill()
 	if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 4}, recordTTL)); err != nil {
 		t.Errorf("ReleaseAndRecord with 2 of 3 nodes up = %v, want it stored", err)
@@ -183,10 +178,7 @@ func TestQuorumStatusShowsTheNewestRecord(t *testing.T) {
 	ctx := context.Background()
 	var older string
 	for code := range 2 {
-		l, err := c.TryAcquire(ctx, "newest", time.Minute, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "newest", time.Minute)
 		if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: code}, recordTTL)); err != nil {
 			t.Fatal(err)
 		}
@@ -246,8 +238,7 @@ func TestQuorumAdminAnswersFromAMajorityWithAMemberStopped(t *testing.T) {
 	ctx := context.Background()
 	servers, admins, c := quorumNodesWith(t, quorumAdminTimeout)
 	mustAcquire(t, c, "job", time.Minute)
-	host, _ := os.Hostname()
-	holder := fmt.Sprintf("%s:%d", host, os.Getpid())
+	me := holder(t)
 	if st, err := c.Status(ctx, "job"); err != nil {
 		t.Fatalf("Status with every member up: %v", err)
 	} else if st.Unanswered != nil {
@@ -257,8 +248,8 @@ func TestQuorumAdminAnswersFromAMajorityWithAMemberStopped(t *testing.T) {
 	defer servers[2].Signal(syscall.SIGCONT) // a second SIGCONT does nothing
 	check := func(what string, st *withlock.Status, held bool) {
 		t.Helper()
-		if st.Held != held || held && st.Holder.ID != holder {
-			t.Errorf("%s: held %v by %q, want held %v by %q", what, st.Held, st.Holder.ID, held, holder)
+		if st.Held != held || held && st.Holder.ID != me {
+			t.Errorf("%s: held %v by %q, want held %v by %q", what, st.Held, st.Holder.ID, held, me)
 		}
 		if !slices.Equal(st.Unanswered, []int{3}) {
 			t.Errorf("%s: Unanswered %v, want [3]", what, st.Unanswered)

@@ -64,10 +64,7 @@ func TestQuorum(t *testing.T) {
 	servers, admins, c := quorumNodes(t)
 
 	t.Run("all up: the key is on every node, and released from every node", func(t *testing.T) {
-		l, err := c.TryAcquire(ctx, "all", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "all", 10*time.Second)
 		if got := onNodes(admins, l.Key()); count(got, l.Token()) != 3 {
 			t.Fatalf("key on nodes = %q, want our token on all 3", got)
 		}
@@ -83,14 +80,11 @@ func TestQuorum(t *testing.T) {
 	})
 
 	t.Run("a majority held by another owner is busy, and leaves no key of ours", func(t *testing.T) {
-		owner, err := c.TryAcquire(ctx, "busy", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		owner := mustAcquire(t, c, "busy", 10*time.Second)
 		defer owner.Release(ctx)
 		// One node is free (the owner lost it): still no majority for us.
 		admins[0].Del(ctx, owner.Key())
-		_, err = c.TryAcquire(ctx, "busy", 10*time.Second, nil)
+		_, err := c.TryAcquire(ctx, "busy", 10*time.Second, nil)
 		var held *withlock.NotObtainedError
 		if !errors.As(err, &held) || !errors.Is(err, withlock.ErrNotObtained) {
 			t.Fatalf("err = %v, want *NotObtainedError", err)
@@ -105,10 +99,7 @@ func TestQuorum(t *testing.T) {
 
 	t.Run("a foreign key on a minority does not stop us and survives our release", func(t *testing.T) {
 		admins[2].Set(ctx, "lock:minority", "other:1:x", time.Minute)
-		l, err := c.TryAcquire(ctx, "minority", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "minority", 10*time.Second)
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -133,10 +124,7 @@ func TestQuorum(t *testing.T) {
 	})
 
 	t.Run("a lock that lost its majority is not held", func(t *testing.T) {
-		l, err := c.TryAcquire(ctx, "lost", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "lost", 10*time.Second)
 		admins[0].Del(ctx, l.Key())
 		admins[1].Set(ctx, l.Key(), "thief:1:x", time.Minute)
 		if err := l.Extend(ctx, 10*time.Second); !errors.Is(err, withlock.ErrLockNotHeld) {
@@ -157,10 +145,7 @@ func TestQuorum(t *testing.T) {
 	})
 
 	t.Run("Acquire waits for a quorum lock to be released", func(t *testing.T) {
-		owner, err := c.TryAcquire(ctx, "wait", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		owner := mustAcquire(t, c, "wait", 10*time.Second)
 		// Closed just before the release is sent: the waiter may win the
 		// lock before Release itself returns, but never before it starts.
 		releasing := make(chan struct{})
@@ -184,10 +169,7 @@ func TestQuorum(t *testing.T) {
 	})
 
 	t.Run("Status: held only when one token is on a majority", func(t *testing.T) {
-		l, err := c.TryAcquire(ctx, "status", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "status", 10*time.Second)
 		admins[0].PExpire(ctx, l.Key(), 3*time.Second) // the quorum-th longest is then the shorter of the other two
 		st, err := c.Status(ctx, "status")
 		if err != nil {
@@ -207,10 +189,7 @@ func TestQuorum(t *testing.T) {
 
 	// The remaining subtests stop and restart nodes; they run last.
 	t.Run("restarted nodes: Extend keeps the majority and repairs the lost key", func(t *testing.T) {
-		l, err := c.TryAcquire(ctx, "restart", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "restart", 10*time.Second)
 		servers[0].Restart() // no persistence: the key is gone there
 		if err := l.Extend(ctx, 10*time.Second); err != nil {
 			t.Fatalf("Extend after one restart: %v", err)
@@ -233,10 +212,7 @@ func TestQuorum(t *testing.T) {
 	t.Run("one node down: still works", func(t *testing.T) {
 		servers[2].Kill()
 		defer servers[2].Restart()
-		l, err := c.TryAcquire(ctx, "one-down", 10*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "one-down", 10*time.Second)
 		steps := map[string]func() error{
 			"Extend":  func() error { return l.Extend(ctx, 10*time.Second) },
 			"TTL":     func() error { _, err := l.TTL(ctx); return err },
@@ -288,10 +264,7 @@ func TestQuorumKeepAliveRepairsABusyNodeOnceItIsFree(t *testing.T) {
 	key := c.Key("repair-busy")
 	admins[2].Set(ctx, key, "other:1:abc", foreign)
 	freeAt := time.Now().Add(foreign)
-	l, err := c.TryAcquire(ctx, "repair-busy", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, c, "repair-busy", ttl)
 	if got := onNodes(admins, key); count(got, l.Token()) != 2 || got[2] != "other:1:abc" {
 		t.Fatalf("key on nodes = %q, want ours on nodes 1 and 2, the other owner's on node 3", got)
 	}
@@ -342,10 +315,7 @@ func TestQuorumKeepAliveNeverRepairsWithoutMajority(t *testing.T) {
 	const foreign = 150 * time.Millisecond
 	key := c.Key("repair-minority")
 	admins[2].Set(ctx, key, "other:1:abc", foreign)
-	l, err := c.TryAcquire(ctx, "repair-minority", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, c, "repair-minority", ttl)
 	servers[1].Kill() // ours on node 1 only: a minority, before node 3 is free
 	killedAt := time.Now()
 	ka := l.KeepAlive(ctx, nil)

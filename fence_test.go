@@ -56,10 +56,7 @@ func TestFenceStrictlyIncreases(t *testing.T) {
 	}
 	// Without Fence the acquisition is a plain SET NX: no number, and the
 	// counter is left alone.
-	l, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "job", 10*time.Second)
 	if l.Fence() != 0 {
 		t.Errorf("unfenced lock has fence %d", l.Fence())
 	}

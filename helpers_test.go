@@ -6,6 +6,7 @@ package withlock_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,6 +107,17 @@ func acquireAsyncWith(ctx context.Context, c *withlock.Client, name string, ttl 
 		ch <- outcome{l, err, time.Now()}
 	}()
 	return ch
+}
+
+// holder is "<host>:<pid>" of this test process, as tokens, records and
+// loss errors name it.
+func holder(t *testing.T) string {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
 func mustAcquire(t *testing.T, c *withlock.Client, name string, ttl time.Duration) *withlock.Lock {

@@ -34,10 +34,7 @@ func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
-	l, err := locker.TryAcquire(ctx, "ka-renew", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "ka-renew", ttl)
 	ka := l.KeepAlive(ctx, nil)
 	defer ka.Stop()
 
@@ -74,10 +71,7 @@ func TestKeepAliveOnRenewReportsEachRenewal(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	const ttl = 600 * time.Millisecond // a renewal every 200ms
-	l, err := locker.TryAcquire(ctx, "ka-onrenew", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "ka-onrenew", ttl)
 	type report struct {
 		took       time.Duration
 		err        error
@@ -283,10 +277,7 @@ func TestKeepAliveReacquireDoesNotTakeBackASemaphoreSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := sem.TryAcquire(ctx, "reacquire-slots", 900*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, sem, "reacquire-slots", 900*time.Millisecond)
 	ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true})
 	defer ka.Stop()
 	if err := rdb.FlushAll(ctx).Err(); err != nil {

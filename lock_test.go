@@ -22,10 +22,7 @@ func TestExtend(t *testing.T) {
 	ctx := context.Background()
 	t.Run("ours", func(t *testing.T) {
 		locker, rdb, _ := setup(t)
-		l, err := locker.TryAcquire(ctx, "job", time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, locker, "job", time.Second)
 		for _, ttl := range []time.Duration{20 * time.Second, 5 * time.Second} { // longer, then shorter
 			if err := l.Extend(ctx, ttl); err != nil {
 				t.Fatalf("Extend(%v): %v", ttl, err)
@@ -40,10 +37,7 @@ func TestExtend(t *testing.T) {
 	})
 	t.Run("missing key is not recreated", func(t *testing.T) {
 		locker, rdb, _ := setup(t)
-		l, err := locker.TryAcquire(ctx, "job", time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, locker, "job", time.Second)
 		rdb.Del(ctx, "lock:job")
 		if err := l.Extend(ctx, 10*time.Second); !errors.Is(err, withlock.ErrLockNotHeld) {
 			t.Errorf("Extend of a deleted lock = %v, want ErrLockNotHeld", err)
@@ -54,10 +48,7 @@ func TestExtend(t *testing.T) {
 	})
 	t.Run("taken over", func(t *testing.T) {
 		locker, rdb, _ := setup(t)
-		l, err := locker.TryAcquire(ctx, "job", time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, locker, "job", time.Second)
 		rdb.Set(ctx, "lock:job", foreignToken, 3*time.Second)
 		if err := l.Extend(ctx, time.Minute); !errors.Is(err, withlock.ErrLockNotHeld) {
 			t.Errorf("Extend of a taken-over lock = %v, want ErrLockNotHeld", err)
@@ -68,10 +59,7 @@ func TestExtend(t *testing.T) {
 	})
 	t.Run("below 1ms", func(t *testing.T) {
 		locker, _, _ := setup(t)
-		l, err := locker.TryAcquire(ctx, "job", time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, locker, "job", time.Second)
 		if err := l.Extend(ctx, 0); err == nil || errors.Is(err, withlock.ErrLockNotHeld) {
 			t.Errorf("Extend(0) = %v, want an argument error", err)
 		}
@@ -81,10 +69,7 @@ func TestExtend(t *testing.T) {
 func TestTTL(t *testing.T) {
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
-	l, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "job", 10*time.Second)
 	if d, err := l.TTL(ctx); err != nil || d <= 5*time.Second || d > 10*time.Second {
 		t.Errorf("TTL = %v, %v; want about 10s", d, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,10 +105,7 @@ func TestKeepAliveDeadlineWhileRedisPaused(t *testing.T) {
 	// deadline timer can report the loss in time.
 	locker := kaClient(t, srv, 10*time.Second)
 	ctx := context.Background()
-	l, err := locker.TryAcquire(ctx, "ka-paused", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "ka-paused", ttl)
 	ka := l.KeepAlive(ctx, nil)
 	srv.Signal(syscall.SIGSTOP)
 	defer srv.Signal(syscall.SIGCONT)
@@ -138,10 +134,7 @@ func TestKeepAliveRedisDown(t *testing.T) {
 	const ttl = time.Second
 	locker := kaClient(t, srv, time.Second)
 	ctx := context.Background()
-	l, err := locker.TryAcquire(ctx, "ka-down", ttl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "ka-down", ttl)
 	ka := l.KeepAlive(ctx, nil)
 	defer ka.Stop()
 	srv.Kill()
@@ -227,11 +220,7 @@ func TestReadOnlyIsLost(t *testing.T) {
 // since breaking it was an operator's decision.
 func TestKeepAliveLearnsWhoBrokeTheLock(t *testing.T) {
 	const ttl = 900 * time.Millisecond
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	breaker := host + ":" + strconv.Itoa(os.Getpid()) // Break's Client is in this process
+	breaker := holder(t) // Break's Client is in this process
 	tests := []struct {
 		name      string
 		slots     int
@@ -287,17 +276,11 @@ func TestKeepAliveLearnsWhoBrokeTheLock(t *testing.T) {
 func TestBreakMarkerNamesOnlyTheTokensItRemoved(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
-	first, err := locker.TryAcquire(ctx, "broken-later", time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustAcquire(t, locker, "broken-later", time.Minute)
 	if _, err := locker.Break(ctx, "broken-later"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := locker.TryAcquire(ctx, "broken-later", 900*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "broken-later", 900*time.Millisecond)
 	if l.Token() == first.Token() {
 		t.Fatal("two acquisitions drew one token")
 	}

@@ -157,10 +157,7 @@ func TestOncePerWindowIsTheServersClockNotTheHosts(t *testing.T) {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 		defer rdb.Close()
 		c := withlock.New(rdb, nil)
-		l, err := c.TryAcquire(ctx, "nightly", 5*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, c, "nightly", 5*time.Second)
 		span, err := l.OncePer(ctx, w)
 		if err != nil {
 			t.Fatalf("first run: %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,10 +23,7 @@ func TestReplaceAsksTheHolderToStopAndGoesFirst(t *testing.T) {
 	const ttl = 600 * time.Millisecond
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
+	me := holder(t) // the replacer's Client is in this process
 	holder := mustAcquire(t, withlock.New(rdb, nil), "replaced", ttl)
 	ka := holder.KeepAlive(context.Background(), nil)
 	defer ka.Stop()
@@ -43,8 +39,8 @@ func TestReplaceAsksTheHolderToStopAndGoesFirst(t *testing.T) {
 		t.Fatal("the holder's KeepAlive never reported the replacement")
 	}
 	var lerr *withlock.LostError
-	if err := ka.Err(); !errors.As(err, &lerr) || !errors.Is(err, withlock.ErrReplaced) || lerr.ReplacedBy != host+":"+strconv.Itoa(os.Getpid()) {
-		t.Fatalf("Err() = %v, want a LostError with ErrReplaced naming %s:%d", err, host, os.Getpid())
+	if err := ka.Err(); !errors.As(err, &lerr) || !errors.Is(err, withlock.ErrReplaced) || lerr.ReplacedBy != me {
+		t.Fatalf("Err() = %v, want a LostError with ErrReplaced naming %s", err, me)
 	}
 	// Two TTLs after the loss the key is still the holder's: renewed.
 	clitest.Eventually(t, promptly, "the replaced lock was not kept alive", func() bool {
@@ -66,11 +62,21 @@ func TestReplaceAsksTheHolderToStopAndGoesFirst(t *testing.T) {
 	if o.err != nil {
 		t.Fatalf("replacer: %v", o.err)
 	}
+	earlierServedAfterTheReplacer(t, earlier, o, "the replacer holds the lock")
+}
+
+// earlierServedAfterTheReplacer checks that the waiter queued before the
+// replacer has not been served while the replacer's lock o is held (while
+// says how), then releases o and lets that waiter take the lock and
+// release it.
+func earlierServedAfterTheReplacer(t *testing.T, earlier <-chan outcome, o outcome, while string) {
+	t.Helper()
 	select {
 	case e := <-earlier:
-		t.Errorf("the earlier waiter was served (%v) while the replacer holds the lock", e.err)
+		t.Errorf("the earlier waiter was served (%v) while %s", e.err, while)
 	default:
 	}
+	ctx := context.Background()
 	_ = o.lock.Release(ctx)
 	if e := wait(t, earlier, promptly, "the earlier waiter after the replacer"); e.err == nil {
 		_ = e.lock.Release(ctx)
@@ -322,15 +328,7 @@ func TestReplaceStopsTheOldestHolderOfASemaphore(t *testing.T) {
 	if o.lock.Slot() != oldest.Slot() {
 		t.Errorf("the replacer holds slot %d, want the oldest holder's %d", o.lock.Slot(), oldest.Slot())
 	}
-	select {
-	case e := <-earlier:
-		t.Errorf("the earlier waiter was served (%v) while every slot is held", e.err)
-	default:
-	}
-	_ = o.lock.Release(ctx)
-	if e := wait(t, earlier, promptly, "the earlier waiter after the replacer"); e.err == nil {
-		_ = e.lock.Release(ctx)
-	}
+	earlierServedAfterTheReplacer(t, earlier, o, "every slot is held")
 }
 
 // A semaphore's replacer that gets a slot another holder freed takes back

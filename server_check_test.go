@@ -85,10 +85,7 @@ func TestOnlyTheFirstAcquisitionAsksTheEvictionPolicy(t *testing.T) {
 	locker := withlock.New(srv.Client(), nil)
 	mon := srv.Monitor()
 	for i := range 3 {
-		l, err := locker.TryAcquire(ctx, "job", time.Minute, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustAcquire(t, locker, "job", time.Minute)
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -158,10 +155,7 @@ func TestAnEvictingServerEvictsAHeldLock(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, "maxmemory", "4mb", "maxmemory-policy", "volatile-lru")
 	locker := withlock.New(srv.Client(), nil)
-	l, err := locker.TryAcquire(ctx, "job", time.Hour, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "job", time.Hour)
 	if got := locker.EvictionPolicy(); got != "volatile-lru" {
 		t.Errorf("EvictionPolicy = %q, want volatile-lru", got)
 	}
@@ -186,14 +180,8 @@ func TestStatusAnswersWhenRedisIsOutOfMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := locker.TryAcquire(ctx, "job", time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sl, err := sem.TryAcquire(ctx, "backup", time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustAcquire(t, locker, "job", time.Minute)
+	sl := mustAcquire(t, sem, "backup", time.Minute)
 	srv.FillUntilOOM()
 
 	if _, err := locker.TryAcquire(ctx, "other", time.Minute, nil); !redis.IsOOMError(err) {

@@ -22,10 +22,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
 	resetStats(t, rdb)
-	first, err := locker.TryAcquire(ctx, "job", 30*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustAcquire(t, locker, "job", 30*time.Second)
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	type result struct {
