@@ -113,7 +113,8 @@ var (
 	// declared in KEYS, as they depend on the entries popped; the base puts
 	// them in the key's Cluster slot. Its explanations live here rather
 	// than in release.lua: the script's text travels with every release
-	// and Redis hashes it each time, so the Lua is kept short.
+	// and Redis hashes it each time, so the Lua is kept short, and its
+	// comment lines are not sent (withHands).
 	releaseScript = withHands("release.lua", keyHand)
 	extendScript  = lazyScript("extend.lua")
 	pttlScript    = lazyScript("pttl.lua")
