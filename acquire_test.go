@@ -30,10 +30,7 @@ func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
 	before := time.Now()
-	l, err := locker.TryAcquire(ctx, "job", 10*time.Second, nil)
-	if err != nil {
-		t.Fatalf("TryAcquire: %v", err)
-	}
+	l := mustAcquire(t, locker, "job", 10*time.Second)
 	after := time.Now()
 	if withlock.LockName(l) != "job" || l.Key() != "lock:job" {
 		t.Errorf("name, Key = %q, %q; want job, lock:job", withlock.LockName(l), l.Key())
@@ -177,10 +174,7 @@ func TestSetExpiry(t *testing.T) {
 				t.Fatal(err) // a Client's first acquisition also asks INFO memory (TestOnlyTheFirstAcquisitionAsksTheEvictionPolicy)
 			}
 			mon := srv.Monitor()
-			l, err := locker.TryAcquire(ctx, "job", tc.ttl, nil)
-			if err != nil {
-				t.Fatalf("TryAcquire: %v", err)
-			}
+			l := mustAcquire(t, locker, "job", tc.ttl)
 			// The Client's first acquisition of the name also writes it
 			// into the index of names, ahead of the SET (admin_index.go).
 			index := []string{"hset", "{lock:}:names", "lock:job", ""}

@@ -156,10 +156,7 @@ func TestQuorumRecordIsStoredWhenAMajorityStoresIt(t *testing.T) {
 		t.Errorf("Status after recording on 2 of 3 nodes: last run %+v, want exit 4", st.LastRun)
 	}
 
-	l, err = c.TryAcquire(ctx, "rec", time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l = mustAcquire(t, c, "rec", time.Minute)
 	servers[1].Kill()
 	err = l.ReleaseAndRecord(ctx, withlock.Run{ExitCode: 5}, recordTTL)
 	if !errors.Is(err, withlock.ErrNoQuorum) || !errors.Is(err, withlock.ErrNotReleased) || !errors.Is(err, withlock.ErrNotRecorded) {

@@ -245,10 +245,7 @@ func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
 	for i, tt := range redistest.Takeovers {
 		t.Run(tt.Name, func(t *testing.T) {
 			ctx := context.Background()
-			l, err := locker.TryAcquire(ctx, "reacquire-other-"+strconv.Itoa(i), ttl, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustAcquire(t, locker, "reacquire-other-"+strconv.Itoa(i), ttl)
 			ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: true})
 			defer ka.Stop()
 			if err := tt.Do(ctx, rdb, l.Key(), "other"); err != nil {

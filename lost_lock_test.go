@@ -54,10 +54,7 @@ func TestKeepAliveDetectsTakeover(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			l, err := locker.TryAcquire(ctx, "ka-takeover-"+tt.name, ttl, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustAcquire(t, locker, "ka-takeover-"+tt.name, ttl)
 			ka := l.KeepAlive(ctx, nil)
 			defer ka.Stop()
 			time.Sleep(interval / 2) // mid-run, between two renewals
@@ -71,7 +68,7 @@ func TestKeepAliveDetectsTakeover(t *testing.T) {
 			if took > interval+500*time.Millisecond {
 				t.Errorf("detection took %s, more than one renewal interval (%s) plus 500ms", took, interval)
 			}
-			err = ka.Err()
+			err := ka.Err()
 			if !errors.Is(err, withlock.ErrLockLost) || !errors.Is(err, withlock.ErrLockNotHeld) {
 				t.Errorf("Err() = %v, want ErrLockLost wrapping ErrLockNotHeld", err)
 			}
@@ -241,10 +238,7 @@ func TestKeepAliveLearnsWhoBrokeTheLock(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := "broken-{" + strconv.Itoa(i) + "}" // a hash tag: the marker is then under the prefix, which List scans
-			l, err := locker.TryAcquire(ctx, name, ttl, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustAcquire(t, locker, name, ttl)
 			ka := l.KeepAlive(ctx, &withlock.KeepAliveOptions{Reacquire: tt.reacquire})
 			defer ka.Stop()
 			if st, err := admin.Break(ctx, name); err != nil || !st.Held {

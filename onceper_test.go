@@ -168,10 +168,7 @@ func TestOncePerWindowIsTheServersClockNotTheHosts(t *testing.T) {
 		if first, _, err = c.WindowDone(ctx, "nightly", w); err != nil {
 			t.Fatal(err)
 		}
-		l, err = c.TryAcquire(ctx, "nightly", 5*time.Second, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l = mustAcquire(t, c, "nightly", 5*time.Second)
 		second, secondErr = l.OncePer(ctx, w)
 	})
 	after, err := srv.Client().Time(ctx).Result()

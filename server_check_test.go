@@ -131,10 +131,7 @@ func TestEvictionPolicyUnsaidWhereInfoIsRefused(t *testing.T) {
 				t.Fatal("INFO answered: the set-up does not refuse it")
 			}
 			locker := withlock.New(tc.rdb, nil)
-			l, err := locker.TryAcquire(ctx, "job", time.Minute, nil)
-			if err != nil {
-				t.Fatalf("TryAcquire: %v", err)
-			}
+			l := mustAcquire(t, locker, "job", time.Minute)
 			if got := locker.EvictionPolicy(); got != "" {
 				t.Errorf("EvictionPolicy = %q, want \"\"", got)
 			}
