@@ -15,8 +15,8 @@ import (
 
 // On a Cluster, List reads the index of names on the master of its slot
 // and the locks it names on theirs, without a SCAN: a lock on each master
-// is listed, a lock just taken is listed, a released one is not, and a
-// renewal, a recorded run and a semaphore's slot, whose scripts cannot
+// is listed, a lock just taken is listed, a released one is not, a paused
+// name is listed, and a renewal, a recorded run and a semaphore's slot, whose scripts cannot
 // write the index on a Cluster, write it beside them. Pruning keeps its
 // promises there though it cannot check and change in one script.
 func TestClusterListReadsTheIndexOfNames(t *testing.T) {
@@ -75,6 +75,20 @@ func TestClusterListReadsTheIndexOfNames(t *testing.T) {
 		want = slices.DeleteFunc(want, func(k string) bool { return k == held[0].Key() })
 		if got := keysOf(list); !slices.Equal(got, want) {
 			t.Errorf("List after %s was released = %q, want %q", held[0].Key(), got, want)
+		}
+	})
+
+	t.Run("a paused name is listed", func(t *testing.T) {
+		if _, err := c.Pause(ctx, "paused", withlock.Pause{}); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Resume(ctx, "paused")
+		list, err := c.List(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(keysOf(list), c.Key("paused")); i < 0 || list[i].Paused == nil {
+			t.Errorf("List = %q, want the paused name, paused", keysOf(list))
 		}
 	})
 
