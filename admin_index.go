@@ -33,8 +33,9 @@ import (
 //     RPUSH (wait_fair.go): a hand-over sets the key for the waiter
 //     without a SET of the waiter's own.
 //   - The holder's first renewal (extend_index.lua) and the release that
-//     records a run (record.lua) write it too: a lock that Redis lost and
-//     KeepAlive took back is listed again.
+//     records a run (record.lua) write it too, on a Cluster beside their
+//     script: a lock that Redis lost and KeepAlive took back is listed
+//     again.
 //
 // List prunes it (unindex.lua): a name whose lock key, last-run record,
 // last success and fair line are all gone is marked with the time, by
@@ -45,10 +46,30 @@ import (
 // set after that write, and pruneAfter more, come after the Client has
 // written the name again (TestIndexPruningNeverDropsANameInUse).
 //
-// Only one deployment that is not a Cluster keeps an index: a Cluster's
-// locks are spread over its slots, and a script may only write keys of its
-// own slot; a quorum's List asks every node, which a scan does. Both scan,
-// as List does with ListOptions.Scan.
+// On a Cluster the index is the same hash, on the master of its own slot,
+// while each lock lives on the master of its key's slot, and a script may
+// only touch keys of one slot (admin_index_cluster.go):
+//
+//   - An acquisition's HSET goes in the same pipeline as its SET, which a
+//     Cluster client splits by master and sends to both at once: still one
+//     round trip, and still at most once per indexEvery. With MinReplicas
+//     the SET goes on one master's connection (WAIT counts its writes), so
+//     the HSET follows through the Cluster client: a round trip more, once
+//     per indexEvery.
+//   - The first renewal and the release that records a run send the HSET
+//     beside their script (indexWrite), in the same pipeline: the script
+//     cannot write it.
+//   - List reads the index from its master (HKEYS), then the locks it names
+//     with one pipeline per master, a few commands per lock: its cost grows
+//     with the locks, as on one server, never with the keys.
+//   - Pruning cannot check the name's keys and change its entry in one
+//     script: it reads the entries with the index master's time, checks
+//     the keys on their masters, then marks or removes only the entries
+//     that are still what it read (unindexApart says why that keeps the
+//     promise above).
+//
+// A quorum keeps no index: its List asks every node, which a scan does, as
+// List does everywhere with ListOptions.Scan.
 
 const (
 	// indexEvery is how long a Client trusts its own write of a name into
@@ -65,11 +86,11 @@ const (
 // the documented ACL's "~{<prefix>*" covers.
 func indexKey(prefix string) string { return keys.Index(prefix) }
 
-// hasIndex reports whether rdb keeps the index: any deployment but a
-// Cluster.
-func hasIndex(rdb redis.UniversalClient) bool {
+// indexApart reports whether scripts on rdb cannot write the index, so
+// that the client writes it beside them: on a Cluster.
+func indexApart(rdb redis.UniversalClient) bool {
 	_, cluster := rdb.(*redis.ClusterClient)
-	return !cluster
+	return cluster
 }
 
 // nameIndex is a Client's memory of the names it wrote into its prefix's
@@ -88,12 +109,8 @@ type indexPeriod struct {
 	keys  sync.Map // lock key → struct{}
 }
 
-// newNameIndex returns the memory of a Client on rdb, or nil where rdb
-// keeps no index.
-func newNameIndex(rdb redis.UniversalClient) *nameIndex {
-	if !hasIndex(rdb) {
-		return nil
-	}
+// newNameIndex returns the memory of a Client of one deployment.
+func newNameIndex() *nameIndex {
 	return &nameIndex{every: indexEvery, unused: pruneAfter}
 }
 
@@ -111,9 +128,9 @@ func (x *nameIndex) due(key string, now time.Time) bool {
 	return !ok
 }
 
-// queue queues on p the write of l's key into its prefix's index, whose
-// reply answered is then given.
-func (x *nameIndex) queue(ctx context.Context, p redis.Pipeliner, l *Lock) *redis.IntCmd {
+// queue queues on p (or sends, on a client) the write of l's key into its
+// prefix's index, whose reply answered is then given.
+func (x *nameIndex) queue(ctx context.Context, p redis.Cmdable, l *Lock) *redis.IntCmd {
 	return p.HSet(ctx, indexKey(l.c.prefix), l.key, "")
 }
 
@@ -160,12 +177,9 @@ func queueIndexWrite(ctx context.Context, p redis.Pipeliner, l *Lock, now time.T
 func (s *single) indexWrites() *nameIndex    { return s.names }
 func (s *semaphore) indexWrites() *nameIndex { return s.one.names }
 
-// indexed returns the keys in the index of prefix, and false when the
-// deployment keeps none: then List scans.
+// indexed returns the keys in the index of prefix: on a Cluster from the
+// master of the index's slot.
 func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
-	if !hasIndex(s.rdb) {
-		return nil, false, nil
-	}
 	keys, err := s.rdb.HKeys(ctx, indexKey(prefix)).Result()
 	if err != nil {
 		return nil, false, fmt.Errorf("read the index %s: %w", indexKey(prefix), err)
@@ -186,9 +200,16 @@ func (w *recordWrite) withoutIndex() *recordWrite {
 // ones the plain script.
 var extendIndexScript = lazyScript("extend_index.lua")
 
-// extendIndexed is extend for l's first renewal: it also indexes l.
+// extendIndexed is extend for l's first renewal: it also indexes l, on a
+// Cluster with an HSET beside the plain script.
 func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
-	v, err := s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix), replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
+	var v any
+	var err error
+	if indexApart(s.rdb) {
+		v, err = indexBeside(indexKey(l.c.prefix), l.key).eval(ctx, s.rdb, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
+	} else {
+		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix), replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
+	}
 	if err := extended(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
 		return err
 	}
@@ -213,15 +234,25 @@ func (s *single) unindex(ctx context.Context, prefix string, keys []string) erro
 	if s.names != nil {
 		unused = s.names.unused
 	}
+	if indexApart(s.rdb) {
+		return s.unindexApart(ctx, prefix, keys, unused) // admin_index_cluster.go
+	}
 	ks := []string{indexKey(prefix)}
 	for _, k := range keys {
-		line := k // a key with '}' and no hash tag has no line: its own key again
-		if b, ok := lineBase(k); ok {
-			line = b + ":q"
-		}
-		ks = append(ks, k, recordKey(k), successKey(k), line)
+		ks = append(ks, inUseKeys(k)...)
 	}
 	return s.rdb.Eval(ctx, unindexScript(), ks, unused.Milliseconds()).Err()
+}
+
+// inUseKeys are the keys of lock key k whose presence says its name is in
+// use: the key, its record, its last success and its fair line, all in its
+// slot.
+func inUseKeys(k string) []string {
+	line := k // a key with '}' and no hash tag has no line: its own key again
+	if b, ok := lineBase(k); ok {
+		line = b + ":q"
+	}
+	return []string{k, recordKey(k), successKey(k), line}
 }
 
 // listKeys returns the lock keys List reads: from the index where the

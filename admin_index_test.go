@@ -192,7 +192,12 @@ func (l *tripLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // after removes it; a name in use keeps its entry however old its mark,
 // and a write clears the mark.
 func TestIndexPruningRemovesOnlyNamesLongOutOfUse(t *testing.T) {
-	rdb := startRedis(t)
+	pruningRemovesOnlyNamesLongOutOfUse(t, startRedis(t))
+}
+
+// pruningRemovesOnlyNamesLongOutOfUse is TestIndexPruningRemovesOnlyNamesLongOutOfUse
+// on rdb.
+func pruningRemovesOnlyNamesLongOutOfUse(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)
 	now := func() int64 { return rdb.Time(ctx).Val().UnixMilli() }
@@ -261,11 +266,16 @@ func TestIndexPruningRemovesOnlyNamesLongOutOfUse(t *testing.T) {
 // pruned. The timings are shortened a thousandfold, keeping their ratio.
 func TestIndexPruningNeverDropsANameInUse(t *testing.T) {
 	srv := redistest.Start(t)
-	rdb := srv.Client()
+	pruningNeverDropsANameInUse(t, srv.Client(), srv.Client())
+}
+
+// pruningNeverDropsANameInUse is TestIndexPruningNeverDropsANameInUse with
+// the lister on rdb and the taker on takes, another client of the same
+// deployment.
+func pruningNeverDropsANameInUse(t *testing.T, rdb, takes redis.UniversalClient) {
 	ctx := context.Background()
 	every, unused := withlock.IndexEvery/1000, withlock.PruneAfter/1000
 	var trips tripLog
-	takes := srv.Client()
 	takes.AddHook(&trips)
 	taker, lister := withlock.New(takes, nil), withlock.New(rdb, nil)
 	withlock.SetIndexTimings(taker, every, unused)

@@ -29,16 +29,17 @@ type ListOptions struct {
 }
 
 // List returns the Status of every lock held under the Client's prefix,
-// sorted by key. On one deployment that is not a Cluster it reads the
-// prefix's index of names, the hash "{<prefix>}:names", so that its cost grows with the
+// sorted by key. On one deployment (a plain server, Sentinel, a Cluster)
+// it reads the prefix's index of names, the hash "{<prefix>}:names" (on a
+// Cluster, on the master of its slot), so that its cost grows with the
 // locks, not with the other keys in Redis: every acquisition of a Client
 // writes its name there in the round trip of its SET, so a lock is listed
 // from the moment it is taken, whatever its options, a semaphore's slot and
 // a lock handed over in the fair line too; a key under the prefix that
-// another program set is not, unless ListOptions.Scan. On a Cluster or a
-// quorum, or with Scan, it finds the keys under the prefix with SCAN (never
-// KEYS) on every master of a Cluster and every node of a quorum, another
-// program's keys too (held by "unknown" when their value is not a token).
+// another program set is not, unless ListOptions.Scan. On a quorum, or
+// with Scan, it finds the keys under the prefix with SCAN (never KEYS) on
+// every master of a Cluster and every node of a quorum, another program's
+// keys too (held by "unknown" when their value is not a token).
 // The keys are then read in one pipeline per master (on a quorum, per
 // node, answering from a majority as Status does): a lock taken or
 // released meanwhile may be missed or shown free. Fencing counters, last-run records and break

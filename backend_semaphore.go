@@ -236,11 +236,12 @@ func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	b, _ := lineBase(l.key)
 	keys := []string{l.key, slotKey(b, l.slot), replacedKey(l.key)}
-	first := !l.indexed.Load() && hasIndex(s.one.rdb)
+	first := !l.indexed.Load()
+	var beside indexWrite
 	if first { // admin_index.go: the first renewal indexes the name
-		keys = append(keys, indexKey(l.c.prefix))
+		keys, beside = indexWith(s.one.rdb, keys, l)
 	}
-	v, err := s.one.rdb.Eval(ctx, slotsExtendScript(), keys, l.token, ttl.Milliseconds(), marker(s.n)).Result()
+	v, err := beside.eval(ctx, s.one.rdb, slotsExtendScript(), keys, l.token, ttl.Milliseconds(), marker(s.n)).Result()
 	err = extended(l.key, v, err) // replace.go
 	if first && (err == nil || errors.Is(err, ErrReplaced)) {
 		l.indexed.Store(true)
@@ -267,10 +268,8 @@ func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 // finish is single's finish with the slot's release script.
 func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
 	b, _ := lineBase(l.key)
-	if !hasIndex(s.one.rdb) {
-		w = w.withoutIndex()
-	}
-	v, err := s.one.rdb.Eval(ctx, slotsFinishScript(), append([]string{l.key}, w.keys(l.key)...),
+	w, beside := w.apart(s.one.rdb, l.key) // admin_index_cluster.go
+	v, err := beside.eval(ctx, s.one.rdb, slotsFinishScript(), append([]string{l.key}, w.keys(l.key)...),
 		append([]any{l.token, keep.Milliseconds(), b, s.n, l.slot, ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }

@@ -30,7 +30,7 @@ type single struct {
 // newSingle is the backend of a Client on rdb, which writes the names it
 // takes into its prefix's index where rdb keeps one.
 func newSingle(rdb redis.UniversalClient) *single {
-	return &single{rdb: rdb, names: newNameIndex(rdb)}
+	return &single{rdb: rdb, names: newNameIndex()}
 }
 
 func (s *single) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
@@ -149,7 +149,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 		if l.announce > 0 && l.waitMark() != "" {
 			mark = p.Set(ctx, l.waitMark(), 1, l.announce)
 		}
-		if s.names.due(l.key, now) {
+		if s.names.due(l.key, now) && indexReached(s.rdb, rdb) {
 			index = s.names.queue(ctx, p, l)
 		}
 		send(p)
@@ -161,6 +161,9 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 			queue(p)
 			return nil
 		})
+	}
+	if index == nil && s.names.due(l.key, now) { // admin_index_cluster.go: indexReached
+		index = s.names.queue(ctx, s.rdb, l)
 	}
 	if index != nil {
 		s.names.answered(l.key, now, index)
@@ -268,7 +271,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string
 }
 
 func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
-	if !l.indexed.Load() && hasIndex(s.rdb) {
+	if !l.indexed.Load() {
 		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
 	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()

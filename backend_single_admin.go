@@ -109,12 +109,10 @@ func (s *single) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 // finishOn runs finishScript for l on rdb and returns the release's error,
 // as release would, and the record's.
 func finishOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
-	if !hasIndex(rdb) {
-		w = w.withoutIndex()
-	}
+	w, beside := w.apart(rdb, l.key) // admin_index_cluster.go
 	// The release's ARGV is sent whole, as the record's follows it:
 	// ARGV[4] is the release's Client id in the fair line, none here.
-	v, err := rdb.Eval(ctx, finishScript(), append([]string{l.key}, w.keys(l.key)...),
+	v, err := beside.eval(ctx, rdb, finishScript(), append([]string{l.key}, w.keys(l.key)...),
 		append([]any{l.token, l.waitMark(), keep.Milliseconds(), ""}, w.args()...)...).Slice()
 	return finishReply(l, v, err)
 }

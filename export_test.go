@@ -52,6 +52,13 @@ func Unindex(ctx context.Context, c *Client, keys ...string) error {
 	return c.b.(indexKeeper).unindex(ctx, c.prefix, keys)
 }
 
+// PruneSeen runs the last step of pruning a Cluster's index of names
+// (unindexSeenScript) for key, as if List had read its entry as seen and
+// found it out of use.
+func PruneSeen(ctx context.Context, c *Client, key, seen string) error {
+	return c.b.(*single).rdb.Eval(ctx, unindexSeenScript(), []string{indexKey(c.prefix)}, pruneAfter.Milliseconds(), key, seen).Err()
+}
+
 // SetIndexTimings sets how long c trusts its own writes into the index of
 // names, and how long its List waits before it removes a name out of use
 // (indexEvery and pruneAfter in admin_index.go).

@@ -161,9 +161,7 @@ func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, erro
 	}
 	var script *redis.Cmd
 	_, err = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		if hasIndex(s.rdb) { // List shows the paused name, as it shows a taken one (admin_index.go)
-			pipe.HSet(ctx, indexKey(c.prefix), key, "")
-		}
+		pipe.HSet(ctx, indexKey(c.prefix), key, "") // List shows the paused name, as it shows a taken one (admin_index.go)
 		script = pipe.Eval(ctx, pauseScript(), keys,
 			pauseValue(p), ms, pausePrefix, markerPrefix)
 		return nil

@@ -18,6 +18,7 @@ func TestEveryScriptIsEmbedded(t *testing.T) {
 		"slots_extend": slotsExtendScript, "slots_line_check": slotsLineCheckScript,
 		"left": leftScript, "break": breakScript, "record": recordScript,
 		"extend_index": extendIndexScript, "unindex": unindexScript, "status": statusScript,
+		"index_seen": indexSeenScript, "unindex_seen": unindexSeenScript,
 		"window": windowScript, "pause": pauseScript, "resume": resumeScript, "replace": replaceScript,
 		"replace_confirm": replaceConfirmScript, "slots_hand": slotsHand, "key_hand": keyHand,
 	}

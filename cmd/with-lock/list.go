@@ -20,12 +20,12 @@ import (
 
 // list prints every lock held under the prefix (--all: and every name with
 // a last-run record), as a table or one JSON object per line, and exits 0,
-// also when there is none. On one Redis or Sentinel the names come from
-// the index of names every acquisition writes to (admin_index.go), so a
+// also when there is none. On one Redis, Sentinel or a Cluster the names
+// come from the index of names every acquisition writes to (admin_index.go), so a
 // lock is listed from the moment it is taken and the time grows with the
 // locks, not the keys; a key another program set under the prefix is in no
 // index, which a terminal is told in one line after the table, with how to
-// see such keys (--scan). On a Cluster, a quorum or with --scan the keys are
+// see such keys (--scan). On a quorum or with --scan the keys are
 // scanned. With none, a terminal is told so and a pipe gets nothing.
 func (r *runner) list() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.RedisTimeout)
@@ -176,7 +176,7 @@ func (t table) writeTabwriter(out io.Writer) error {
 // printIndexNote says, where --list read the index of names, that keys
 // other programs set under the prefix are not in it, and how to see them.
 func (r *runner) printIndexNote() {
-	if r.cfg.Scan || r.cfg.Topology() == config.Cluster || r.cfg.Topology() == config.Quorum {
+	if r.cfg.Scan || r.cfg.Topology() == config.Quorum {
 		return // scanned: every key under the prefix was read
 	}
 	fmt.Printf("(keys other programs set under %s are not listed: with-lock --list --scan shows them)\n", r.cfg.Prefix)

@@ -179,7 +179,8 @@ func TestSeeAndClearLocksOnACluster(t *testing.T) {
 	}
 	seeAndClearLocks(t, args...)
 
-	// --list scans every master: a lock on each is listed.
+	// --list reads the index on its master and the locks on theirs: a lock
+	// on each master is listed.
 	ctx := context.Background()
 	c := withlock.New(cl.Client(), nil)
 	onNode := map[*redistest.Server]string{}

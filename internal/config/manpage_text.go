@@ -162,15 +162,15 @@ a \-\-once\-per success, "done for the window starting ...".`,
 		"list": `Run no command: print every lock held under the prefix, one line each (name,
 holder, time left, fence, last run); exit 0, also when none is held (a
 terminal is then told so; a pipe gets nothing). A lock is listed from the
-moment it is taken, whatever its flags. On one Redis or through Sentinel the
-names come from the index
+moment it is taken, whatever its flags. On one Redis, through Sentinel or on
+a Cluster the names come from the index
 .BI {lock:}:names
 that every run writes its name to with its SET, so the cost grows with the
 locks, not with the other keys; a key another program set under the prefix
 is in no index, which a terminal is told in one last line, and
-\-\-scan shows it. On a Cluster, a quorum, or with \-\-scan the locks are
-found with SCAN: on a Cluster on every master, on a quorum on every node
-(held = on a majority).`,
+\-\-scan shows it. On a quorum, or with \-\-scan, the locks are found with
+SCAN: on a Cluster on every master, on a quorum on every node (held = on a
+majority).`,
 		"all": `With \-\-list, also the last runs of names not held now.`,
 		"scan": `With \-\-list, find the locks with SCAN over the whole keyspace instead of
 reading the index of names

@@ -1,0 +1,148 @@
+package withlock
+
+// The index of names on a Cluster, where a script cannot write it: written
+// beside the scripts, pruned in steps (admin_index.go says why).
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// indexWrite is the write of a lock key into its prefix's index that goes
+// beside a script where the script cannot make it (indexApart); the zero
+// indexWrite writes nothing.
+type indexWrite struct{ index, key string }
+
+// indexBeside is the write of key into index beside a script.
+func indexBeside(index, key string) indexWrite { return indexWrite{index, key} }
+
+// eval runs script on rdb as rdb.Eval does, with w's write in the same
+// pipeline: a Cluster client sends each master its part at once, so the
+// write costs no round trip of its own. The script's reply is its own; a
+// failed write (an ACL without HSET) is said nowhere, as a script's failed
+// HSET is not.
+func (w indexWrite) eval(ctx context.Context, rdb redis.UniversalClient, script string, keys []string, args ...any) *redis.Cmd {
+	if w.index == "" {
+		return rdb.Eval(ctx, script, keys, args...)
+	}
+	var cmd *redis.Cmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, w.index, w.key, "")
+		cmd = p.Eval(ctx, script, keys, args...)
+		return nil
+	})
+	return cmd
+}
+
+// indexWith returns the keys of a script that also writes l's key into its
+// prefix's index: keys and the index, for a script that writes it itself,
+// or on a Cluster keys alone and the write to send beside it.
+func indexWith(rdb redis.UniversalClient, keys []string, l *Lock) ([]string, indexWrite) {
+	if indexApart(rdb) {
+		return keys, indexBeside(indexKey(l.c.prefix), l.key)
+	}
+	return append(keys, indexKey(l.c.prefix)), indexWrite{}
+}
+
+// apart returns w for a script on rdb that records the run of key: w
+// itself where the script writes the index, else w without the index and
+// the write to send beside it.
+func (w *recordWrite) apart(rdb redis.UniversalClient, key string) (*recordWrite, indexWrite) {
+	if w.index == "" || !indexApart(rdb) {
+		return w, indexWrite{}
+	}
+	return w.withoutIndex(), indexBeside(w.index, key)
+}
+
+// indexReached reports whether the index of client's locks can be written
+// through rdb, one of client's pipes: not through one master's connection
+// of a Cluster (MinReplicas's, which WAIT needs), as the index may be on
+// another master.
+func indexReached(client redis.UniversalClient, rdb pipeSetter) bool {
+	return !indexApart(client) || rdb == pipeSetter(client)
+}
+
+// indexSeenScript reads the entries of the lock keys in ARGV from the
+// index KEYS[1], with Redis's time in ms first: what the entries were
+// before List looks at the names' keys, by the clock that marked them.
+var indexSeenScript = lazyScript("index_seen.lua")
+
+// unindexSeenScript marks with Redis's time in ms, or removes when its
+// mark is ARGV[1] ms old or older, the entry of each lock key in the rest
+// of ARGV that is still the entry given beside it: a name written since
+// (a write clears the mark) stays.
+var unindexSeenScript = lazyScript("unindex_seen.lua")
+
+// unindexApart prunes keys, seen out of use, from the index of prefix on a
+// Cluster, as unindexScript does in one step where it can see every key:
+//
+//  1. it reads their entries and the index master's time (indexSeenScript);
+//  2. for each entry due a mark (none yet) or a removal (marked unused or
+//     more ago), it asks the key's master whether the name is in use
+//     (inUseKeys), one pipeline per master;
+//  3. it marks or removes, on the index's master, the entries of those out
+//     of use that are still what step 1 read (unindexSeenScript).
+//
+// A removal is as safe as unindexScript's. Its entry was the mark M at
+// step 1, and no write came after M up to step 3, or the entry would
+// differ. A Client that trusts a write of the name made before M trusts it
+// until before M + indexEvery, which is before step 1 (M + unused, unused
+// far above indexEvery), itself before step 2. So a lock taken on that
+// trust was taken before step 2, and is seen there if still held; one
+// taken after step 2 wrote the name again.
+func (s *single) unindexApart(ctx context.Context, prefix string, keys []string, unused time.Duration) error {
+	index := indexKey(prefix)
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	v, err := s.rdb.Eval(ctx, indexSeenScript(), []string{index}, args...).Slice()
+	if err != nil {
+		return fmt.Errorf("read the index %s: %w", index, err)
+	}
+	if len(v) != len(keys)+1 {
+		return fmt.Errorf("read the index %s: unexpected reply of %d values", index, len(v))
+	}
+	now, _ := v[0].(int64)
+	type entry struct {
+		key, seen string
+		used      *redis.IntCmd
+	}
+	var due []entry
+	for i, k := range keys {
+		seen, ok := v[i+1].(string)
+		if !ok {
+			continue // gone already
+		}
+		if mark, err := strconv.ParseInt(seen, 10, 64); err == nil && now-mark < unused.Milliseconds() {
+			continue
+		}
+		due = append(due, entry{key: k, seen: seen})
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range due {
+			due[i].used = p.Exists(ctx, inUseKeys(due[i].key)...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("see whether %d names are in use: %w", len(due), err)
+	}
+	prune := []any{unused.Milliseconds()}
+	for _, e := range due {
+		if e.used.Val() == 0 {
+			prune = append(prune, e.key, e.seen)
+		}
+	}
+	if len(prune) == 1 {
+		return nil
+	}
+	return s.rdb.Eval(ctx, unindexSeenScript(), []string{index}, prune...).Err()
+}
