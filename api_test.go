@@ -1,6 +1,8 @@
 package withlock_test
 
-
+// What v1 promises and tests hold it to: the exported names within their
+// budget and speaking to users only, and a stored record that reads both
+// ways across versions.
 
 import (
 	"context"

@@ -70,7 +70,7 @@ func (l *Lock) Slot() int { return l.slot }
 // wherever a holder's slot is involved, and passes on to one, the plain
 // lock's backend on the same deployment, where the keys are the same
 // (status, listing, breaking, the subscription): each by a method of its
-// own (backend_semaphore_admin.go), so that a method it lacks is a
+// own (backend_admin.go), so that a method it lacks is a
 // capability it lacks, never the plain lock's acting on the name's key.
 type semaphore struct {
 	one *single

@@ -16,7 +16,7 @@ import (
 // times asserted here are exact and the tests take no real time. The
 // backend is a fake that only counts and answers renewals; what the
 // renewals do to a real Redis is keepalive_test.go's, and the fake and
-// its answers are keepalive_fake_test.go's.
+// its answers are export_test.go's.
 
 // TestKeepAliveRenewsOnSchedule: renewals come every third of the TTL, or
 // every Interval, capped so that two fit before the local deadline; early
