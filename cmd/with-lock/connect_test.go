@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,7 +83,7 @@ func TestTLSToPlainRedisIsConfigError(t *testing.T) {
 		t.Fatal(err)
 	}
 	tlsURL := func(s *redistest.Server) string { return "rediss://" + s.Addr() + "/0" }
-	const timeout = 5 * time.Second
+	const timeout = 9 * time.Second
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -94,6 +96,7 @@ func TestTLSToPlainRedisIsConfigError(t *testing.T) {
 		{"--status", []string{"--redis", tlsURL(plain), "--status"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cmd, ran := marker(t)
 			args := append(tc.args, "--redis-timeout", timeout.String(), "tls-job")
 			if !slices.Contains(tc.args, "--status") {
@@ -109,6 +112,57 @@ func TestTLSToPlainRedisIsConfigError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A TLS Redis slow to answer a handshake, as one with a queue of them at
+// the top of the minute, is not sent a second connection asking whether
+// it speaks plain Redis: to it that would be one more connection to
+// accept. While Redis is stopped, the run's connections wait in its
+// listen backlog: there is one, and the run succeeds once Redis resumes.
+func TestTLSRedisSlowToHandshakeIsNotProbed(t *testing.T) {
+	ca := redistest.NewCA(t, "with-lock-test")
+	srv := redistest.StartTLS(t, ca, false)
+	clitest.Binary(t)
+	srv.Signal(syscall.SIGSTOP)
+	defer srv.Signal(syscall.SIGCONT)
+	cmd, ran := marker(t)
+	p := clitest.Start(t, nil, append([]string{"--redis", srv.URL(), "--tls-cacert", ca.CertFile, "slow-tls"}, cmd...)...)
+	clitest.Eventually(t, 5*time.Second, "the run's connection in Redis's backlog", func() bool { return backlog(t, srv.Port) >= 1 })
+	// Well past the moment a probe would come if it did not wait for the
+	// handshake to go unanswered for a second, and well before that second.
+	const slow = 450 * time.Millisecond
+	time.Sleep(slow)
+	if n := backlog(t, srv.Port); n != 1 {
+		t.Errorf("%d connections from the run wait for a TLS Redis that has not answered its handshake for %s; want 1", n, slow)
+	}
+	srv.Signal(syscall.SIGCONT)
+	if r := p.Wait(10 * time.Second); r.Code != 0 || !ran() {
+		t.Fatalf("exit %d (ran %v), stderr %q; want 0 and the command run", r.Code, ran(), r.Stderr)
+	}
+}
+
+// backlog is the number of connections in the listen backlog of the
+// server listening on 127.0.0.1:port: accepted by the kernel, not yet by
+// the server (a listening socket's rx_queue in /proc/net/tcp).
+func backlog(t *testing.T, port int) int {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := fmt.Sprintf("0100007F:%04X", port)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[1] == local && f[3] == "0A" { // 0A: LISTEN
+			_, rx, _ := strings.Cut(f[4], ":")
+			n, err := strconv.ParseInt(rx, 16, 64)
+			if err != nil {
+				t.Fatalf("/proc/net/tcp: %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	t.Fatalf("nothing listens on 127.0.0.1:%d in /proc/net/tcp", port)
+	return 0
 }
 
 // secretsScript prints the command's environment, then with-lock's own

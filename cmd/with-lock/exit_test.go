@@ -100,7 +100,7 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 		{"WITH_LOCK_PASSWORD_FILE", []string{"WITH_LOCK_PASSWORD_FILE=" + e.path("none")}, job(), 78, "WITH_LOCK_PASSWORD_FILE " + e.path("none") + ": no such file or directory"},
 		{"sentinel-password-file in the config file", nil, job(append(sentinel, "--config", sentinelPasswordFile)...), 78, sentinelPasswordFile + ":1: sentinel-password-file " + e.dir + " is a directory"},
 		{"tls-cacert in the config file with a redis:// URL", nil, job("--config", caNoTLS), 78, caNoTLS + ":1: tls-cacert needs a rediss:// URL"},
-		{"rediss:// to plain Redis", nil, jobAt("--redis", plainTLS), 78, "speaks plain Redis, not TLS: use redis://"},
+		{"rediss:// to plain Redis", nil, jobAt("--redis", plainTLS, "--redis-timeout", "1s"), 78, "speaks plain Redis, not TLS: use redis://"},
 		{"a web server at the address", nil, jobAt("--redis", "redis://"+web.Listener.Addr().String()+"/0"), 78, web.Listener.Addr().String() + ` is not Redis (it answered "HTTP/1.1 400 Bad Request"): check the port`},
 
 		{"nothing listening", nil, jobAt("--redis", "redis://"+nobody+"/0", "--redis-timeout", "1s"), 69, "nothing listens at " + nobody + " (connection refused)"},

@@ -8,16 +8,25 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 )
 
-// plainProbeAfter is how long a TLS handshake may go unanswered before
-// the dialer checks whether the port speaks plain Redis. A plain Redis
-// takes the ClientHello for a half-typed inline command and waits for the
-// rest; the handshake would hang until --redis-timeout, then fail as if
-// Redis were down. A real TLS server answers well within this even across
-// a continent, and probing it costs only one short extra connection.
-const plainProbeAfter = 200 * time.Millisecond
+// probeAfter is how long a TLS handshake may go unanswered before the
+// dialer checks whether the port speaks plain Redis: a second, plain
+// connection asks it. A plain Redis takes the ClientHello for a half-typed
+// inline command and waits for the rest; the handshake would hang until
+// --redis-timeout, then fail as if Redis were down. A TLS Redis answers a
+// handshake as soon as it accepts the connection, so the one that leaves
+// handshakes unanswered for long is one with a queue of them, as at the
+// top of the minute (its one thread spends about 1 ms on each), and to it
+// every probe is one more connection to accept. So the probe waits a
+// second, by when a queue a host is in is mostly served, or a third of
+// the timeout if that is shorter, so that a misconfigured URL is still
+// said before it.
+func probeAfter(timeout time.Duration) time.Duration {
+	return min(time.Second, timeout/3)
+}
 
 // tlsDialer returns a go-redis Dialer for rediss:// that connects and
 // completes the TLS handshake with cfg, and recognises a port that speaks
@@ -25,8 +34,16 @@ const plainProbeAfter = 200 * time.Millisecond
 // TLS only in its own default dialer, so this one does the handshake
 // itself; set it on every client (plain, Sentinel, Cluster) that has a
 // TLSConfig. An empty cfg.ServerName verifies each address's own host.
+//
+// An address found not to speak TLS is not dialled again: the clean-up
+// of a failed acquisition, which cannot know that its SET was never sent,
+// gets the same error at once instead of waiting for another probe.
 func tlsDialer(cfg *tls.Config, timeout time.Duration) func(context.Context, string, string) (net.Conn, error) {
+	var notTLS sync.Map // address → its ErrConfig
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err, ok := notTLS.Load(addr); ok {
+			return nil, err.(error)
+		}
 		if _, ok := ctx.Deadline(); !ok {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -46,8 +63,11 @@ func tlsDialer(cfg *tls.Config, timeout time.Duration) func(context.Context, str
 			conf.ServerName = host
 		}
 		conn := tls.Client(raw, conf)
-		if err := handshake(ctx, conn, network, addr); err != nil {
+		if err := handshake(ctx, conn, network, addr, probeAfter(timeout)); err != nil {
 			_ = raw.Close()
+			if errors.Is(err, ErrConfig) {
+				notTLS.Store(addr, err)
+			}
 			return nil, err
 		}
 		return conn, nil
@@ -55,14 +75,14 @@ func tlsDialer(cfg *tls.Config, timeout time.Duration) func(context.Context, str
 }
 
 // handshake runs conn's TLS handshake. If it has not finished after
-// plainProbeAfter, a second, plain connection to addr asks whether a
-// plain Redis listens there; if so the handshake is abandoned at once.
-func handshake(ctx context.Context, conn *tls.Conn, network, addr string) error {
+// probeIn, a second, plain connection to addr asks whether a plain
+// Redis listens there; if so the handshake is abandoned at once.
+func handshake(ctx context.Context, conn *tls.Conn, network, addr string, probeIn time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- conn.HandshakeContext(ctx) }()
-	probe := time.NewTimer(plainProbeAfter)
+	probe := time.NewTimer(probeIn)
 	defer probe.Stop()
 	var plain chan bool // nil until the probe runs, and after it said no
 	for {
