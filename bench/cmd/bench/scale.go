@@ -20,6 +20,7 @@ import (
 type scaleConfig struct {
 	waiters ints // waiting Clients per run of the fair line; none: skip
 	laps    int  // turns of every waiter in the fair line's window
+	rounds  int  // interleaved rounds of the fair line's sizes
 	herd    ints // runs per herd; none: skip
 	cluster bool // the fleet view on a Cluster (scale_cluster.go)
 }
@@ -29,6 +30,7 @@ func (s *scaleConfig) flags() {
 	s.herd = ints{500, 1000, 2000}
 	flag.Var(&s.waiters, "scale-waiters", "waiting Clients in the fair line's scale runs, comma-separated ('' to skip)")
 	flag.IntVar(&s.laps, "scale-laps", 20, "turns of each waiter in the fair line's scale runs")
+	flag.IntVar(&s.rounds, "scale-rounds", 3, "interleaved rounds of the fair line's scale runs (medians are reported)")
 	flag.Var(&s.herd, "scale-herd", "with-lock runs of one name released at once, comma-separated ('' to skip)")
 	flag.BoolVar(&s.cluster, "scale-cluster", true, "time --list on a Cluster of 3 masters beside 2,000,000 keys each")
 }
@@ -38,13 +40,13 @@ func (s *scaleConfig) off() { s.waiters, s.herd, s.cluster = nil, nil, false }
 
 // scaleResult is what the scale section measured.
 type scaleResult struct {
-	waiters []waitersRun
+	waiters []waitersRuns // by size, as in the flag
 	herds   []herdRun
 	// redis-server's CPU per new connection (connectCost), plain and TLS.
 	connPlain, connTLS time.Duration
 	// The fewest waiters beside as many idle connections as the most
 	// waiters hold; nil if not run.
-	idle *waitersRun
+	idle waitersRuns
 	// The fleet view on a Cluster; nil if not run.
 	cluster *clusterList
 }
@@ -57,26 +59,35 @@ func runScale(c config, res *results) error {
 	}
 	res.scale = &scaleResult{}
 	if len(s.waiters) > 0 {
-		fmt.Printf("scale: the fair line with %v waiting Clients, %d turns each, hold %s\n", s.waiters, s.laps, holdFor)
+		fmt.Printf("scale: the fair line with %v waiting Clients, %d turns each, hold %s, %d rounds\n", s.waiters, s.laps, holdFor, s.rounds)
+		res.scale.waiters = make([]waitersRuns, len(s.waiters))
 	}
-	for _, n := range s.waiters {
-		r, err := runWaiters(n, s.laps, 0)
-		if err != nil {
-			return fmt.Errorf("scale, %d waiters: %w", n, err)
-		}
-		fmt.Println("  " + r.String())
-		res.scale.waiters = append(res.scale.waiters, r)
-	}
-	// The fewest waiters again, beside as many idle connections as the
+	// The sizes take turns, round after round, so that a minute's load on
+	// this machine falls on all of them alike. The last of each round is
+	// the fewest waiters again, beside as many idle connections as the
 	// most waiters hold: Redis's cost per connection apart from the line's.
+	idle := 0
 	if len(s.waiters) > 1 {
-		few, most := slices.Min(s.waiters), slices.Max(s.waiters)
-		r, err := runWaiters(few, s.laps, 2*(most-few))
-		if err != nil {
-			return fmt.Errorf("scale, %d waiters beside idle connections: %w", few, err)
+		idle = 2 * (slices.Max(s.waiters) - slices.Min(s.waiters))
+	}
+	for range max(s.rounds, 1) {
+		for i, n := range s.waiters {
+			r, err := runWaiters(n, s.laps, 0)
+			if err != nil {
+				return fmt.Errorf("scale, %d waiters: %w", n, err)
+			}
+			fmt.Println("  " + r.String())
+			res.scale.waiters[i] = append(res.scale.waiters[i], r)
 		}
-		fmt.Println("  " + r.String())
-		res.scale.idle = &r
+		if idle > 0 {
+			few := slices.Min(s.waiters)
+			r, err := runWaiters(few, s.laps, idle)
+			if err != nil {
+				return fmt.Errorf("scale, %d waiters beside idle connections: %w", few, err)
+			}
+			fmt.Println("  " + r.String())
+			res.scale.idle = append(res.scale.idle, r)
+		}
 	}
 	if len(s.herd) > 0 {
 		if err := runHerds(c, res.scale); err != nil {

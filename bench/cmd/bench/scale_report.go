@@ -29,8 +29,8 @@ func (r *results) scaleTables() string {
 	var b strings.Builder
 	if len(s.waiters) > 0 {
 		runs := s.waiters
-		if s.idle != nil {
-			runs = append(slices.Clone(runs), *s.idle)
+		if len(s.idle) > 0 {
+			runs = append(slices.Clone(runs), s.idle)
 		}
 		b.WriteString(waitersTable(runs))
 	}
@@ -43,30 +43,34 @@ func (r *results) scaleTables() string {
 	return b.String()
 }
 
-func waitersTable(runs []waitersRun) string {
+func waitersTable(sizes []waitersRuns) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n### Scale: the fair line with up to %d waiting Clients, one lock held %s\n\n", runs[len(runs)-1].n, holdFor)
-	fmt.Fprintf(&b, "Every waiter has its own Client (go-redis client and connections), as a host would, and loops acquire, hold, release, queue again, with the CLI's TTL (%s); a redis-server of its own per row. Measured in the steady state: after each waiter's first turn, until every waiter has had its turns (and %s at least). The hand-over: the release's EVALSHA and what its script runs (GET, LPOP, EXISTS, SPUBLISH, SET; a check's or renewal's GET and EXISTS included). All: every command Redis ran in the window (INFO commandstats), the next waiter's RPUSH and the liveness key it writes when its wait passes a second included. Reads: socket reads Redis processed (requests, pipelines counted once). CPU: redis-server's user+system time (INFO cpu) over the window. Memory: used_memory with every waiter queued, less before any Client connected, per waiter; in brackets the part INFO counts as client connections (a pool connection and a subscription each) and the line's own keys (MEMORY USAGE).\n\n",
-		scaleTTL, scaleMinWindow)
+	fmt.Fprintf(&b, "\n### Scale: the fair line with up to %d waiting Clients, one lock held %s\n\n", sizes[len(sizes)-1][0].n, holdFor)
+	fmt.Fprintf(&b, "Every waiter has its own Client (go-redis client and connections), as a host would, and loops acquire, hold, release, queue again, with the CLI's TTL (%s); a redis-server of its own per run. Measured in the steady state: after each waiter's first turn, until every waiter has had its turns (and %s at least). Each size runs %d times, the sizes in turn, so that a minute's load on this machine falls on all alike: a row gives the medians over its runs (Redis CPU with its range), the least fair run's fairness and the most commands per hand-over of any run. The hand-over: the release's EVALSHA and what its script runs (GET, LPOP, EXISTS, SPUBLISH, SET; a check's or renewal's GET and EXISTS included). All: every command Redis ran in the window (INFO commandstats), the next waiter's RPUSH and the liveness key it writes when its wait passes a second included. Reads: socket reads Redis processed (requests, pipelines counted once). CPU: redis-server's user+system time (INFO cpu) over the window. Memory: used_memory with every waiter queued, less before any Client connected, per waiter; in brackets the part INFO counts as client connections (a pool connection and a subscription each) and the line's own keys (MEMORY USAGE).\n\n",
+		scaleTTL, scaleMinWindow, len(sizes[0]))
 	var rows [][]string
-	for _, r := range runs {
-		lo, hi, fair := r.fairness()
+	for _, rs := range sizes {
+		r := rs[0]
+		lo, hi, fair := rs.worstFairness().fairness()
 		who := fmt.Sprint(r.n)
 		if r.idle > 0 {
 			who = fmt.Sprintf("%d, beside %d idle connections", r.n, r.idle)
 		}
-		rows = append(rows, []string{who, fmt.Sprint(r.acquired), fmt.Sprintf("%d–%d (%.2f)", lo, hi, fair),
-			fmt.Sprintf("%.2f", r.handOverCmds()), fmt.Sprintf("%.2f", r.perHandOver(float64(r.server.total()))),
-			fmt.Sprintf("%.2f", r.perHandOver(float64(r.server.reads))),
-			fmt.Sprintf("%.0f", r.perHandOver(float64(r.server.cpu.Microseconds()))),
-			fmtMS(percentile(r.latencies, 50)), fmtMS(percentile(r.latencies, 99)),
-			fmt.Sprintf("%.1f KB (%.1f, %.2f)", r.memPerWaiter/1024, r.connPerWaiter/1024, r.linePerWaiter/1024),
-			fmt.Sprintf("%.0f", r.perHandOver(float64(r.clientCPU.Microseconds())))})
+		cpu := rs.values(cpuPerHandOver)
+		rows = append(rows, []string{who, fmt.Sprintf("%.0f", rs.median(func(r waitersRun) float64 { return float64(r.acquired) })),
+			fmt.Sprintf("%d–%d (%.2f)", lo, hi, fair),
+			fmt.Sprintf("%.2f", slices.Max(rs.values(waitersRun.handOverCmds))), fmt.Sprintf("%.2f", rs.median(cmdsPerHandOver)),
+			fmt.Sprintf("%.2f", rs.median(readsPerHandOver)),
+			fmt.Sprintf("%.0f (%.0f–%.0f)", rs.median(cpuPerHandOver), cpu[0], cpu[len(cpu)-1]),
+			fmtMS(time.Duration(rs.median(p50))), fmtMS(time.Duration(rs.median(p99))),
+			fmt.Sprintf("%.1f KB (%.1f, %.2f)", rs.median(func(r waitersRun) float64 { return r.memPerWaiter })/1024,
+				rs.median(func(r waitersRun) float64 { return r.connPerWaiter })/1024, rs.median(func(r waitersRun) float64 { return r.linePerWaiter })/1024),
+			fmt.Sprintf("%.0f", rs.median(func(r waitersRun) float64 { return r.perHandOver(float64(r.clientCPU.Microseconds())) }))})
 	}
-	b.WriteString(mdTable([]string{"waiters", "hand-overs", "fairness min–max", "cmds/hand-over: the hand-over", "all", "reads", "Redis CPU µs", "p50", "p99", "Redis memory/waiter (connections, line)", "bench process CPU µs"}, rows))
-	b.WriteString("\nCommands per hand-over by name:\n\n")
-	for _, r := range runs {
-		if r.idle == 0 {
+	b.WriteString(mdTable([]string{"waiters", "hand-overs", "fairness min–max", "cmds/hand-over: the hand-over", "all", "reads", "Redis CPU µs (range)", "p50", "p99", "Redis memory/waiter (connections, line)", "bench process CPU µs"}, rows))
+	b.WriteString("\nCommands per hand-over by name, with Redis's time in one call (INFO commandstats; a script's includes the commands it runs), in the run of median Redis CPU:\n\n")
+	for _, rs := range sizes {
+		if r := rs.medianRound(cpuPerHandOver); r.idle == 0 {
 			fmt.Fprintf(&b, "- %d waiters: %s\n", r.n, r.breakdown())
 		}
 	}
@@ -124,25 +128,32 @@ func (r *results) scaleTargets(add func(what string, met bool, format string, ar
 	if s == nil {
 		return
 	}
-	for _, w := range s.waiters {
-		_, _, fair := w.fairness()
-		add(fmt.Sprintf("scale, %d waiting Clients: fairness ≥ 0.9", w.n), fair >= 0.9, "%.2f", fair)
-		add(fmt.Sprintf("scale, %d waiting Clients: ≤ 6 Redis commands per hand-over", w.n), w.handOverCmds() <= 6.05, "%.2f (all: %.2f)", w.handOverCmds(), w.perHandOver(float64(w.server.total())))
-		p99 := percentile(w.latencies, 99)
-		add(fmt.Sprintf("scale, %d waiting Clients: hand-over p99 ≤ 1 ms", w.n), p99 <= time.Millisecond, "%s", fmtMS(p99))
-		add(fmt.Sprintf("scale, %d waiting Clients: no overlap, no failed call", w.n), w.overlaps == 0 && w.errors == 0, "%d overlaps, %d errors", w.overlaps, w.errors)
+	for _, rs := range s.waiters {
+		n := rs[0].n
+		_, _, fair := rs.worstFairness().fairness()
+		add(fmt.Sprintf("scale, %d waiting Clients: fairness ≥ 0.9", n), fair >= 0.9, "%.2f (the least fair of %d runs)", fair, len(rs))
+		most := slices.Max(rs.values(waitersRun.handOverCmds))
+		add(fmt.Sprintf("scale, %d waiting Clients: ≤ 6 Redis commands per hand-over", n), most <= 6.05, "%.2f (all: %.2f)", most, rs.median(cmdsPerHandOver))
+		p := time.Duration(rs.median(p99))
+		add(fmt.Sprintf("scale, %d waiting Clients: hand-over p99 ≤ 1 ms", n), p <= time.Millisecond, "%s (median of %d runs; %s)", fmtMS(p), len(rs), fmtValues(rs.values(p99)))
+		var overlaps, errs int
+		for _, r := range rs {
+			overlaps, errs = overlaps+r.overlaps, errs+r.errors
+		}
+		add(fmt.Sprintf("scale, %d waiting Clients: no overlap, no failed call", n), overlaps == 0 && errs == 0, "%d overlaps, %d errors", overlaps, errs)
 	}
 	if len(s.waiters) > 1 {
 		first, last := s.waiters[0], s.waiters[len(s.waiters)-1]
-		c0, c1 := first.perHandOver(float64(first.server.cpu.Microseconds())), last.perHandOver(float64(last.server.cpu.Microseconds()))
-		add(fmt.Sprintf("scale: Redis CPU per hand-over flat from %d to %d waiters (≤ 1.25×)", first.n, last.n), c1 <= 1.25*c0, "%.0f µs → %.0f µs (%.2f×)", c0, c1, c1/c0)
-		if i := s.idle; i != nil {
-			ci := i.perHandOver(float64(i.server.cpu.Microseconds()))
-			add(fmt.Sprintf("scale: Redis CPU per hand-over with %d waiters within 1.25× of %d waiters beside %d idle connections", last.n, i.n, i.idle), c1 <= 1.25*ci,
+		c0, c1 := first.median(cpuPerHandOver), last.median(cpuPerHandOver)
+		add(fmt.Sprintf("scale: Redis CPU per hand-over flat from %d to %d waiters (≤ 1.25×)", first[0].n, last[0].n), c1 <= 1.25*c0, "%.0f µs → %.0f µs (%.2f×; medians of %d runs each)", c0, c1, c1/c0, len(first))
+		if len(s.idle) > 0 {
+			i := s.idle
+			ci := i.median(cpuPerHandOver)
+			add(fmt.Sprintf("scale: Redis CPU per hand-over with %d waiters within 1.25× of %d waiters beside %d idle connections", last[0].n, i[0].n, i[0].idle), c1 <= 1.25*ci,
 				"%.0f µs vs %.0f µs (%.2f×)", c1, ci, c1/ci)
 		}
-		r0, r1 := first.perHandOver(float64(first.server.reads)), last.perHandOver(float64(last.server.reads))
-		add(fmt.Sprintf("scale: Redis reads per hand-over flat from %d to %d waiters (≤ 1.25×)", first.n, last.n), r1 <= 1.25*r0, "%.2f → %.2f (%.2f×)", r0, r1, r1/r0)
+		r0, r1 := first.median(readsPerHandOver), last.median(readsPerHandOver)
+		add(fmt.Sprintf("scale: Redis reads per hand-over flat from %d to %d waiters (≤ 1.25×)", first[0].n, last[0].n), r1 <= 1.25*r0, "%.2f → %.2f (%.2f×)", r0, r1, r1/r0)
 	}
 	for _, h := range s.herds {
 		if h.way.startup {
@@ -172,6 +183,15 @@ func (r *results) scaleTargets(add func(what string, met bool, format string, ar
 	}
 }
 
+// fmtValues writes durations in ns as ms, "0.64, 0.71, 0.80 ms".
+func fmtValues(ns []float64) string {
+	parts := make([]string, len(ns))
+	for i, v := range ns {
+		parts[i] = fmt.Sprintf("%.2f", v/float64(time.Millisecond))
+	}
+	return strings.Join(parts, ", ") + " ms"
+}
+
 // scaleMeasured is the scale section's line in BENCHMARKS.md's list of
 // what is measured, with the limits of this machine.
 func (r *results) scaleMeasured() string {
@@ -179,8 +199,8 @@ func (r *results) scaleMeasured() string {
 	if len(c.waiters) == 0 && len(c.herd) == 0 && !c.cluster {
 		return ""
 	}
-	return fmt.Sprintf("6. Scale: the fair line with %s waiting Clients (each served %d times in the measured window), and herds of %s runs of one name released together, as fresh Clients and as processes, plain and TLS, with and without --jitter, and with --once-per's waiting losers. All on this one %d-core machine: the bench process holds every Client and its goroutines, and shares the cores with redis-server and, for the herds, with every process it starts, so wall times and latencies there are this machine's; Redis's own CPU, commands, reads and memory per hand-over or per run are the figures that carry over to a fleet.\n",
-		c.waiters.String(), c.laps, c.herd.String(), r.env.cores)
+	return fmt.Sprintf("6. Scale: the fair line with %s waiting Clients (each served %d times in the measured window; %d runs of each size, the sizes in turn), and herds of %s runs of one name released together, as fresh Clients and as processes, plain and TLS, with and without --jitter, and with --once-per's waiting losers. All on this one %d-core machine: the bench process holds every Client and its goroutines, and shares the cores with redis-server and, for the herds, with every process it starts, so wall times and latencies there are this machine's; Redis's own CPU, commands, reads and memory per hand-over or per run are the figures that carry over to a fleet.\n",
+		c.waiters.String(), c.laps, c.rounds, c.herd.String(), r.env.cores)
 }
 
 // fmtUS writes d in µs.

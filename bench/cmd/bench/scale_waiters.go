@@ -223,13 +223,15 @@ func (r waitersRun) String() string {
 		"\n        per hand-over: " + r.breakdown()
 }
 
-// breakdown is the commands per hand-over by name, the most first.
+// breakdown is the commands per hand-over by name, the most first, each
+// with Redis's time in one call.
 func (r waitersRun) breakdown() string {
 	cmds := slices.Collect(maps.Keys(r.server.calls))
 	slices.SortFunc(cmds, func(a, b string) int { return cmp.Compare(r.server.calls[b], r.server.calls[a]) })
 	var parts []string
 	for _, c := range cmds {
-		parts = append(parts, fmt.Sprintf("%s %.2f", strings.ToUpper(c), r.perHandOver(float64(r.server.calls[c]))))
+		n := r.server.calls[c]
+		parts = append(parts, fmt.Sprintf("%s %.2f (%.1f µs)", strings.ToUpper(c), r.perHandOver(float64(n)), float64(r.server.usec[c])/float64(n)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -245,3 +247,50 @@ func lineMemory(rdb *redis.Client, key string) int64 {
 	}
 	return n
 }
+
+// waitersRuns are the rounds of one size of the fair line, run in turn
+// with the other sizes (scale.go). The tables and targets read their
+// medians, their worst fairness and their most commands per hand-over.
+type waitersRuns []waitersRun
+
+// median is the median over the rounds of f.
+func (rs waitersRuns) median(f func(waitersRun) float64) float64 {
+	v := rs.values(f)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// values are f over the rounds, sorted.
+func (rs waitersRuns) values(f func(waitersRun) float64) []float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v
+}
+
+// medianRound is the round at the median of f (the later of two).
+func (rs waitersRuns) medianRound(f func(waitersRun) float64) waitersRun {
+	sorted := slices.Clone(rs)
+	slices.SortStableFunc(sorted, func(a, b waitersRun) int { return cmp.Compare(f(a), f(b)) })
+	return sorted[len(sorted)/2]
+}
+
+// worstFairness is the round with the lowest fairness.
+func (rs waitersRuns) worstFairness() waitersRun {
+	return slices.MinFunc(rs, func(a, b waitersRun) int {
+		_, _, fa := a.fairness()
+		_, _, fb := b.fairness()
+		return cmp.Compare(fa, fb)
+	})
+}
+
+// What the rounds are compared by.
+func cpuPerHandOver(r waitersRun) float64   { return r.perHandOver(float64(r.server.cpu.Microseconds())) }
+func readsPerHandOver(r waitersRun) float64 { return r.perHandOver(float64(r.server.reads)) }
+func cmdsPerHandOver(r waitersRun) float64  { return r.perHandOver(float64(r.server.total())) }
+func p50(r waitersRun) float64              { return float64(percentile(r.latencies, 50)) }
+func p99(r waitersRun) float64              { return float64(percentile(r.latencies, 99)) }
