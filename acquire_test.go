@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,6 +123,44 @@ func TestTryAcquireBusy(t *testing.T) {
 			t.Errorf("error %q shows the holder's secret", err)
 		}
 	})
+}
+
+// Redis answered the SET NX, then stopped before the round trip that reads
+// the holder: the try is refused with the holder unknown, not failed as if
+// Redis were unreachable.
+func TestTryAcquireRefusedIsNotObtainedWhenTheHolderCannotBeRead(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	srv.Client().Set(ctx, "lock:job", foreignToken, time.Minute)
+	rdb := srv.ClientWith(&redis.Options{MaxRetries: -1, ReadTimeout: 300 * time.Millisecond})
+	var stopped atomic.Bool
+	rdb.AddHook(stopAfterSet{func() {
+		if !stopped.Swap(true) {
+			srv.Signal(syscall.SIGSTOP)
+		}
+	}})
+	defer srv.Signal(syscall.SIGCONT)
+	l, err := withlock.New(rdb, nil).TryAcquire(ctx, "job", 10*time.Second, nil)
+	var held *withlock.NotObtainedError
+	if !stopped.Load() || l != nil || !errors.As(err, &held) || held.Holder.ID != "unknown" {
+		t.Fatalf("TryAcquire = %v, %v (Redis stopped after the SET: %v); want a *NotObtainedError, holder unknown", l, err, stopped.Load())
+	}
+}
+
+// stopAfterSet is a go-redis hook that calls stop once a pipeline that
+// holds a SET has its replies.
+type stopAfterSet struct{ stop func() }
+
+func (stopAfterSet) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (stopAfterSet) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h stopAfterSet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "set" }) {
+			h.stop()
+		}
+		return err
+	}
 }
 
 func TestTryAcquireConcurrentOneWins(t *testing.T) {

@@ -231,7 +231,14 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 		if mayHaveLanded(err) { // a retried SET may have landed before
 			s.abandon(ctx, l, false)
 		}
-		return err
+		if isRedisReply(err) { // refused (an ACL without GET): say so
+			return err
+		}
+		// Redis answered the SET: the key is held, by whom is what the
+		// inspection could not say. A try that got its answer is refused,
+		// not failed; at the top of the minute the inspection is the
+		// round trip that a busy Redis leaves unanswered.
+		return notObtained(l.key, "", 0)
 	}
 	if n, ok := slotsOf(holder); ok {
 		return &slotsError{Key: l.key, Have: n, Want: 1}
