@@ -120,17 +120,14 @@ func TestTLSToPlainRedisIsConfigError(t *testing.T) {
 // accept. While Redis is stopped, the run's connections wait in its
 // listen backlog: there is one, and the run succeeds once Redis resumes.
 func TestTLSRedisSlowToHandshakeIsNotProbed(t *testing.T) {
-	ca := redistest.NewCA(t, "with-lock-test")
-	srv := redistest.StartTLS(t, ca, false)
-	clitest.Binary(t)
-	srv.Signal(syscall.SIGSTOP)
-	defer srv.Signal(syscall.SIGCONT)
+	srv, ca := stoppedTLSRedis(t)
 	cmd, ran := marker(t)
 	p := clitest.Start(t, nil, append([]string{"--redis", srv.URL(), "--tls-cacert", ca.CertFile, "slow-tls"}, cmd...)...)
 	clitest.Eventually(t, 5*time.Second, "the run's connection in Redis's backlog", func() bool { return backlog(t, srv.Port) >= 1 })
-	// Well past the moment a probe would come if it did not wait for the
-	// handshake to go unanswered for a second, and well before that second.
-	const slow = 450 * time.Millisecond
+	// Past the moment a probe would come if it did not wait for the
+	// handshake to go unanswered for a second (at 200 ms it did), and
+	// far enough before that second for a loaded machine.
+	const slow = 300 * time.Millisecond
 	time.Sleep(slow)
 	if n := backlog(t, srv.Port); n != 1 {
 		t.Errorf("%d connections from the run wait for a TLS Redis that has not answered its handshake for %s; want 1", n, slow)

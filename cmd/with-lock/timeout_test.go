@@ -194,11 +194,7 @@ func goneSoon(t *testing.T, e *env, key string) {
 // server) and is sent the ordinary way instead: the run is still bounded
 // by 1.5 of --redis-timeout.
 func TestStalledTLSRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
-	ca := redistest.NewCA(t, "with-lock-test")
-	srv := redistest.StartTLS(t, ca, false)
-	clitest.Binary(t)
-	srv.Signal(syscall.SIGSTOP)
-	defer srv.Signal(syscall.SIGCONT)
+	srv, ca := stoppedTLSRedis(t)
 	ran := filepath.Join(t.TempDir(), "ran")
 	r := clitest.Run(t, nil, "--redis", srv.URL(), "--tls-cacert", ca.CertFile, "--redis-timeout", stallTimeout.String(), "x", "touch", ran)
 	if r.Code != 69 {
@@ -220,6 +216,18 @@ func TestStalledTLSRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
 	} else if r.Duration > stallTimeout*3/2 {
 		t.Errorf("stderr %q says only the timeout, %s, of a wait of %s", r.Stderr, stallTimeout, r.Duration)
 	}
+}
+
+// stoppedTLSRedis starts a Redis that speaks TLS, trusted by its CA's
+// file, and stops it (SIGSTOP) until the test ends; the binary is built
+// first, so that a run's time is its own.
+func stoppedTLSRedis(t *testing.T) (*redistest.Server, *redistest.CA) {
+	ca := redistest.NewCA(t, "with-lock-test")
+	srv := redistest.StartTLS(t, ca, false)
+	clitest.Binary(t)
+	srv.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { srv.Signal(syscall.SIGCONT) })
+	return srv, ca
 }
 
 var inAll = regexp.MustCompile(`, (\S+) in all with the clean-up of its token; command not run`)
