@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"time"
 
@@ -406,69 +405,4 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 		return got, ErrLockNotHeld
 	}
 	return got, nil
-}
-
-// abandonAttempts is how many times the ordinary clean-up (retryCleanup,
-// see cleanup.go) sends its deletion when it cannot be queued, all within
-// the clean-up's budget.
-const abandonAttempts = 3
-
-// abandonPauses are the pauses after an attempt that failed quicker than
-// the pause itself (Redis refused the connection, say): a slow failure has
-// waited long enough already.
-var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 200 * time.Millisecond}
-
-// abandon deletes l's key if it still holds l's token, best effort, even
-// when ctx is already cancelled, without waiting for a stalled server: see
-// cleanupScript. answered says whether Redis has just answered.
-func (s *single) abandon(ctx context.Context, l *Lock, answered bool) {
-	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript(), []string{l.key}, releaseArgs(l.token, l.waitMark(), 0, "")...)
-}
-
-// retryCleanup runs del, a deletion of our own token, up to abandonAttempts
-// times until Redis answers or ctx ends. It reports whether Redis answered.
-func retryCleanup(ctx context.Context, del func(context.Context) error) bool {
-	for i := range abandonAttempts {
-		start := time.Now()
-		err := del(ctx)
-		switch {
-		case err == nil || isRedisReply(err):
-			return true
-		case ctx.Err() != nil:
-			return false
-		}
-		if i < len(abandonPauses) {
-			if d := abandonPauses[i] - time.Since(start); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					return false
-				}
-			}
-		}
-	}
-	return false
-}
-
-// mayHaveLanded reports whether a command that failed with err may have
-// been executed by Redis, or may still be: anything but an error reply
-// from Redis, or a failure to get a connection at all, when nothing was
-// sent.
-func mayHaveLanded(err error) bool {
-	var op *net.OpError
-	switch {
-	case isRedisReply(err):
-		return false
-	case errors.As(err, &op) && op.Op == "dial",
-		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
-		return false
-	}
-	return true
-}
-
-// isRedisReply reports whether err is an error reply from Redis (or
-// redis.Nil): the server answered, so the command did run, or was refused.
-func isRedisReply(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr)
 }
