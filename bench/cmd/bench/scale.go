@@ -45,7 +45,7 @@ type scaleResult struct {
 	// redis-server's CPU per new connection (connectCost), plain and TLS.
 	connPlain, connTLS time.Duration
 	// The fewest waiters beside as many idle connections as the most
-	// waiters hold; nil if not run.
+	// waiters hold, a run per round; empty if not run.
 	idle waitersRuns
 	// The fleet view on a Cluster; nil if not run.
 	cluster *clusterList
