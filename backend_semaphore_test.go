@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
@@ -85,8 +86,17 @@ func TestSlotsKeepAliveRenewsSlotAndMarker(t *testing.T) {
 		if _, err := withlock.New(rdb, nil).TryAcquire(ctx, "ka", time.Minute, nil); !errors.Is(err, withlock.ErrSlotsMismatch) {
 			t.Errorf("a plain TryAcquire during the run: %v, want ErrSlotsMismatch", err)
 		}
-		mark := rdb.PTTL(ctx, l.Key()).Val()
-		if slot := rdb.PTTL(ctx, slotKeyOf(l.Key(), l.Slot())).Val(); slot <= 0 || mark < slot {
+		// Both in one MULTI: a renewal between two separate reads would
+		// show a fresh slot beside a marker read a moment before it.
+		var markCmd, slotCmd *redis.DurationCmd
+		if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			markCmd = p.PTTL(ctx, l.Key())
+			slotCmd = p.PTTL(ctx, slotKeyOf(l.Key(), l.Slot()))
+			return nil
+		}); err != nil {
+			return fmt.Errorf("reading the TTLs: %w", err)
+		}
+		if mark, slot := markCmd.Val(), slotCmd.Val(); slot <= 0 || mark < slot {
 			t.Errorf("marker PTTL %s, slot PTTL %s: want the slot renewed and the marker no shorter", mark, slot)
 		}
 		return nil
