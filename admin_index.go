@@ -30,7 +30,7 @@ import (
 //     indexEvery (nameIndex): every CLI run is a fresh Client and writes
 //     it, while a long-lived Client's uncontended path stays one SET.
 //   - A waiter joining the fair line writes it the same way, with its
-//     RPUSH (wait_fair.go): a hand-over sets the key for the waiter
+//     RPUSH (wait_fair_join.go): a hand-over sets the key for the waiter
 //     without a SET of the waiter's own.
 //   - The holder's first renewal (extend_index.lua) and the release that
 //     records a run (record.lua) write it too, on a Cluster beside their
