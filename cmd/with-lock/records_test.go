@@ -206,3 +206,31 @@ func TestRecordWithRedisDownIsOneWarning(t *testing.T) {
 		}
 	}
 }
+
+// A run has one outcome however much happened to it: one that --max-run
+// was stopping when its lock was lost is recorded lost, and exits 125 as
+// any lost run does. The job ignores --max-run's SIGTERM and ends on the
+// one the loss sends.
+func TestARunLostWhileMaxRunStopsItIsRecordedLost(t *testing.T) {
+	e := setup(t)
+	const job = `n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 0' TERM; while :; do sleep 0.05; done`
+	p := clitest.Start(t, redisEnv(e.srv), "--ttl", "1s", "--max-run", "1s", "--kill-after", "30s", "max-run-lost", "sh", "-c", job)
+	p.WaitStderr("still running after --max-run")
+	if r := e.run("--break", "max-run-lost"); r.Code != 0 {
+		t.Fatalf("--break: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	r := p.Wait(20 * time.Second)
+	if r.Code != 125 {
+		t.Errorf("exit %d, want 125 (lost); stderr %q", r.Code, r.Stderr)
+	}
+	st := e.run("--status", "--json", "max-run-lost")
+	var got struct {
+		LastRun *runJSON `json:"last_run"`
+	}
+	if err := json.Unmarshal([]byte(st.Stdout), &got); err != nil {
+		t.Fatalf("--status --json %q: %v", st.Stdout, err)
+	}
+	if got.LastRun == nil || got.LastRun.Outcome != "lost" || got.LastRun.ExitCode != 125 {
+		t.Errorf("last run %+v, want outcome lost, exit 125", got.LastRun)
+	}
+}
