@@ -354,7 +354,7 @@ func TestReacquiredLockIsIndexedAgain(t *testing.T) {
 	defer ka.Stop()
 	rl.waitFor(t, ka, nil, 5*time.Second)
 	rdb.FlushAll(ctx)
-	rl.waitFor(t, ka, reacquired, 5*time.Second)
+	rl.waitFor(t, ka, errReacquired, 5*time.Second)
 	rl.waitFor(t, ka, nil, 5*time.Second) // a renewal after the reacquisition
 	if !rdb.HExists(ctx, indexOf, l.Key()).Val() {
 		t.Error("the reacquired lock is not in the index after its next renewal")

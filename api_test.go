@@ -13,10 +13,8 @@ import (
 	"go/parser"
 	"go/token"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -117,9 +115,9 @@ func funcName(d *ast.FuncDecl) (name string, ok bool) {
 // or method ("quorum.subscribe", "Lock.keep"), which a user cannot open
 // from go doc nor call.
 func TestDocNamesNoSourceFileNorUnexportedName(t *testing.T) {
-	gotool, err := exec.LookPath("go")
+	gotool, err := exec.LookPath("go") // go test puts its own go first in PATH
 	if err != nil {
-		gotool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("no go tool in PATH: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -129,11 +129,11 @@ func TestKeepAliveOnRenewReportsEachRenewal(t *testing.T) {
 }
 
 // renewLog collects what a KeepAlive's OnRenew and OnReacquire report:
-// OnRenew's error, and reacquired for each call of OnReacquire.
+// OnRenew's error, and errReacquired for each call of OnReacquire.
 type renewLog chan error
 
-// reacquired stands for a call of OnReacquire in a renewLog.
-var reacquired = errors.New("OnReacquire was called")
+// errReacquired stands for a call of OnReacquire in a renewLog.
+var errReacquired = errors.New("OnReacquire was called")
 
 func (rl renewLog) onRenew(_ time.Duration, err error) {
 	select {
@@ -142,7 +142,7 @@ func (rl renewLog) onRenew(_ time.Duration, err error) {
 	}
 }
 
-func (rl renewLog) onReacquire(time.Duration) { rl.onRenew(0, reacquired) }
+func (rl renewLog) onReacquire(time.Duration) { rl.onRenew(0, errReacquired) }
 
 // options are KeepAliveOptions with Reacquire that report to rl.
 func (rl renewLog) options() *withlock.KeepAliveOptions {
@@ -150,7 +150,7 @@ func (rl renewLog) options() *withlock.KeepAliveOptions {
 }
 
 // waitFor waits up to timeout for OnRenew to report an error matching
-// want (reacquired: for OnReacquire to be called), failing on a loss
+// want (errReacquired: for OnReacquire to be called), failing on a loss
 // first.
 func (rl renewLog) waitFor(t *testing.T, ka *withlock.KeepAlive, want error, timeout time.Duration) {
 	t.Helper()
@@ -210,7 +210,7 @@ func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
 			if err := tt.fault(srv, srv.Client()); err != nil {
 				t.Fatal(err)
 			}
-			rl.waitFor(t, ka, reacquired, 5*time.Second)
+			rl.waitFor(t, ka, errReacquired, 5*time.Second)
 			rdb := srv.Client()
 			if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
 				t.Fatalf("after the reacquisition the key holds %q, want the lock's own token", v)

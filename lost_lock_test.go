@@ -284,7 +284,7 @@ func TestBreakMarkerNamesOnlyTheTokensItRemoved(t *testing.T) {
 	if err := rdb.Del(ctx, l.Key()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rl.waitFor(t, ka, reacquired, 5*time.Second)
+	rl.waitFor(t, ka, errReacquired, 5*time.Second)
 	if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
 		t.Errorf("key holds %q after the reacquisition, want the later holder's token", v)
 	}

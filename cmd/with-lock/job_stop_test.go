@@ -343,7 +343,7 @@ func TestStopSignalIsSentOnMaxRunAndALostLock(t *testing.T) {
 func TestSystemdUnitStopsTheJobBeforeSystemdDoes(t *testing.T) {
 	unit := readFile(t, filepath.Join("..", "..", "packaging", "systemd", "with-lock-example.service"))
 	var args []string
-	var stopSec time.Duration
+	var unitStop time.Duration
 	mixed := false
 	for _, line := range strings.Split(unit, "\n") {
 		key, value, _ := strings.Cut(line, "=")
@@ -357,7 +357,7 @@ func TestSystemdUnitStopsTheJobBeforeSystemdDoes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("TimeoutStopSec=%s: %v", value, err)
 			}
-			stopSec = d
+			unitStop = d
 		case "KillMode":
 			mixed = value == "mixed"
 		}
@@ -367,8 +367,8 @@ func TestSystemdUnitStopsTheJobBeforeSystemdDoes(t *testing.T) {
 		t.Fatalf("ExecStart's with-lock %q: %v", args, err)
 	}
 	const room = 5 * time.Second // the SIGKILL, the job's end, the release
-	if c.StopTimeout <= 0 || stopSec < c.StopTimeout+room || !mixed {
+	if c.StopTimeout <= 0 || unitStop < c.StopTimeout+room || !mixed {
 		t.Errorf("--stop-timeout %s, TimeoutStopSec=%s, KillMode=mixed %v: want a --stop-timeout at least %s below TimeoutStopSec, and mixed",
-			c.StopTimeout, stopSec, mixed, room)
+			c.StopTimeout, unitStop, mixed, room)
 	}
 }

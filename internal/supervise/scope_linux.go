@@ -144,9 +144,6 @@ func (r scopeRequest) body(unit string) []byte {
 	return e.b
 }
 
-// errUnitExists is a scope name taken.
-var errUnitExists = errors.New("unit exists")
-
 // startScope asks the manager on conn for the job's scope and waits until
 // its first process, r.pid, is in it. It returns the scope's unit name
 // and the directory of its group.
