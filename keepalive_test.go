@@ -70,7 +70,11 @@ func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 func TestKeepAliveOnRenewReportsEachRenewal(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
-	const ttl = 600 * time.Millisecond // a renewal every 200ms
+	// A renewal every 800ms; the pause below outlasts that by 300ms, and
+	// ends more than a second before the local deadline (the TTL less its
+	// 340ms margin), so that a loaded machine neither sends the renewal
+	// after the pause nor loses the lock during it.
+	const ttl, pause = 2400 * time.Millisecond, 1100 * time.Millisecond
 	l := mustAcquire(t, locker, "ka-onrenew", ttl)
 	type report struct {
 		took       time.Duration
@@ -102,15 +106,15 @@ func TestKeepAliveOnRenewReportsEachRenewal(t *testing.T) {
 			return report{}
 		}
 	}
-	if r := next(); r.err != nil || r.took > 150*time.Millisecond {
+	if r := next(); r.err != nil || r.took > 300*time.Millisecond {
 		t.Fatalf("first renewal: took %s, err %v; want a quick success", r.took, r.err)
 	}
-	// Held up: the next renewal is due in about 200ms and waits for the pause.
-	if err := rdb.Do(ctx, "CLIENT", "PAUSE", 300, "ALL").Err(); err != nil {
+	// Held up: the next renewal is due within 800ms and waits for the pause.
+	if err := rdb.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if r := next(); r.err != nil || r.took < 50*time.Millisecond {
-		t.Errorf("renewal during a 300ms CLIENT PAUSE: took %s, err %v; want a slow success", r.took, r.err)
+	if r := next(); r.err != nil || r.took < 100*time.Millisecond {
+		t.Errorf("renewal during a %s CLIENT PAUSE: took %s, err %v; want a slow success", pause, r.took, r.err)
 	}
 	if err := rdb.Set(ctx, l.Key(), "otherhost:1:x", time.Minute).Err(); err != nil {
 		t.Fatal(err)
