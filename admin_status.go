@@ -247,6 +247,15 @@ func holderTTL(ms int64) time.Duration {
 	return 0
 }
 
+// pttlHolderTTL is a PTTL reply, as go-redis reads it (-1 and -2 as
+// they are, else in milliseconds), as Holder.TTL says it.
+func pttlHolderTTL(d time.Duration) time.Duration {
+	if d == -1 {
+		return -1
+	}
+	return max(d, 0)
+}
+
 // statusOf is a node's status of what was read: the lock key's value and
 // remaining time, then its fence counter, last-run record, last success,
 // once-per marker and leftovers note. The first error other than a missing

@@ -260,8 +260,8 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 }
 
 // inspect reads who holds key and for how long, in one round trip: the
-// holder's token ("" when the key is gone) and its remaining time (0 when
-// unknown or without expiry).
+// holder's token ("" when the key is gone) and its remaining time, as
+// Holder.TTL says it (-1 without expiry, 0 when gone).
 func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
 	var get *redis.StringCmd
 	var pttl *redis.DurationCmd
@@ -273,7 +273,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", 0, fmt.Errorf("inspect %s: %w", key, err)
 	}
-	return get.Val(), max(pttl.Val(), 0), nil
+	return get.Val(), pttlHolderTTL(pttl.Val()), nil
 }
 
 func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {

@@ -49,8 +49,8 @@ var (
 type NotObtainedError struct {
 	Key string // the lock's Redis key
 	// Holder is the owner, as far as is known: ID "unknown" and TTL 0 when
-	// it could not be read; for a semaphore, the holder whose slot frees
-	// first.
+	// it could not be read, TTL -1 for a key without expiry; for a
+	// semaphore, the holder whose slot frees first.
 	Holder Holder
 	// Slots is, for a semaphore (NewSemaphore), its number of slots, all
 	// held; 0 for a plain lock.
@@ -77,8 +77,11 @@ func (e *NotObtainedError) Error() string {
 		held = " for " + d.Round(time.Second).String()
 	}
 	expires := ""
-	if h.TTL > 0 {
+	switch {
+	case h.TTL > 0:
 		expires = " (expires in " + h.TTL.Round(time.Millisecond).String() + ")"
+	case h.TTL < 0:
+		expires = " (no expiry: it never frees by itself)"
 	}
 	if e.Slots > 0 {
 		return fmt.Sprintf("all %d slots of %s are held; the first to free is %s's%s%s",

@@ -160,7 +160,7 @@ func (f *fairRooms) leaveLine(ctx, tctx context.Context, r *room, w *liner, join
 		if rem.Err() != nil || (rem.Val() == 0 && r.b.mayHold(get.Val(), w.want.token)) {
 			_ = r.b.release(context.WithoutCancel(tctx), w.want, 0)
 		} else if get.Err() == nil {
-			held = notObtained(r.key, get.Val(), max(pttl.Val(), 0))
+			held = notObtained(r.key, get.Val(), pttlHolderTTL(pttl.Val()))
 		}
 	}
 	var ended error = errors.New("could not join the line")
