@@ -49,22 +49,25 @@ func TestVerboseTextLog(t *testing.T) {
 // reported with -v, and only then.
 func TestVerboseReportsSlowRenewal(t *testing.T) {
 	e := setup(t)
-	const ttl = 1200 * time.Millisecond // renewal every 400ms; slow is over 200ms
+	// A renewal every 800ms; slow is over 400ms. The lock's local deadline
+	// (the TTL less 340ms) is far enough off for a pause not to lose it on
+	// a loaded machine.
+	const ttl = 2400 * time.Millisecond
 	p := clitest.Start(t, nil, "-v", "--redis", e.srv.URL(), "--ttl", ttl.String(), "slow", "sleep", "30")
 	p.WaitStderr("acquired lock:slow")
 	ctx := context.Background()
-	// A renewal sent in the first 150ms of a 350ms pause is slow. The gap
+	// A renewal sent in the first 300ms of a 700ms pause is slow. The gap
 	// between pauses is random so that they cannot keep in step with the
 	// renewals and always miss them.
 	clitest.Eventually(t, 30*time.Second, "no slow renewal reported", func() bool {
 		if strings.Contains(p.Stderr(), "renewed lock:slow slowly") {
 			return true
 		}
-		_ = e.rdb.Do(ctx, "CLIENT", "PAUSE", 350, "ALL").Err()
-		time.Sleep(350*time.Millisecond + rand.N(300*time.Millisecond))
+		_ = e.rdb.Do(ctx, "CLIENT", "PAUSE", 700, "ALL").Err()
+		time.Sleep(700*time.Millisecond + rand.N(300*time.Millisecond))
 		return false
 	})
-	if !hasLine(p.Stderr(), "renewed lock:slow slowly: took ", "(slow: more than 200ms, half the renewal interval)") {
+	if !hasLine(p.Stderr(), "renewed lock:slow slowly: took ", "(slow: more than 400ms, half the renewal interval)") {
 		t.Errorf("stderr %q: want the slow renewal with what slow means", p.Stderr())
 	}
 }
