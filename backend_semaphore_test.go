@@ -77,9 +77,11 @@ func TestSlotsNeverExceedN(t *testing.T) {
 func TestSlotsKeepAliveRenewsSlotAndMarker(t *testing.T) {
 	rdb := startRedis(t)
 	ctx := context.Background()
-	err := semaphore(t, rdb, 2).Do(ctx, "ka", 300*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
+	// A second's TTL: renewals every 333ms with the local deadline 800ms
+	// after each, which a loaded machine keeps to.
+	err := semaphore(t, rdb, 2).Do(ctx, "ka", time.Second, nil, func(ctx context.Context, l *withlock.Lock) error {
 		select {
-		case <-time.After(time.Second): // the run's work: three TTLs
+		case <-time.After(2 * time.Second): // the run's work: two TTLs
 		case <-ctx.Done():
 			return ctx.Err()
 		}
