@@ -33,7 +33,7 @@ func stopUnlost(t *testing.T, ka *withlock.KeepAlive, l *withlock.Lock) {
 func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
-	const ttl = 300 * time.Millisecond
+	const ttl = 600 * time.Millisecond // 250ms to spare between a renewal and the local deadline
 	l := mustAcquire(t, locker, "ka-renew", ttl)
 	ka := l.KeepAlive(ctx, nil)
 	defer ka.Stop()

@@ -241,10 +241,10 @@ func TestDoRunsUnderLockAndReleases(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	ran := false
-	err := locker.Do(ctx, "do-ok", 300*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
+	err := locker.Do(ctx, "do-ok", 600*time.Millisecond, nil, func(ctx context.Context, l *withlock.Lock) error {
 		ran = true
 		// Longer than the TTL: only renewal keeps the lock.
-		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 			if v := rdb.Get(ctx, l.Key()).Val(); v != l.Token() {
 				t.Errorf("after %s the key holds %q, not our token", time.Since(l.Acquired()), v)
 				return nil
