@@ -184,8 +184,8 @@ func appendCommand(buf []byte, args ...string) []byte {
 	return buf
 }
 
-// abandonAttempts is how many times the ordinary clean-up (retryCleanup,
-// see cleanup.go) sends its deletion when it cannot be queued, all within
+// abandonAttempts is how many times the ordinary clean-up (retryCleanup)
+// sends its deletion when it cannot be queued, all within
 // the clean-up's budget.
 const abandonAttempts = 3
 
