@@ -1,27 +1,20 @@
 package withlock
 
 import (
+	"context"
 	"io/fs"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/with-lock/with-lock/internal/redistest"
 )
 
 // Every script is read on first use (lazyScript): this reads them all, so
 // that a script missing from lua/ fails here rather than in a run, and
 // every file in lua/ is read by one of them.
 func TestEveryScriptIsEmbedded(t *testing.T) {
-	scripts := map[string]func() string{
-		"release": releaseScript, "extend": extendScript, "pttl": pttlScript,
-		"acquire_fenced": acquireFencedScript, "claim": claimScript, "line_check": lineCheckScript,
-		"slots_acquire": slotsAcquireScript, "slots_release": slotsReleaseScript,
-		"slots_extend": slotsExtendScript, "slots_line_check": slotsLineCheckScript,
-		"left": leftScript, "break": breakScript, "record": recordScript,
-		"extend_index": extendIndexScript, "unindex": unindexScript, "status": statusScript,
-		"index_seen": indexSeenScript, "unindex_seen": unindexSeenScript,
-		"window": windowScript, "pause": pauseScript, "resume": resumeScript, "replace": replaceScript,
-		"replace_confirm": replaceConfirmScript, "slots_hand": slotsHand, "key_hand": keyHand,
-	}
+	scripts := everyScript()
 	for name, script := range scripts {
 		if s := script(); !strings.Contains(s, "redis.call") && !strings.Contains(s, "redis.pcall") {
 			t.Errorf("lua/%s.lua: %q is not a script that calls Redis", name, s)
@@ -39,6 +32,56 @@ func TestEveryScriptIsEmbedded(t *testing.T) {
 	for _, f := range files {
 		if scripts[strings.TrimSuffix(strings.TrimPrefix(f, "lua/"), ".lua")] == nil {
 			t.Errorf("%s is embedded but no script variable reads it", f)
+		}
+	}
+}
+
+// everyScript is every script variable by the name of its file in lua/.
+func everyScript() map[string]func() string {
+	return map[string]func() string{
+		"release": releaseScript, "extend": extendScript, "pttl": pttlScript,
+		"acquire_fenced": acquireFencedScript, "claim": claimScript, "line_check": lineCheckScript,
+		"slots_acquire": slotsAcquireScript, "slots_release": slotsReleaseScript,
+		"slots_extend": slotsExtendScript, "slots_line_check": slotsLineCheckScript,
+		"left": leftScript, "break": breakScript, "record": recordScript,
+		"extend_index": extendIndexScript, "unindex": unindexScript, "status": statusScript,
+		"index_seen": indexSeenScript, "unindex_seen": unindexSeenScript,
+		"window": windowScript, "pause": pauseScript, "resume": resumeScript, "replace": replaceScript,
+		"replace_confirm": replaceConfirmScript, "slots_hand": slotsHand, "key_hand": keyHand,
+	}
+}
+
+// TestScriptsReadExactlyThroughEveryMonitor: the wire tests read commands
+// through redistest's MONITOR parser, and the server under test decides
+// how MONITOR writes an argument (Valkey 8.1 leaves quotes and backslashes
+// unescaped). Every script as sent, composed ones included, comes back
+// from it byte for byte, so the wire checks hold on every server of make
+// test-servers.
+func TestScriptsReadExactlyThroughEveryMonitor(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	sent := everyScript()
+	sent["finish"], sent["slots_finish"] = finishScript, slotsFinishScript
+	mon := srv.Monitor()
+	var want []string
+	for _, script := range sent {
+		want = append(want, script())
+		if err := rdb.Echo(context.Background(), script()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, c := range mon.Commands() {
+		if len(c.Args) == 2 && strings.EqualFold(c.Args[0], "echo") {
+			got = append(got, c.Args[1])
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("MONITOR showed %d ECHOs, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("MONITOR read a script as\n%q\nwant\n%q", got[i], want[i])
 		}
 	}
 }

@@ -19,6 +19,11 @@ type Monitor struct {
 	s    *Server
 	conn net.Conn
 	r    *bufio.Reader
+	// rawQuotes: the server writes '"' and '\' inside an argument as they
+	// are (Valkey 8.1) instead of escaping them as Redis's sdscatrepr does.
+	rawQuotes bool
+	// early holds the lines read before the dialect was known.
+	early []string
 }
 
 // Command is one command seen by a Monitor.
@@ -53,7 +58,51 @@ func (s *Server) Monitor() *Monitor {
 	if line := m.readLine(); line != "+OK" {
 		s.t.Fatalf("monitor: MONITOR answered %q", line)
 	}
+	m.rawQuotes = m.writesQuotesRaw()
 	return m
+}
+
+// dialectProbe is an argument with a quote and a backslash, echoed once
+// to learn how the server's MONITOR writes them.
+const dialectProbe = `redistest-monitor-dialect-"-\`
+
+// writesQuotesRaw echoes dialectProbe and reports whether MONITOR wrote
+// its quote and backslash unescaped. Lines read before the probe's are
+// kept for Commands.
+func (m *Monitor) writesQuotesRaw() bool {
+	m.s.t.Helper()
+	m.sendAside("ECHO", dialectProbe)
+	for {
+		line := m.readLine()
+		switch {
+		case strings.HasSuffix(line, ` "`+dialectProbe+`"`):
+			return true
+		case strings.HasSuffix(line, ` "redistest-monitor-dialect-\"-\\"`):
+			return false
+		case strings.Contains(line, "redistest-monitor-dialect-"):
+			m.s.t.Fatalf("monitor: the dialect probe reads %q", line)
+		default:
+			m.early = append(m.early, line)
+		}
+	}
+}
+
+// sendAside sends a command on a connection of its own, which it closes
+// once the command is answered.
+func (m *Monitor) sendAside(args ...string) {
+	m.s.t.Helper()
+	conn, err := net.DialTimeout("tcp", m.s.Addr(), monitorTimeout)
+	if err != nil {
+		m.s.t.Fatalf("monitor: %v", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(monitorTimeout))
+	if _, err := conn.Write(resp(args...)); err != nil {
+		m.s.t.Fatalf("monitor: %v", err)
+	}
+	if _, err := bufio.NewReader(conn).ReadString('\n'); err != nil {
+		m.s.t.Fatalf("monitor: %v", err)
+	}
 }
 
 // Commands returns the commands the server ran since the Monitor started or
@@ -65,19 +114,16 @@ func (m *Monitor) Commands() []Command {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	marker := "redistest-monitor-marker-" + hex.EncodeToString(b[:])
-	conn, err := net.DialTimeout("tcp", m.s.Addr(), monitorTimeout)
-	if err != nil {
-		m.s.t.Fatalf("monitor marker: %v", err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(monitorTimeout))
-	if _, err := conn.Write(resp("ECHO", marker)); err != nil {
-		m.s.t.Fatalf("monitor marker: %v", err)
-	}
+	m.sendAside("ECHO", marker)
 	var cmds []Command
 	for {
-		line := m.readLine()
-		c, err := parseMonitorLine(line)
+		var line string
+		if len(m.early) > 0 {
+			line, m.early = m.early[0], m.early[1:]
+		} else {
+			line = m.readLine()
+		}
+		c, err := parseMonitorLine(line, m.rawQuotes)
 		if err != nil {
 			m.s.t.Fatalf("monitor: %v", err)
 		}
@@ -115,8 +161,10 @@ func resp(args ...string) []byte {
 	return b
 }
 
-// parseMonitorLine parses `+<time> [<db> <client>] "arg" "arg"...`.
-func parseMonitorLine(line string) (Command, error) {
+// parseMonitorLine parses `+<time> [<db> <client>] "arg" "arg"...`, with
+// quotes and backslashes escaped in the arguments, or as they are when
+// rawQuotes.
+func parseMonitorLine(line string, rawQuotes bool) (Command, error) {
 	open := strings.IndexByte(line, '[')
 	end := strings.Index(line, "] ")
 	if !strings.HasPrefix(line, "+") || open < 0 || end < open {
@@ -126,15 +174,22 @@ func parseMonitorLine(line string) (Command, error) {
 	if !ok {
 		return Command{}, fmt.Errorf("no client in %q", line)
 	}
-	args, err := unquoteArgs(line[end+2:])
+	args, err := unquoteArgs(line[end+2:], rawQuotes)
 	if err != nil {
 		return Command{}, fmt.Errorf("%w in %q", err, line)
 	}
 	return Command{Client: client, Args: args}, nil
 }
 
-// unquoteArgs splits `"a" "b\n"` as Redis writes them (sdscatrepr).
-func unquoteArgs(s string) ([]string, error) {
+// unquoteArgs splits `"a" "b\n"` as Redis writes them (sdscatrepr). With
+// rawQuotes, as Valkey 8.1 writes them: control bytes still escaped, but
+// '"' and '\' as they are, so an argument ends at the quote before ` "`
+// or the end of the line, and a backslash is an escape only where one of
+// sdscatrepr's escapes follows it. That reading is exact for arguments
+// that hold neither `" "` nor a backslash before one of n, r, t, a, b or
+// x: with-lock's commands, scripts and keys hold neither
+// (TestScriptsReadExactlyThroughEveryMonitor).
+func unquoteArgs(s string, rawQuotes bool) ([]string, error) {
 	var args []string
 	for i := 0; i < len(s); {
 		if s[i] == ' ' {
@@ -150,11 +205,11 @@ func unquoteArgs(s string) ([]string, error) {
 				return nil, fmt.Errorf("unterminated argument")
 			}
 			c := s[i]
-			if c == '"' {
+			if c == '"' && (!rawQuotes || i+1 == len(s) || strings.HasPrefix(s[i+1:], ` "`)) {
 				i++
 				break
 			}
-			if c != '\\' {
+			if c != '\\' || rawQuotes && (i+1 == len(s) || !strings.ContainsRune("nrtabx", rune(s[i+1]))) {
 				arg = append(arg, c)
 				continue
 			}
