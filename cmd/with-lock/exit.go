@@ -51,12 +51,21 @@ func isNoSuchDatabase(err error) bool {
 	return redis.HasErrorPrefix(err, "DB index is out of range")
 }
 
-// isScriptNoPerm reports whether Redis refused a command run by one of our
-// Lua scripts because the ACL user may not run it. Redis says so in an ERR
-// reply, not NOPERM, so go-redis's IsPermissionError does not match; the
-// text has been Redis's since ACLs came in 6.0.
+// isScriptNoPerm reports whether the server refused a command run by one
+// of our Lua scripts because the ACL user may not run it. It says so in an
+// ERR reply, not NOPERM, so go-redis's IsPermissionError does not match,
+// and the text is all there is: Redis 6.0 to 7.0 write "The user executing
+// the script can't run this command or subcommand"; Redis 7.2 and later
+// and Valkey write "ACL failure in script: User <u> has no permissions to
+// run the '<cmd>' command" (TestLeastPrivilegeACL runs on each server of
+// make test-servers).
 func isScriptNoPerm(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "The user executing the script can't run this command")
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "The user executing the script can't run this command") ||
+		strings.Contains(msg, "ACL failure in script")
 }
 
 // hint says what to do about a failure to acquire, after its cause. Only a
