@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test test-short test-cron churn replace-churn bench redis promtool pushgateway cron-tools dist check-dist clean
+.PHONY: build install demo test test-short test-servers test-cron churn replace-churn bench redis promtool pushgateway cron-tools dist check-dist clean
 .PHONY: image beds beds-deps
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
@@ -65,6 +65,15 @@ demo: redis install
 test: redis promtool pushgateway
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-servers: the tests that start a server, against each server of the matrix in turn: Redis 7.0, Valkey 8.0, Redis 8.0, Valkey 8.1 (Debian's packages, cached by tools/servers.sh; root, minutes the first time). SERVERS= picks some.
+SERVERS ?= $(shell tools/servers.sh ids)
+test-servers: redis promtool pushgateway
+	@for id in $(SERVERS); do \
+		bin=$$(tools/servers.sh bin $$id) || exit 1; \
+		echo "== $$id: $$($$bin/redis-server --version | cut -d' ' -f1-3)"; \
+		PATH="$$bin:$$PATH" $(GO) test -count=1 -timeout 20m ./... || exit 1; \
+	done
 
 ## test-short: the tests that need no Redis (go test -short), in seconds, without redis-server
 test-short:
