@@ -61,10 +61,15 @@ cron-tools:
 demo: redis install
 	BIN=$(DESTDIR)$(BINDIR)/with-lock tools/demo.sh
 
+# The tests wait on TTLs, timeouts and servers far more than they compute:
+# this many run side by side in each package (those that hold a bound in
+# time run alone first: TestEveryTestRunsInParallelOrSaysWhyNot).
+PARALLEL ?= 8
+
 ## test: go vet and the race-enabled test suite against real redis-server processes
 test: redis promtool pushgateway
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -parallel $(PARALLEL) -timeout 20m ./...
 
 ## test-servers: the tests that start a server, against each server of the matrix in turn: Redis 7.0, Valkey 8.0, Redis 8.0, Valkey 8.1 (Debian's packages, cached by tools/servers.sh; root, minutes the first time). SERVERS= picks some.
 SERVERS ?= $(shell tools/servers.sh ids)
@@ -72,7 +77,7 @@ test-servers: redis promtool pushgateway
 	@for id in $(SERVERS); do \
 		bin=$$(tools/servers.sh bin $$id) || exit 1; \
 		echo "== $$id: $$($$bin/redis-server --version | cut -d' ' -f1-3)"; \
-		PATH="$$bin:$$PATH" $(GO) test -count=1 -timeout 20m ./... || exit 1; \
+		PATH="$$bin:$$PATH" $(GO) test -count=1 -parallel $(PARALLEL) -timeout 20m ./... || exit 1; \
 	done
 
 ## test-short: the tests that need no Redis (go test -short), in seconds, without redis-server

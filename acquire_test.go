@@ -29,6 +29,7 @@ func tokenPattern(t *testing.T) *regexp.Regexp {
 const foreignToken = "otherhost:4242:0123456789abcdef0123456789abcdef"
 
 func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
 	before := time.Now()
@@ -52,6 +53,7 @@ func TestTryAcquireTakesTheKeyWithOurToken(t *testing.T) {
 }
 
 func TestTokensAreUnique(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	locker, _, _ := setup(t)
 	seen := map[string]bool{}
@@ -69,6 +71,7 @@ func TestTokensAreUnique(t *testing.T) {
 }
 
 func TestTryAcquireBusy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name       string
@@ -129,6 +132,7 @@ func TestTryAcquireBusy(t *testing.T) {
 // the holder: the try is refused with the holder unknown, not failed as if
 // Redis were unreachable.
 func TestTryAcquireRefusedIsNotObtainedWhenTheHolderCannotBeRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	srv.Client().Set(ctx, "lock:job", foreignToken, time.Minute)
@@ -166,6 +170,7 @@ func (h stopAfterSet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 }
 
 func TestTryAcquireConcurrentOneWins(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	locker, _, _ := setup(t)
 	var wg sync.WaitGroup
@@ -197,6 +202,7 @@ func TestTryAcquireConcurrentOneWins(t *testing.T) {
 // matches the TTL asked for. The Client has acquired once before: its first
 // acquisition also asks INFO memory.
 func TestSetExpiry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		ttl      time.Duration
@@ -243,6 +249,7 @@ func TestSetExpiry(t *testing.T) {
 }
 
 func TestPrefix(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -272,6 +279,7 @@ func TestPrefix(t *testing.T) {
 }
 
 func TestRelease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name   string
@@ -337,6 +345,7 @@ func waitGone(t *testing.T, rdb *redis.Client, key string) {
 // error matches ErrNotReplicated, says how many acknowledged out of how many
 // were required, and the key is gone.
 func TestNotReplicatedSaysGotAndWantAndReleases(t *testing.T) {
+	t.Parallel()
 	locker, rdb, _ := setup(t) // a server without replicas
 	ctx := context.Background()
 	opts := &withlock.LockOptions{MinReplicas: 1, ReplicaTimeout: 50 * time.Millisecond}
@@ -356,6 +365,7 @@ func TestNotReplicatedSaysGotAndWantAndReleases(t *testing.T) {
 // plain lock, a semaphore and a quorum, and touches no key: its key would
 // be the bare prefix, one lock shared by every caller that forgot a name.
 func TestEmptyNameIsRefused(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	sem, err := withlock.NewSemaphore(rdb, 2, nil)

@@ -20,6 +20,7 @@ import (
 // write the index on a Cluster, write it beside them. Pruning keeps its
 // promises there though it cannot check and change in one script.
 func TestClusterListReadsTheIndexOfNames(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	ctx := context.Background()
 	rdb := cl.Client()

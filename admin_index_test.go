@@ -33,6 +33,7 @@ func keysOf(list []*withlock.Status) []string {
 // slot, a recorded run), whatever else is in Redis. Another program's key
 // under the prefix is in no index: Scan finds it.
 func TestListReadsTheIndexOfNamesNotTheKeyspace(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -78,6 +79,7 @@ func TestListReadsTheIndexOfNamesNotTheKeyspace(t *testing.T) {
 // name are one SET. A write Redis refused (an ACL without HSET) is not
 // sent again within the period either.
 func TestAClientWritesANameIntoTheIndexOncePerPeriod(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -192,6 +194,7 @@ func (l *tripLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // after removes it; a name in use keeps its entry however old its mark,
 // and a write clears the mark.
 func TestIndexPruningRemovesOnlyNamesLongOutOfUse(t *testing.T) {
+	t.Parallel()
 	pruningRemovesOnlyNamesLongOutOfUse(t, startRedis(t))
 }
 
@@ -265,6 +268,7 @@ func pruningRemovesOnlyNamesLongOutOfUse(t *testing.T, rdb redis.UniversalClient
 // of each other, and left out of use between bursts long enough to be
 // pruned. The timings are shortened a thousandfold, keeping their ratio.
 func TestIndexPruningNeverDropsANameInUse(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	pruningNeverDropsANameInUse(t, srv.Client(), srv.Client())
 }
@@ -340,6 +344,7 @@ func pruningNeverDropsANameInUse(t *testing.T, rdb, takes redis.UniversalClient)
 // its name into the index again at its next renewal: Redis lost the entry
 // with the key.
 func TestReacquiredLockIsIndexedAgain(t *testing.T) {
+	t.Parallel()
 	c, rdb := kaSetup(t)
 	ctx := context.Background()
 	l, err := c.TryAcquire(ctx, "back", 2*time.Second, nil)

@@ -25,6 +25,7 @@ import (
 // quorum, which scans, where the foreign token is on a majority of the
 // nodes.
 func TestListShowsForeignToken(t *testing.T) {
+	t.Parallel()
 	const (
 		other  = "otherhost:4242:0123456789abcdef0123456789abcdef"
 		secret = "0123456789abcdef0123456789abcdef"
@@ -93,6 +94,7 @@ func TestListShowsForeignToken(t *testing.T) {
 // a name and lists the rest, and prunes the entry as any other once none
 // of the name's own keys is left: the list's is, the fence counter's is not.
 func TestListSkipsANameWhoseKeysAnotherProgramUses(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)
@@ -124,6 +126,7 @@ func TestListSkipsANameWhoseKeysAnotherProgramUses(t *testing.T) {
 // name with a record is listed once, under its lock key. From the index of
 // names and with Scan alike.
 func TestListSkipsFenceAndRecordKeys(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	fenced := &withlock.LockOptions{Fence: true}
@@ -218,6 +221,7 @@ func listed(t *testing.T, lister *withlock.Client, key, token string) bool {
 // Release outside the line. On one Redis, where List reads the index, and
 // on a quorum, where it scans.
 func TestListShowsALockFromTheMomentItIsTaken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -289,6 +293,7 @@ func TestListShowsALockFromTheMomentItIsTaken(t *testing.T) {
 // entry, when its Client's write is no longer recent: the release then hands
 // it the lock without a SET of its own, and the lock is listed.
 func TestAWaiterThatRejoinsTheLineWritesItsNameAgain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -331,6 +336,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // List shows locks only: not the fair line of a hash-tagged name, nor the
 // liveness key of the Client waiting in it.
 func TestListSkipsLineKeys(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	c := waitClient(t, srv)

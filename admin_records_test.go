@@ -36,6 +36,7 @@ func runOnce(t *testing.T, c *withlock.Client, name string, code int) {
 // stays the last success; a success replaces it. The outcome follows the
 // exit code.
 func TestLastSuccessSurvivesALaterFailure(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -94,6 +95,7 @@ func TestLastSuccessSurvivesALaterFailure(t *testing.T) {
 // History lists a name's runs newest first, keeps Options.History of them,
 // and lives for the record's retention.
 func TestHistoryIsNewestFirstAndTrimmed(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, &withlock.Options{History: 4})
@@ -153,6 +155,7 @@ func TestHistoryIsNewestFirstAndTrimmed(t *testing.T) {
 
 // A run's outcome follows how it ended, unless the caller names one.
 func TestOutcomeFollowsHowTheRunEnded(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	c := withlock.New(srv.Client(), nil)
@@ -181,6 +184,7 @@ func TestOutcomeFollowsHowTheRunEnded(t *testing.T) {
 // retention below 1ms) is ErrNotRecorded alone, and the lock is released
 // all the same.
 func TestReleaseAndRecordReleasesWhenTheRecordIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	rdb := srv.Client()
@@ -201,6 +205,7 @@ func TestReleaseAndRecordReleasesWhenTheRecordIsRefused(t *testing.T) {
 // text: Status and History read it back, bytes that are not UTF-8 as
 // U+FFFD; a run without it stores none.
 func TestRecordKeepsTheOutputTheCallerGave(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	c := withlock.New(srv.Client(), nil)
@@ -235,6 +240,7 @@ const recordTTL = 90 * time.Minute
 // later run ends within its min-hold, its own record makes the key read as
 // finished. For a plain lock and a semaphore's slot.
 func TestRecordTellsOwnFinishedRunFromAnothers(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	for name, c := range map[string]*withlock.Client{"own-plain": withlock.New(rdb, nil), "own-sem": semaphore(t, rdb, 2)} {
@@ -276,6 +282,7 @@ func TestRecordTellsOwnFinishedRunFromAnothers(t *testing.T) {
 // leaves the new holder's key alone. For a plain lock and a semaphore's
 // slot.
 func TestRecordOfALostRunIsStored(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -331,6 +338,7 @@ func recordKeptFor(t *testing.T, rdb *redis.Client, name string, ttl time.Durati
 // its acquiring command was sent) and finished when ReleaseAndRecord was
 // called; the holder and fence are the lock's.
 func TestRecordStartsAtAcquisitionAndFinishesAtRelease(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)

@@ -20,6 +20,7 @@ import (
 )
 
 func TestStatusOfALock(t *testing.T) {
+	t.Parallel()
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 
@@ -72,6 +73,7 @@ func TestStatusOfALock(t *testing.T) {
 // since when a lock is held; a token without it (an older version's)
 // shows no time rather than a wrong one.
 func TestStatusSinceIsWhenTheHolderAcquired(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	locker := kaClient(t, srv, time.Second)
 	ctx := context.Background()
@@ -102,6 +104,7 @@ func TestStatusSinceIsWhenTheHolderAcquired(t *testing.T) {
 // holder's; the present holder's ReleaseAndRecord deletes it. On one
 // deployment and on a quorum, where the note is on every node.
 func TestStatusShowsLeftoversOnlyOfThePresentHolder(t *testing.T) {
+	t.Parallel()
 	t.Run("single", func(t *testing.T) {
 		rdb := redistest.Start(t).Client()
 		leftoversOfThePresentHolder(t, withlock.New(rdb, nil), []*redis.Client{rdb})
@@ -176,6 +179,7 @@ func leftoversOfThePresentHolder(t *testing.T, c *withlock.Client, nodes []*redi
 // names the key and what it holds, matches ErrWrongType and not
 // ErrNotObtained, comes at once from a waiting Acquire, and writes nothing.
 func TestForeignKeyIsWrongType(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fenced := &withlock.LockOptions{Fence: true}
 	for _, tc := range []struct {

@@ -32,6 +32,7 @@ const maxExported = 70
 // The package exports no more than its budget, and every exported name
 // has a doc comment saying what it is for.
 func TestExportedNamesStayWithinBudgetAndAreDocumented(t *testing.T) {
+	t.Parallel()
 	// go/build picks the package's files as the go command does, build
 	// constraints included, and leaves the tests out.
 	pkg, err := build.ImportDir(".", 0)
@@ -115,6 +116,7 @@ func funcName(d *ast.FuncDecl) (name string, ok bool) {
 // or method ("quorum.subscribe", "Lock.keep"), which a user cannot open
 // from go doc nor call.
 func TestDocNamesNoSourceFileNorUnexportedName(t *testing.T) {
+	t.Parallel()
 	gotool, err := exec.LookPath("go") // go test puts its own go first in PATH
 	if err != nil {
 		t.Fatalf("no go tool in PATH: %v", err)
@@ -188,6 +190,7 @@ func TestDocNamesNoSourceFileNorUnexportedName(t *testing.T) {
 // from lost, timed_out and its exit code, the first that applies (Outcome):
 // a lost run that also timed out reads as lost.
 func TestRecordFormatReadsBothWaysAcrossVersions(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
 	ctx, rdb := context.Background(), startRedis(t)
 	c := withlock.New(rdb, nil)
@@ -279,6 +282,7 @@ func TestRecordFormatReadsBothWaysAcrossVersions(t *testing.T) {
 // value that is not JSON: either would read back as something else. The
 // record is refused (ErrNotRecorded) and the lock released all the same.
 func TestRecordRefusesExtraFieldsThatWouldNotReadBack(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)

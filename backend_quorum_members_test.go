@@ -26,6 +26,7 @@ const slowTimeout = 3 * time.Second
 // or after the acquisition failed, removes its key, and a release the
 // member did not confirm is queued for it.
 func TestQuorumSlowMemberCostsNothingAndKeepsNoKeyOfOurs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		warm bool // the member already has a connection: the claim itself reaches it, not a handshake
@@ -140,6 +141,9 @@ func TestQuorumSlowMemberCostsNothingAndKeepsNoKeyOfOurs(t *testing.T) {
 // stored it: with one of three down, ReleaseAndRecord succeeds and Status
 // reads the run; with two down, both the release's and the record's errors
 // match ErrNoQuorum.
+//
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestQuorumRecordIsStoredWhenAMajorityStoresIt(t *testing.T) {
 	servers, admins, c := quorumNodes(t)
 	ctx := context.Background()
@@ -171,6 +175,7 @@ func TestQuorumRecordIsStoredWhenAMajorityStoresIt(t *testing.T) {
 // On a quorum Status shows the newest record of the nodes: a node that kept
 // an older run's record (it missed the last one) does not hide the last run.
 func TestQuorumStatusShowsTheNewestRecord(t *testing.T) {
+	t.Parallel()
 	_, admins, c := quorumNodes(t)
 	ctx := context.Background()
 	var older string
@@ -232,6 +237,7 @@ func within[T any](t *testing.T, what string, f func() (T, error)) (T, error) {
 // the other two without waiting for it, as with every member up, and
 // name it in Status.Unanswered, which is empty while every member answers.
 func TestQuorumAdminAnswersFromAMajorityWithAMemberStopped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	servers, admins, c := quorumNodesWith(t, quorumAdminTimeout)
 	mustAcquire(t, c, "job", time.Minute)

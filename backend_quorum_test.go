@@ -60,6 +60,7 @@ func count(vals []string, want string) int {
 }
 
 func TestQuorum(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	servers, admins, c := quorumNodes(t)
 
@@ -259,6 +260,7 @@ func TestQuorum(t *testing.T) {
 // taken gets our key the moment that claim expires, not at the next
 // renewal: after that the lock survives the loss of either other node.
 func TestQuorumKeepAliveRepairsABusyNodeOnceItIsFree(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	servers, admins, c := quorumNodes(t)
 	const ttl = 1500 * time.Millisecond
@@ -312,6 +314,7 @@ func TestQuorumKeepAliveRepairsABusyNodeOnceItIsFree(t *testing.T) {
 // Once the majority is gone, a node that becomes free is never given our
 // key: the lock is presumed lost at its local deadline instead.
 func TestQuorumKeepAliveNeverRepairsWithoutMajority(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	servers, admins, c := quorumNodes(t)
 	const ttl = 1200 * time.Millisecond

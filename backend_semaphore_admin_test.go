@@ -17,6 +17,7 @@ import (
 // Status lists every holder of a semaphore by slot, and List shows the name
 // once, from a plain Client too; the slot keys are not locks.
 func TestSlotsStatusListsEveryHolder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	sem := semaphore(t, srv.Client(), 3)
 	plain := withlock.New(srv.Client(), nil)
@@ -65,6 +66,7 @@ func TestSlotsStatusListsEveryHolder(t *testing.T) {
 // Break clears every holder of a semaphore, from any Client, reports them,
 // and the name is free for everyone afterwards.
 func TestBreakClearsAllSlots(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	sem := semaphore(t, rdb, 3)
@@ -110,6 +112,7 @@ func TestBreakClearsAllSlots(t *testing.T) {
 // whose slot frees first (its host:pid and time left), not the first slot's
 // or the last's, and says how many slots the name has.
 func TestSlotsBusyNamesTheHolderWhoseSlotFreesFirst(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 3)
@@ -142,6 +145,7 @@ func TestSlotsBusyNamesTheHolderWhoseSlotFreesFirst(t *testing.T) {
 // marker of another size, Extend says ErrLockNotHeld and leaves that key and
 // its expiry alone.
 func TestSlotsExtendRefusedWhenTheNameIsNoLongerTheSemaphore(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 2)
@@ -167,6 +171,7 @@ func TestSlotsExtendRefusedWhenTheNameIsNoLongerTheSemaphore(t *testing.T) {
 // poll only every longPoll get them promptly, and a waiter beyond the
 // slots stays in line.
 func TestBreakHandsASemaphoresSlotsToItsLine(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx, cancel := context.WithCancel(context.Background()) // the third waiter's end
@@ -207,6 +212,7 @@ func TestBreakHandsASemaphoresSlotsToItsLine(t *testing.T) {
 // slot, and a plain lock or a semaphore of another size is refused with
 // ErrSlotsMismatch. With the last slot it goes, and the name is free.
 func TestSlotsMarkerStaysWhileAnySlotIsHeld(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 3)
@@ -317,6 +323,7 @@ func TestSlotsMarkerStaysWhileAnySlotIsHeld(t *testing.T) {
 // what is left of the min-hold, not freed: the marker stays no shorter, and
 // the slot counts against the limit until the min-hold passes.
 func TestSlotsMinHoldKeepsSlotAfterRelease(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 2)

@@ -29,6 +29,7 @@ func fillSlots(t *testing.T, c *withlock.Client, name string, n int) []*withlock
 // Waiters of different Clients are handed a semaphore's slots in the order
 // they joined the line.
 func TestSlotsLineServesInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	held := fillSlots(t, semaphore(t, rdb, 3), "sfifo", 3)
@@ -56,6 +57,7 @@ func TestSlotsLineServesInArrivalOrder(t *testing.T) {
 // liveness key still there, but nobody subscribed) and goes to the next
 // live one; a waiter that gives up leaves the line at once.
 func TestSlotsLineSkipsDeadAndLetsGoAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -108,6 +110,7 @@ func TestSlotsLineSkipsDeadAndLetsGoAtOnce(t *testing.T) {
 // more than a plain lock) and the waiter's RPUSH to queue again; the last
 // releases, which find the line empty, add a few hundredths.
 func TestSlotsLineHandOffCommandsStayFew(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const slots = 3
@@ -178,6 +181,7 @@ func TestSlotsLineHandOffCommandsStayFew(t *testing.T) {
 // with a *SlotsError at its next check, rather than waiting for the
 // semaphore.
 func TestPlainWaiterRefusedWhenNameBecomesSemaphore(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -210,6 +214,7 @@ func TestPlainWaiterRefusedWhenNameBecomesSemaphore(t *testing.T) {
 // that frees at once, not one slot per release message: after one of them
 // takes a slot, the next tries at once.
 func TestSlotsFencedWaitersOfOneClientFillFreeSlots(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // many wait, whether they wait in the fair line or, fenced, for release
 // messages; and all N slots are used.
 func TestSlotsNeverExceedN(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const slots, clients = 3, 16
 	for _, tc := range []struct {
@@ -74,6 +75,9 @@ func TestSlotsNeverExceedN(t *testing.T) {
 
 // KeepAlive (here through Do) renews a slot and the marker with it: a run
 // longer than its TTL keeps its slot, and the name stays a semaphore.
+//
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestSlotsKeepAliveRenewsSlotAndMarker(t *testing.T) {
 	rdb := startRedis(t)
 	ctx := context.Background()
@@ -114,6 +118,7 @@ func TestSlotsKeepAliveRenewsSlotAndMarker(t *testing.T) {
 // A name in use with another number of slots (a plain lock is one) is
 // refused at once by TryAcquire and Acquire, naming both numbers.
 func TestSlotsMismatchRefused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	tests := []struct {
 		have, want int
@@ -164,6 +169,7 @@ func TestSlotsMismatchRefused(t *testing.T) {
 // NewSemaphore with one slot is the plain lock: the same commands on the
 // wire, tokens aside.
 func TestSlotsOneIsThePlainLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	one, err := withlock.NewSemaphore(srv.Client(), 1, nil)
 	if err != nil {
@@ -206,6 +212,7 @@ func TestSlotsOneIsThePlainLock(t *testing.T) {
 // earlier ones of the name, whichever slot it gets, from the name's one
 // counter.
 func TestSlotsFenceStrictlyIncreases(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	c := semaphore(t, rdb, 3)
 	ctx := context.Background()
@@ -244,6 +251,7 @@ func TestSlotsFenceStrictlyIncreases(t *testing.T) {
 // A slot holder that never releases frees its slot when its TTL runs out,
 // and a waiter is woken then and takes it.
 func TestSlotHolderCrashFreesSlotByTTL(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := semaphore(t, srv.Client(), 2)
 	stays := mustAcquire(t, c, "crash", time.Minute)
@@ -272,6 +280,7 @@ func TestSlotHolderCrashFreesSlotByTTL(t *testing.T) {
 // others' TTL keeps the name a semaphore after they expired, and another
 // number of slots is still refused.
 func TestSlotsMarkerOutlivesEverySlot(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	sem := semaphore(t, rdb, 3)
 	ctx := context.Background()
@@ -302,6 +311,7 @@ func TestSlotsMarkerOutlivesEverySlot(t *testing.T) {
 // On Cluster a semaphore's keys live in its name's slot: acquisitions,
 // status and release work whether or not the name has a hash tag.
 func TestSlotsOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	sem := semaphore(t, cl.Client(), 2)
 	ctx := context.Background()
@@ -334,6 +344,7 @@ func TestSlotsOnCluster(t *testing.T) {
 // then lives no longer than that slot, so the name is soon free for any
 // number of slots.
 func TestSlotsMinHoldKeepsSlotThenFreesName(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	sem := semaphore(t, rdb, 2)

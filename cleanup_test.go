@@ -26,6 +26,7 @@ import (
 // the SET when it resumes. The failed acquisition must clean that up rather
 // than leave a lock for its full TTL that nobody will release.
 func TestAcquireErrorLeavesNoTokenBehind(t *testing.T) {
+	t.Parallel()
 	const ttl = 30 * time.Second
 	for _, tc := range []struct {
 		name string
@@ -104,6 +105,7 @@ func TestAcquireErrorLeavesNoTokenBehind(t *testing.T) {
 // A failed acquisition does not hold on for its cleanup when Redis cannot
 // be reached at all: nothing was sent, so there is nothing to clean up.
 func TestAcquireErrorWithoutConnectionReturnsPromptly(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := kaClient(t, srv, time.Second)
 	srv.Kill()
@@ -124,6 +126,7 @@ func TestAcquireErrorWithoutConnectionReturnsPromptly(t *testing.T) {
 // database and runs right after the SET once the server resumes. The
 // fence counter shows that the SET did land.
 func TestAcquireCleanupQueuedForAStoppedServerRunsWhenItResumes(t *testing.T) {
+	t.Parallel()
 	const password, db = "cleanup-pw-321", 3
 	const readTimeout = 500 * time.Millisecond
 	for _, tc := range []struct {
@@ -187,6 +190,7 @@ func TestAcquireCleanupQueuedForAStoppedServerRunsWhenItResumes(t *testing.T) {
 // Redis. It compares the token and leaves the new owner's lock alone: for
 // a SET, a fenced acquisition's script, and a semaphore's slot.
 func TestCleanupOfALostAcquisitionSparesTheNextOwnersLock(t *testing.T) {
+	t.Parallel()
 	const readTimeout = 300 * time.Millisecond
 	const ttl = 100 * time.Millisecond // expired well before the timeout
 	for _, tc := range []struct {

@@ -17,6 +17,7 @@ import (
 )
 
 func TestFenceStrictlyIncreases(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
 	fenced := &withlock.LockOptions{Fence: true}
@@ -164,6 +165,7 @@ func fenceAheadOfClock(t *testing.T, rdb *redis.Client, c *withlock.Client, name
 // and a waiting Acquire) and for the slots of a semaphore, held together
 // and one after another.
 func TestFenceStrictlyIncreasesWhenCounterIsAheadOfClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := startRedis(t)
 	fenced := &withlock.LockOptions{Fence: true}
@@ -249,6 +251,7 @@ func drawFences(t *testing.T, c *withlock.Client, name string, n int, after int6
 }
 
 func TestFenceIncreasesAcrossEmptyRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	last := drawFences(t, withlock.New(srv.Client(), nil), "job", 3, 0)
@@ -283,6 +286,7 @@ func TestFenceIncreasesAcrossEmptyRestart(t *testing.T) {
 // stream (but not the sentinels' INFO), and the old master dies before the
 // pause ends.
 func TestFenceIncreasesAcrossFailoverToLaggingReplica(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := redistest.StartSentinels(t)
 	replica := g.Replica.Client()

@@ -23,6 +23,7 @@ import (
 // when the backend asks; and each is timed from when the last successful
 // one was sent, not from its answer.
 func TestKeepAliveRenewsOnSchedule(t *testing.T) {
+	t.Parallel()
 	const ttl = 3 * time.Second // default margin 400ms: the deadline is 2.6s after a success
 	tests := []struct {
 		name    string
@@ -68,6 +69,7 @@ func TestKeepAliveRenewsOnSchedule(t *testing.T) {
 // interval meanwhile); a renewal that finds the key not ours loses it at
 // once. Nothing is renewed after a loss.
 func TestKeepAliveDeclaresLossAtTheLocalDeadline(t *testing.T) {
+	t.Parallel()
 	const ttl = 3 * time.Second
 	failFrom := func(n int, err error) func(context.Context, int) error {
 		return func(_ context.Context, i int) error {
@@ -143,6 +145,7 @@ func TestKeepAliveDeclaresLossAtTheLocalDeadline(t *testing.T) {
 // plus TTL minus margin — already when OnRenew hears of it — and a failed
 // renewal leaves it where it was.
 func TestKeepAliveDeadlineFollowsEachSuccess(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second // default margin 400ms
 		f := &fakeRenewals{answer: func(_ context.Context, n int) error {
@@ -190,6 +193,7 @@ func TestKeepAliveDeadlineFollowsEachSuccess(t *testing.T) {
 // quarter interval after its answer, and once one succeeds the schedule
 // runs from when that one was sent. OnRenew reports each with its time.
 func TestKeepAliveRetriesAfterAFailedRenewal(t *testing.T) {
+	t.Parallel()
 	const ttl = 3 * time.Second
 	tests := []struct {
 		name string
@@ -243,6 +247,7 @@ func TestKeepAliveRetriesAfterAFailedRenewal(t *testing.T) {
 // a renewal in flight has been answered, so none can land after a
 // following Release, and it may be called twice and after a loss.
 func TestKeepAliveStopEndsRenewalWithoutALoss(t *testing.T) {
+	t.Parallel()
 	const ttl = 3 * time.Second
 	t.Run("between renewals", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {

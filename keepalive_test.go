@@ -30,6 +30,8 @@ func stopUnlost(t *testing.T, ka *withlock.KeepAlive, l *withlock.Lock) {
 	}
 }
 
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
@@ -67,6 +69,9 @@ func TestKeepAliveRenewsWithoutExceedingTTL(t *testing.T) {
 // OnRenew reports every renewal with its round trip: quick ones, one held
 // up by a paused Redis, and the one that finds the lock taken over, which
 // it reports before Lost is closed.
+//
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestKeepAliveOnRenewReportsEachRenewal(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
@@ -179,6 +184,7 @@ func (rl renewLog) waitFor(t *testing.T, ka *withlock.KeepAlive, want error, tim
 // fenced lock with a higher fencing number that Fence returns, and a
 // Release that works.
 func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
+	t.Parallel()
 	// Long enough for a restart of Redis to fit well inside the local
 	// deadline on a loaded machine.
 	const ttl = 2 * time.Second
@@ -244,6 +250,7 @@ func TestKeepAliveReacquireTakesVanishedKeyBack(t *testing.T) {
 // took after it vanished, or overwrote, is left alone, and the lock is
 // lost as without Reacquire.
 func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
+	t.Parallel()
 	const ttl = 900 * time.Millisecond
 	locker, rdb := kaSetup(t)
 	for i, tt := range redistest.Takeovers {
@@ -271,6 +278,7 @@ func TestKeepAliveReacquireLeavesAnotherOwnersKey(t *testing.T) {
 // A semaphore's slot is never reacquired: its number may be another
 // holder's by then. The vanished slot is a loss, as without Reacquire.
 func TestKeepAliveReacquireDoesNotTakeBackASemaphoreSlot(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()

@@ -19,6 +19,7 @@ import (
 )
 
 func TestExtend(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("ours", func(t *testing.T) {
 		locker, rdb, _ := setup(t)
@@ -67,6 +68,7 @@ func TestExtend(t *testing.T) {
 }
 
 func TestTTL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
 	l := mustAcquire(t, locker, "job", 10*time.Second)
@@ -84,6 +86,7 @@ func TestTTL(t *testing.T) {
 }
 
 func TestMinHold(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("early release keeps the key", func(t *testing.T) {
 		locker, rdb, _ := setup(t)
@@ -134,6 +137,7 @@ func TestMinHold(t *testing.T) {
 // digest; when the server has forgotten it (SCRIPT FLUSH, a restart, a
 // failover) the release still works, sending it whole again.
 func TestReleaseSendsScriptDigestAfterFirstRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	c := waitClient(t, srv)
@@ -169,6 +173,7 @@ func TestReleaseSendsScriptDigestAfterFirstRelease(t *testing.T) {
 // A user whose ACL refuses EVALSHA still releases: after one refused
 // EVALSHA the Client sends the script whole for good.
 func TestReleaseWithoutEvalshaPermissionSendsScriptWhole(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -199,6 +204,8 @@ var compareAndDelete = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1]
 // compare-and-delete script sent by its digest. What the lock adds on the
 // hot path (the key, the Lock, the waiting mark, the release's arguments)
 // is built within what those allocate anyway.
+//
+// Not parallel: AllocsPerRun counts the allocations of every goroutine.
 func TestUncontendedPairAllocatesNoMoreThanGoRedisByHand(t *testing.T) {
 	rdb := startRedis(t)
 	c := withlock.New(rdb, nil)
@@ -237,6 +244,8 @@ func TestUncontendedPairAllocatesNoMoreThanGoRedisByHand(t *testing.T) {
 	}
 }
 
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestDoRunsUnderLockAndReleases(t *testing.T) {
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
@@ -261,6 +270,7 @@ func TestDoRunsUnderLockAndReleases(t *testing.T) {
 }
 
 func TestDoBusy(t *testing.T) {
+	t.Parallel()
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	if err := rdb.Set(ctx, locker.Key("do-busy"), "somehost:1:abc", time.Minute).Err(); err != nil {
@@ -281,6 +291,7 @@ var errFn = errors.New("fn failed")
 // Min-hold keeps a quickly finished Do's lock until it passes, and fencing
 // numbers grow across acquisitions.
 func TestDoMinHoldAndFence(t *testing.T) {
+	t.Parallel()
 	locker, rdb := kaSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -318,6 +329,7 @@ func TestDoMinHoldAndFence(t *testing.T) {
 // must not leave the lock held and renewed for as long as the process lives:
 // Do stops the KeepAlive, releases, and lets the panic go on.
 func TestDoReleasesWhenFnPanics(t *testing.T) {
+	t.Parallel()
 	locker, rdb := kaSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

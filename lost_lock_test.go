@@ -33,6 +33,7 @@ func waitLost(t *testing.T, ka *withlock.KeepAlive, timeout time.Duration) time.
 }
 
 func TestKeepAliveDetectsTakeover(t *testing.T) {
+	t.Parallel()
 	const ttl = 600 * time.Millisecond
 	const interval = ttl / 3
 	tests := []struct {
@@ -96,6 +97,7 @@ func TestKeepAliveDetectsTakeover(t *testing.T) {
 // A renewal stuck on a paused Redis must not delay the verdict: the loss
 // comes at the local deadline, before the key could expire on the server.
 func TestKeepAliveDeadlineWhileRedisPaused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = time.Second
 	// The read timeout is far beyond the TTL: only the independent
@@ -127,6 +129,7 @@ func TestKeepAliveDeadlineWhileRedisPaused(t *testing.T) {
 // Renewals that fail at once (Redis gone) are retried until the deadline,
 // not given up on early; the loss then carries the last error.
 func TestKeepAliveRedisDown(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = time.Second
 	locker := kaClient(t, srv, time.Second)
@@ -163,6 +166,7 @@ func kaWaitGone(t *testing.T, rdb *redis.Client, key string, timeout time.Durati
 // took over (a failover): the old master still has the key but answers
 // READONLY, and the lock counts as lost.
 func TestReadOnlyIsLost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	master := redistest.Start(t, "repl-diskless-sync-delay", "0")
 	replica := redistest.Start(t, "replicaof", fmt.Sprintf("127.0.0.1 %d", master.Port), "repl-diskless-sync-delay", "0")
@@ -216,6 +220,7 @@ func TestReadOnlyIsLost(t *testing.T) {
 // semaphore slot's; with Reacquire it does not take a broken lock back,
 // since breaking it was an operator's decision.
 func TestKeepAliveLearnsWhoBrokeTheLock(t *testing.T) {
+	t.Parallel()
 	const ttl = 900 * time.Millisecond
 	breaker := holder(t) // Break's Client is in this process
 	tests := []struct {
@@ -268,6 +273,7 @@ func TestKeepAliveLearnsWhoBrokeTheLock(t *testing.T) {
 // key vanishes otherwise is not told its lock was broken, and with
 // Reacquire takes it back.
 func TestBreakMarkerNamesOnlyTheTokensItRemoved(t *testing.T) {
+	t.Parallel()
 	locker, rdb := kaSetup(t)
 	ctx := context.Background()
 	first := mustAcquire(t, locker, "broken-later", time.Minute)
@@ -291,6 +297,7 @@ func TestBreakMarkerNamesOnlyTheTokensItRemoved(t *testing.T) {
 }
 
 func TestDoCancelsOnLoss(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		fnErr  func(ctx context.Context) error // fn's return once its ctx is done

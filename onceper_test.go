@@ -15,6 +15,7 @@ import (
 // Windows are aligned to multiples of Every since the Unix epoch in UTC,
 // shifted by Offset; a boundary belongs to the window it starts.
 func TestWindowsAlignToTheEpochShiftedByTheOffset(t *testing.T) {
+	t.Parallel()
 	at := func(s string) time.Time {
 		t.Helper()
 		v, err := time.Parse(time.RFC3339, s)
@@ -46,6 +47,7 @@ func TestWindowsAlignToTheEpochShiftedByTheOffset(t *testing.T) {
 // told ErrDone and the lock is released at once, min-hold or not. A failure
 // marks nothing, so the next holder runs again.
 func TestOncePerRunsOnceAWindowAndRetriesAFailure(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	ctx := context.Background()
 	c := withlock.New(rdb, nil)
@@ -116,6 +118,7 @@ func TestOncePerRunsOnceAWindowAndRetriesAFailure(t *testing.T) {
 // A semaphore and a quorum refuse once-per windows: OncePer, and a record
 // of a run with a Window, whose lock is released all the same.
 func TestOncePerNeedsAPlainLockOnOneDeployment(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	sem := semaphore(t, startRedis(t), 2)
 	_, _, q := quorumNodes(t)
@@ -144,6 +147,7 @@ func TestOncePerNeedsAPlainLockOnOneDeployment(t *testing.T) {
 // still follows the server's present. Hosts whose clocks straddle a
 // window's edge therefore agree on the window.
 func TestOncePerWindowIsTheServersClockNotTheHosts(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	before, err := srv.Client().Time(ctx).Result()

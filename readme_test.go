@@ -31,6 +31,7 @@ func docFiles(t *testing.T) []string {
 // renamed or removed test must not leave them citing a name that pins
 // nothing.
 func TestReadmeCitesOnlyTestsThatExist(t *testing.T) {
+	t.Parallel()
 	var sources strings.Builder
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -80,6 +81,7 @@ func TestReadmeCitesOnlyTestsThatExist(t *testing.T) {
 // A guide the README does not link to is a guide nobody finds, and a link
 // to a guide that is gone is a dead end.
 func TestReadmeLinksEveryGuide(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +150,7 @@ func headingAnchors(t *testing.T, path string) map[string]bool {
 // The README is for the first reader: what with-lock is, how to start and
 // where the rest is. What grows goes into a guide in docs/.
 func TestReadmeStaysShort(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +163,7 @@ func TestReadmeStaysShort(t *testing.T) {
 // The quick start is two commands, make demo and make test, and nothing
 // else to type.
 func TestReadmeQuickStartIsTwoCommands(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +194,7 @@ var documentedPackages = map[string]string{
 // is named there, and every file it names is there, so that adding,
 // renaming or removing a file fails until the map says so.
 func TestArchitectureNamesEverySourceFile(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("docs", "architecture.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +333,7 @@ func stringLit(e ast.Expr) (string, bool) {
 // those, where it says which they are; the flags table says it is a
 // selection and points to where every flag is.
 func TestReadmeListsEveryFlagWithoutVariable(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -362,4 +368,55 @@ func TestReadmeListsEveryFlagWithoutVariable(t *testing.T) {
 	if !strings.Contains(string(readme), "`with-lock --help` and with-lock(1) list every one") {
 		t.Error("README.md's flags table does not say it is a selection, and where every flag is")
 	}
+}
+
+// TestEveryTestRunsInParallelOrSaysWhyNot: the suite spends its time
+// waiting on TTLs, timeouts and servers, so the tests of this package and
+// of the CLI run side by side (make test's -parallel). A test that must
+// run alone, one that holds a bound in time or counts allocations, says
+// why in its doc comment ("Not parallel: ..."); every other one calls
+// t.Parallel first.
+func TestEveryTestRunsInParallelOrSaysWhyNot(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := filepath.Glob(filepath.Join("cmd", "with-lock", "*_test.go"))
+	files = append(files, cli...)
+	fset := token.NewFileSet()
+	for _, file := range files {
+		f, err := parser.ParseFile(fset, file, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Name.Name == "TestMain" {
+				continue
+			}
+			if callsParallelFirst(fn) || strings.Contains(fn.Doc.Text(), "Not parallel:") {
+				continue
+			}
+			t.Errorf("%s: %s neither calls t.Parallel() first nor says in its doc comment why not (\"Not parallel: ...\")",
+				fset.Position(fn.Pos()), fn.Name.Name)
+		}
+	}
+}
+
+// callsParallelFirst reports whether fn's first statement is t.Parallel().
+func callsParallelFirst(fn *ast.FuncDecl) bool {
+	if fn.Body == nil || len(fn.Body.List) == 0 {
+		return false
+	}
+	stmt, ok := fn.Body.List[0].(*ast.ExprStmt)
+	if !ok {
+		return false
+	}
+	call, ok := stmt.X.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "Parallel"
 }

@@ -20,6 +20,7 @@ import (
 // yet keeps renewing, so the key stays the holder's past its TTL until its
 // Release hands it to the replacer, ahead of a waiter queued earlier.
 func TestReplaceAsksTheHolderToStopAndGoesFirst(t *testing.T) {
+	t.Parallel()
 	const ttl = 600 * time.Millisecond
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -87,6 +88,7 @@ func earlierServedAfterTheReplacer(t *testing.T, earlier <-chan outcome, o outco
 // cannot put the replacer first: a quorum, a name without a line; and
 // where the acquisition itself is: a semaphore waiting for replicas.
 func TestReplaceUnsupportedWithoutTheFairLine(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	nodes := []redis.UniversalClient{srv.Client(), redistest.Start(t).Client(), redistest.Start(t).Client()}
 	q, err := withlock.NewQuorum(nodes, nil)
@@ -122,6 +124,7 @@ func TestReplaceUnsupportedWithoutTheFairLine(t *testing.T) {
 // and its release hands the lock to the replacer, for a name with a hash
 // tag and one without, and for a semaphore's oldest holder.
 func TestReplaceOnClusterAndThroughSentinel(t *testing.T) {
+	t.Parallel()
 	deployments := []struct {
 		name   string
 		client func(t *testing.T) redis.UniversalClient
@@ -210,6 +213,7 @@ func replaceHeld(t *testing.T, name string, holder *withlock.Lock, replacer *wit
 // for a plain lock and a semaphore's slot, and a later fenced acquisition
 // gets a higher one still.
 func TestReplaceFencedGetsAHigherNumber(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	fenced := &withlock.LockOptions{Fence: true}
@@ -242,6 +246,7 @@ func TestReplaceFencedGetsAHigherNumber(t *testing.T) {
 // has; with too few the error matches ErrNotReplicated and the lock is
 // not left the replacer's.
 func TestReplaceWithMinReplicasWaitsForThem(t *testing.T) {
+	t.Parallel()
 	master := redistest.Start(t, "repl-diskless-sync-delay", "0")
 	replica := redistest.Start(t, "replicaof", "127.0.0.1 "+strconv.Itoa(master.Port), "repl-diskless-sync-delay", "0")
 	ctx := context.Background()
@@ -287,6 +292,7 @@ func mustAcquireWith(t *testing.T, c *withlock.Client, name string, ttl time.Dur
 // holder to stop, and only that one, goes first in line and takes the slot
 // that holder releases, ahead of a waiter queued earlier.
 func TestReplaceStopsTheOldestHolderOfASemaphore(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -334,6 +340,7 @@ func TestReplaceStopsTheOldestHolderOfASemaphore(t *testing.T) {
 // A semaphore's replacer that gets a slot another holder freed takes back
 // its request to stop the oldest holder, which it no longer needs.
 func TestReplaceOfASemaphoreServedByAnotherSlotLeavesTheOldestRunning(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()

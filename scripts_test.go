@@ -14,6 +14,7 @@ import (
 // that a script missing from lua/ fails here rather than in a run, and
 // every file in lua/ is read by one of them.
 func TestEveryScriptIsEmbedded(t *testing.T) {
+	t.Parallel()
 	scripts := everyScript()
 	for name, script := range scripts {
 		if s := script(); !strings.Contains(s, "redis.call") && !strings.Contains(s, "redis.pcall") {
@@ -58,6 +59,7 @@ func everyScript() map[string]func() string {
 // from it byte for byte, so the wire checks hold on every server of make
 // test-servers.
 func TestScriptsReadExactlyThroughEveryMonitor(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	sent := everyScript()
@@ -92,6 +94,7 @@ func TestScriptsReadExactlyThroughEveryMonitor(t *testing.T) {
 // told it per call (its ARGV is fixed by the finish scripts), so the number
 // is written in it and held to aliveFor here.
 func TestReleaseSetsTheMarkAgainForAliveFor(t *testing.T) {
+	t.Parallel()
 	want := "redis.call('set', m, 1, 'PX', " + strconv.FormatInt(aliveFor.Milliseconds(), 10) + ")"
 	for name, script := range map[string]func() string{"release": releaseScript, "slots_release": slotsReleaseScript} {
 		if !strings.Contains(script(), want) {
@@ -106,6 +109,7 @@ func TestReleaseSetsTheMarkAgainForAliveFor(t *testing.T) {
 // line of the files is still there, in order, and the release script is no
 // longer than the code lines of key_hand.lua and release.lua.
 func TestComposedScriptsCarryNoComments(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		script func() string

@@ -20,6 +20,7 @@ import (
 // held locks, and Status says it at every call: any maxmemory-policy but
 // noeviction, once a maxmemory is set.
 func TestEvictionPolicyOfTheServer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	admin := srv.Client()
@@ -80,6 +81,7 @@ func TestEvictionPolicyOfTheServer(t *testing.T) {
 // and is never asked again by that Client: a long-lived Client's later
 // acquisitions are the one SET each.
 func TestOnlyTheFirstAcquisitionAsksTheEvictionPolicy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t, "maxmemory", "100mb", "maxmemory-policy", "volatile-lru")
 	locker := withlock.New(srv.Client(), nil)
@@ -112,6 +114,7 @@ func TestOnlyTheFirstAcquisitionAsksTheEvictionPolicy(t *testing.T) {
 // Where the server does not say, nothing is said and nothing fails: an ACL
 // user without +info, or INFO renamed away.
 func TestEvictionPolicyUnsaidWhereInfoIsRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	acl := redistest.Start(t, "maxmemory", "100mb", "maxmemory-policy", "volatile-lru")
 	conf := filepath.Join(t.TempDir(), "renamed.conf") // a directive of three words needs a file
@@ -149,6 +152,7 @@ func TestEvictionPolicyUnsaidWhereInfoIsRefused(t *testing.T) {
 // A server that may evict does evict a held lock under memory pressure,
 // though its TTL is far from over: the reason for EvictionPolicy.
 func TestAnEvictingServerEvictsAHeldLock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t, "maxmemory", "4mb", "maxmemory-policy", "volatile-lru")
 	locker := withlock.New(srv.Client(), nil)
@@ -170,6 +174,7 @@ func TestAnEvictingServerEvictsAHeldLock(t *testing.T) {
 // semaphore's), List, and a holder's renewal and release all work, while a
 // new acquisition is refused with Redis's OOM error.
 func TestStatusAnswersWhenRedisIsOutOfMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t, "maxmemory", "4mb", "maxmemory-policy", "noeviction")
 	locker := withlock.New(srv.Client(), nil)

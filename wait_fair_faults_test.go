@@ -59,6 +59,7 @@ func dialledByPubSub() bool {
 // behind the dial. The waiter itself still joins the line only once its
 // subscription is confirmed, and then gets the lock at the release.
 func TestSlowSubscriptionDialStallsNoRelease(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts *withlock.LockOptions
@@ -194,6 +195,7 @@ func (c *stallConn) Read(b []byte) (int, error) {
 // cancellation, and leaves the line: no entry of it remains in its Client,
 // and, once Redis is back, none in Redis and no subscription left open.
 func TestRequeuedWaiterHonoursContextWhenRedisStalls(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		cancel bool // cancel the Acquire; otherwise its deadline passes

@@ -40,6 +40,7 @@ func cidAt(t *testing.T, rdb *redis.Client, key string, i int64) string {
 // check's when the key was freed without a release (a DEL, --break, a
 // crashed holder's expiry).
 func TestLineSkipsFrozenWaiterAtHandOver(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		release bool          // the holder releases; otherwise its key is deleted
@@ -119,6 +120,7 @@ func testFrozenWaiterSkipped(t *testing.T, release bool, poll time.Duration) {
 // lock (and hold up the line for its TTL) only within aliveFor of its
 // death; a key without expiry would make it stall the line at every turn.
 func TestLineLivenessKeyExpiresWithinAliveFor(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -192,6 +194,7 @@ const nearLine = 8
 // that upkeep, each would check the line (LPOS of the whole line) three
 // times a wait here, its poll being 300ms.
 func TestLineFarWaitersAddNoUpkeepPerHandOver(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const n, laps, hold = 24, 2, 40 * time.Millisecond
@@ -277,6 +280,7 @@ func TestLineFarWaitersAddNoUpkeepPerHandOver(t *testing.T) {
 // only, and the waiter renews it to its TTL before its Acquire returns.
 // List shows neither key as a lock.
 func TestFarWaiterNotSeenLatelyIsHandedTheLockAndRenewsIt(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -329,6 +333,7 @@ func TestFarWaiterNotSeenLatelyIsHandedTheLockAndRenewsIt(t *testing.T) {
 // behind it, told that it is next, takes the lock when that expires. The
 // frozen waiter holds up the line for aliveFor at most, not for its TTL.
 func TestFrozenFarWaiterHoldsUpTheLineForAliveForAtMost(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()

@@ -22,6 +22,7 @@ import (
 // Waiters of different Clients (processes, machines) are served in the
 // order they joined the line.
 func TestLineServesClientsInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "fifo", time.Minute)
@@ -72,6 +73,7 @@ func joinInOrder(t *testing.T, rdb *redis.Client, clients []*withlock.Client, na
 // A handed-over acquisition costs the same number of Redis commands with 4
 // or 16 waiting Clients, and at most 8: only the head of the line is woken.
 func TestLineHandOffCommandsDoNotGrowWithWaiters(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	per := map[int]float64{}
@@ -134,6 +136,7 @@ func TestLineHandOffCommandsDoNotGrowWithWaiters(t *testing.T) {
 // while the other releases at a moment spread over its SET, SSUBSCRIBE and
 // RPUSH: no hand-over is lost (the waiters poll only once a minute).
 func TestLineNoLostHandOffBetweenClients(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for _, linger := range []time.Duration{time.Microsecond, time.Minute} {
 		t.Run(fmt.Sprint("linger ", linger), func(t *testing.T) {
@@ -164,6 +167,7 @@ func TestLineNoLostHandOffBetweenClients(t *testing.T) {
 // On Cluster the line, the liveness keys and the wake channel live in the
 // lock key's slot: a waiter on another Client is handed the lock.
 func TestLineOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	holders := withlock.New(cl.Client(), nil)
 	waiter := withlock.New(cl.Client(), nil)
@@ -194,6 +198,7 @@ func TestLineOnCluster(t *testing.T) {
 // Through Sentinel the line lives on the master: a waiter on another
 // Client is handed the lock, or a semaphore's slot, by the release.
 func TestLineThroughSentinel(t *testing.T) {
+	t.Parallel()
 	g := redistest.StartSentinels(t)
 	admin := g.Client(nil)
 	for _, slots := range []int{1, 2} {
@@ -234,6 +239,7 @@ func TestLineThroughSentinel(t *testing.T) {
 // hands it over (to a waiter of another Client or of its own) or the
 // holder's expiry does, for a plain lock and a semaphore's slot.
 func TestLineHandsOverWithTheWaitersTTL(t *testing.T) {
+	t.Parallel()
 	const waiterTTL = 45 * time.Second
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -315,6 +321,7 @@ func TestLineHandsOverWithTheWaitersTTL(t *testing.T) {
 // holds the lock as soon as the hand-over's message arrives, well under the
 // second a check would take.
 func TestBreakHandsTheLockToTheLineHeadAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	holders := withlock.New(srv.Client(), nil)

@@ -21,6 +21,7 @@ import (
 // to it in the same round trip: one EVAL that sets the key to the waiter's
 // token and publishes nothing, so nobody else in line wakes.
 func TestReleaseHandsOffToWaiterInLine(t *testing.T) {
+	t.Parallel()
 	c, rdb := waitSetup(t)
 	holder := mustAcquire(t, c, "handoff", time.Minute)
 	first := acquireAsync(context.Background(), c, "handoff", time.Minute)
@@ -67,6 +68,7 @@ func TestReleaseHandsOffToWaiterInLine(t *testing.T) {
 // gets the lock or leaves nothing behind: in the fair line, and in the
 // in-process queue (a name with '}' but no hash tag has no line).
 func TestHandOffRacingCancelLeavesNothingLocked(t *testing.T) {
+	t.Parallel()
 	c, rdb := waitSetup(t)
 	for _, name := range []string{"cancel", "can}cel"} {
 		t.Run(name, func(t *testing.T) {
@@ -111,6 +113,7 @@ func handOffRacingCancel(t *testing.T, rdb *redis.Client, c *withlock.Client, na
 // A fenced waiter is not handed the lock (its acquisition is a script):
 // it is woken by the release message and draws its fencing number.
 func TestFencedWaiterIsWokenNotHandedOff(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := waitClient(t, srv)
 	holder := mustAcquire(t, c, "fenced", time.Minute)
@@ -139,6 +142,7 @@ func TestFencedWaiterIsWokenNotHandedOff(t *testing.T) {
 // SSUBSCRIBE (what Redis before 7.0 answers; here a 7.x with the command
 // renamed away, as no older server is at hand).
 func TestHandOffWithoutTheLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, lock string
 		server     string // a line of the server's config

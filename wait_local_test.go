@@ -16,6 +16,7 @@ import (
 )
 
 func TestAcquireFreeLockIsOneSet(t *testing.T) {
+	t.Parallel()
 	c, rdb := waitSetup(t)
 	// A Client's first acquisition of a name in a minute also writes it
 	// into the index of names (TestAClientWritesANameIntoTheIndexOncePerPeriod).
@@ -37,6 +38,7 @@ func TestAcquireFreeLockIsOneSet(t *testing.T) {
 }
 
 func TestAcquireWakesOnRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	holder := mustAcquire(t, withlock.New(srv.Client(), nil), "job", time.Minute)
@@ -79,6 +81,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 }
 
 func TestAcquireWakesOnExpiryOfCrashedHolder(t *testing.T) {
+	t.Parallel()
 	c, rdb := waitSetup(t)
 	// A holder that crashed: its key just expires, nobody publishes.
 	const ttl = 1500 * time.Millisecond
@@ -102,6 +105,7 @@ func TestAcquireWakesOnExpiryOfCrashedHolder(t *testing.T) {
 // queue) and across Clients (the line in Redis, where its entry is gone
 // before Acquire returns).
 func TestFirstInLineGivingUpPassesItsTurnOn(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		oneClient bool
@@ -145,6 +149,7 @@ func TestFirstInLineGivingUpPassesItsTurnOn(t *testing.T) {
 // SUBSCRIBE must still wake it: the waiter polls only once a minute, so a
 // lost wake-up fails the iteration.
 func TestAcquireNoLostWakeUp(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holders := withlock.New(srv.Client(), nil)
 	for _, mode := range []struct {
@@ -210,6 +215,7 @@ func parkWaiter(t *testing.T, c, holders *withlock.Client, name string) func() {
 // Many waiters on one lock, on two Clients: never two inside at once, all
 // served, and within one Client a handoff costs the release and one SET.
 func TestWaitersOfTwoClientsNeverHoldAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	clients := []*withlock.Client{waitClient(t, srv), waitClient(t, srv)}
@@ -259,6 +265,7 @@ func TestWaitersOfTwoClientsNeverHoldAtOnce(t *testing.T) {
 // Within one Client, waiters queue up: a handoff costs the release script
 // and one SET, however many wait.
 func TestHandOffWithinClientCostsAtMostSixCommands(t *testing.T) {
+	t.Parallel()
 	c, rdb := waitSetup(t)
 	const waiters, rounds = 16, 10
 	resetStats(t, rdb)
@@ -296,6 +303,7 @@ func TestHandOffWithinClientCostsAtMostSixCommands(t *testing.T) {
 // A lock deleted behind our back (no release message) is found by the
 // fallback poll; a key without TTL is retried with backoff, not hammered.
 func TestWaiterPollsForSilentDeleteAndBacksOffOnKeyWithoutTTL(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	c := withlock.New(srv.Client(), nil)
@@ -323,6 +331,7 @@ func TestWaiterPollsForSilentDeleteAndBacksOffOnKeyWithoutTTL(t *testing.T) {
 // A Redis restart drops the subscription and the lock (no persistence):
 // the waiter subscribes again and, on confirmation, tries at once.
 func TestAcquireResubscribesAfterRestart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	mustAcquire(t, withlock.New(srv.Client(), nil), "restart", time.Minute)
 	c := waitClient(t, srv)
@@ -338,6 +347,7 @@ func TestAcquireResubscribesAfterRestart(t *testing.T) {
 // line (here a fenced one) is woken by it and takes the lock at once, not at
 // the holder's expiry nor at its poll (both minutes away).
 func TestBreakWakesWaitersOutsideTheLineAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holders := withlock.New(srv.Client(), nil)
 	mustAcquire(t, holders, "break-fenced", 5*time.Minute)

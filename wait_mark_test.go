@@ -25,6 +25,7 @@ import (
 // marker's upkeep. A name with '}' and no hash tag has no mark in its slot,
 // and its release still publishes.
 func TestReleaseWithNobodyWaitingSkipsTheLineAndPublishesNothing(t *testing.T) {
+	t.Parallel()
 	rdb := startRedis(t)
 	c := withlock.New(rdb, nil)
 	ctx := context.Background()
@@ -72,6 +73,7 @@ func TestReleaseWithNobodyWaitingSkipsTheLineAndPublishesNothing(t *testing.T) {
 // key, so the holder's release publishes. Locks pass between Clients and
 // between waiters of one Client, released both ways.
 func TestWaitersOutsideTheLineAreWokenByEveryRelease(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, lock string
 		opts       *withlock.LockOptions
@@ -141,6 +143,7 @@ func TestWaitersOutsideTheLineAreWokenByEveryRelease(t *testing.T) {
 // the life of one setting (its liveness key's): a release long after the
 // waiter joined still hands it the lock at once.
 func TestLineWaiterKeepsTheMarkWhileItWaits(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -166,6 +169,7 @@ func TestLineWaiterKeepsTheMarkWhileItWaits(t *testing.T) {
 // by a Client with no waiters of its own, hands the lock on in turn. A
 // semaphore's release of one slot does the same.
 func TestHandOverSetsTheMarkAgainForThoseBehind(t *testing.T) {
+	t.Parallel()
 	for _, slots := range []int{1, 2} {
 		t.Run(fmt.Sprint(slots, "Slots"), func(t *testing.T) {
 			srv := redistest.Start(t)
@@ -213,6 +217,7 @@ func TestHandOverSetsTheMarkAgainForThoseBehind(t *testing.T) {
 // tried yet and so have not marked it: the next holder's ReleaseAndRecord
 // (no hand-off within the Client) still wakes them.
 func TestHandOffOutsideTheLineKeepsTheMarkForThoseBehind(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
@@ -235,6 +240,7 @@ func TestHandOffOutsideTheLineKeepsTheMarkForThoseBehind(t *testing.T) {
 // back on the minute's poll. A semaphore's waiter too, whose ACL allows
 // the slots but not the mark.
 func TestWaiterRefusedTheMarkSaysSo(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, lock string
 		slots      int
@@ -268,6 +274,7 @@ func TestWaiterRefusedTheMarkSaysSo(t *testing.T) {
 // (a queue lingering after earlier waiters) marks its very first try, as it
 // sleeps without trying again: the holder's release then wakes it.
 func TestWaiterJoiningAListeningQueueMarksItsFirstTry(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	fenced := &withlock.LockOptions{Fence: true}

@@ -19,6 +19,7 @@ import (
 )
 
 func TestAcquireWaitsForRelease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
 	resetStats(t, rdb)
@@ -68,6 +69,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 }
 
 func TestAcquireWaitsForExpiry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	locker, rdb, _ := setup(t)
 	// A holder that died: its key goes away only by expiring.
@@ -87,6 +89,7 @@ func TestAcquireWaitsForExpiry(t *testing.T) {
 // ErrNotObtained and the context's, names the holder without its token,
 // leaves the holder's key alone and leaves the line.
 func TestAcquireGivesUpAtDeadlineNamingTheHolder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, rdb, srv := setup(t)
 	c := waitClient(t, srv)
@@ -122,6 +125,7 @@ func TestAcquireGivesUpAtDeadlineNamingTheHolder(t *testing.T) {
 }
 
 func TestAcquireWithCancelledContextSendsNothing(t *testing.T) {
+	t.Parallel()
 	locker, rdb, _ := setup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -177,6 +181,7 @@ func (c *lossyConn) Read(b []byte) (int, error) {
 // reply was lost did take the lock; the client's retry then sees our own
 // token, which must count as acquired, not as busy.
 func TestRetriedAcquireThatLandedIsOurs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
@@ -217,6 +222,7 @@ func TestRetriedAcquireThatLandedIsOurs(t *testing.T) {
 // deadline, a cancel, or the caller's own cause. Go's "context deadline
 // exceeded" reads as a fault of the library; it is the caller's limit.
 func TestGivenUpWaitSaysWhyInWords(t *testing.T) {
+	t.Parallel()
 	shutdown := errors.New("the service is shutting down")
 	for _, tc := range []struct {
 		name  string
@@ -277,6 +283,7 @@ func TestGivenUpWaitSaysWhyInWords(t *testing.T) {
 // lock:x", "for 0s" or "expires in 0s" when the time held or left is
 // nothing or unknown.
 func TestNotObtainedErrorReadsWell(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	for _, tc := range []struct {
 		name string

@@ -26,6 +26,7 @@ import (
 // builds once, are those Key and waitMark give, for every shape of name
 // and prefix the hash-tag rule tells apart.
 func TestNewLockBuildsTheKeyAndWaitingMarkTheRuleGives(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ prefix, name string }{
 		{"", "job"},
 		{"app:", "job"},
@@ -57,6 +58,8 @@ func TestNewLockBuildsTheKeyAndWaitingMarkTheRuleGives(t *testing.T) {
 // own share of allocations at none: its KEYS and ARGV are the ones newLock
 // built. A min-hold left or a Client id still gets its own arguments, and
 // so does a Lock made without newLock.
+//
+// Not parallel: AllocsPerRun counts the allocations of every goroutine.
 func TestPlainReleaseArgumentsAllocateNothing(t *testing.T) {
 	c := New(nil, nil)
 	l := c.newLock("job", "tok", time.Second, nil)
@@ -99,6 +102,7 @@ func derefArgs(args []any) []any {
 // reason with the separator included, and no token or marker reads as a
 // pause.
 func TestPauseValueReadsBackAndIsNoToken(t *testing.T) {
+	t.Parallel()
 	since := time.UnixMilli(1_764_000_000_000)
 	for _, p := range []Pause{
 		{By: "db1:alice", Since: since, Reason: "db migration"},
@@ -127,6 +131,7 @@ func TestPauseValueReadsBackAndIsNoToken(t *testing.T) {
 // fields as json.Marshal writes the struct, then Run.Extra's as it writes
 // the map, before the token's digest.
 func TestRecordJSONIsWhatEncodingJSONWrites(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 1, 13, 9, 44, 123456789, time.UTC)
 	paris := time.FixedZone("CET", 3600)
 	for _, rec := range []record{
@@ -168,6 +173,7 @@ func TestRecordJSONIsWhatEncodingJSONWrites(t *testing.T) {
 
 // TestRecordJSONRefusesATimeJSONCannotHold: as encoding/json does.
 func TestRecordJSONRefusesATimeJSONCannotHold(t *testing.T) {
+	t.Parallel()
 	rec := record{Name: "x", Run: Run{Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}
 	if _, err := json.Marshal(rec); err == nil {
 		t.Fatal("encoding/json took year 10000; the test's premise is wrong")
@@ -182,6 +188,7 @@ func TestRecordJSONRefusesATimeJSONCannotHold(t *testing.T) {
 // owner's), then a timed-out run (a record of a version that stored
 // timed_out and no outcome), then the exit code.
 func TestOutcomeOfRanksLostThenTimedOutThenTheExitCode(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lost     bool
 		timedOut bool
@@ -208,6 +215,7 @@ func raw(s string) json.RawMessage { return json.RawMessage(s) }
 // the keys the lock's writers use, whatever the form of its key: with a
 // hash tag, without, with a '}' and no tag (numbered side keys, no pause).
 func TestListReadsTheKeysTheWritersUse(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{"lock:a", "lock:{tag}a", "{lock:}x", "lock:a}b", "lock:{}a", "lock:{}a}", "lock:é-ü", "lock:"} {
 		t.Run(key, func(t *testing.T) {
 			want := []string{"earlier", key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)}
@@ -225,6 +233,7 @@ func TestListReadsTheKeysTheWritersUse(t *testing.T) {
 // round trip, and gives each lock its own keys' values: its holder's time
 // left, its fencing number, its last run, whichever read it fell in.
 func TestListReadsMoreLocksThanOneReadHolds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	c := New(srv.Client(), nil)
@@ -288,6 +297,7 @@ func calls(info, command string) int {
 // slots, never picks up a plain lock's hand-over or once-per marker, which
 // would act on the name's key instead of a slot.
 func TestBackendCapabilities(t *testing.T) {
+	t.Parallel()
 	has := func(b backend) map[string]bool {
 		_, admin := b.(adminBackend)
 		_, index := b.(indexKeeper)
@@ -334,6 +344,7 @@ func TestBackendCapabilities(t *testing.T) {
 // token on a majority of all nodes, or no token that the silent nodes
 // could still make a majority. Otherwise they wait for the others.
 func TestQuorumAdminAnswersOnlyWhenTheAnswersInHandSettleIt(t *testing.T) {
+	t.Parallel()
 	const wait = "?" // a node yet to answer
 	failed := errors.New("connection refused")
 	for _, tc := range []struct {

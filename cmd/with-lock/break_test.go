@@ -18,6 +18,7 @@ import (
 // not that a lock of ours was lost to a demotion, while the lock is held
 // on the master and stays so.
 func TestBreakThroughAReplicaSaysItIsAReplica(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	master := redistest.Start(t, "repl-diskless-sync-delay", "0") // the replica in sync at once
 	replica := redistest.Start(t, "replicaof", "127.0.0.1 "+strconv.Itoa(master.Port))
@@ -46,6 +47,7 @@ func TestBreakThroughAReplicaSaysItIsAReplica(t *testing.T) {
 // nothing, exits 1 as for a name not held, and says how a pause ends; the
 // name stays paused.
 func TestBreakLeavesAPauseAlone(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	if r := e.pauser("--pause", "--reason", "maint", "nightly"); r.Code != 0 {
 		t.Fatalf("--pause: exit %d, stderr %q", r.Code, r.Stderr)
@@ -63,6 +65,7 @@ func TestBreakLeavesAPauseAlone(t *testing.T) {
 // -w runs its command within a bound well under the line's one-second
 // check, measured from just before --break was started.
 func TestBreakHandsTheLockToTheWaitingRunAtOnce(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	holder := e.startJob(0, "break-head")
 	waiter := clitest.Start(t, nil, "--redis", e.srv.URL(), "-w", "30s", "break-head", "touch", e.path("ran"))
@@ -91,6 +94,7 @@ func TestBreakHandsTheLockToTheWaitingRunAtOnce(t *testing.T) {
 // the key, so a run after it refuses as paused, as it would after the
 // holder's release.
 func TestBreakPutsAPendingPauseIntoTheKey(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	j := e.startJob(0, "paused-break")
 	if r := e.run("--pause", "--reason", "deploy", "paused-break"); r.Code != 0 {

@@ -26,6 +26,7 @@ import (
 // will never free by itself, or a holder and since when; never "for 0s",
 // "expires in 0s", "(0s ago)" or "lock lock:x".
 func TestBusyLineSaysWhatKeepsTheLock(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -108,6 +109,7 @@ func TestBusyLineSaysWhatKeepsTheLock(t *testing.T) {
 // A wait that runs out on a lock kept by --min-hold after its run finished
 // says so, not that the finished run still holds it.
 func TestGaveUpWaitingSaysMinHoldKeepsTheLock(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	if r := e.run("--min-hold", "10m", "kept", "true"); r.Code != 0 {
 		t.Fatalf("the first run: exit %d, stderr %q", r.Code, r.Stderr)
@@ -160,6 +162,7 @@ func lineLen(t *testing.T, rdb *redis.Client, key string) int64 {
 // -w gives up with 75 once the wait is over, naming the holder, and runs
 // nothing.
 func TestWaitTimesOutWith75(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder := holdLock(t, srv, "busy")
 	marker := filepath.Join(t.TempDir(), "ran")
@@ -186,6 +189,7 @@ func TestWaitTimesOutWith75(t *testing.T) {
 
 // -w runs the command as soon as the holder releases the lock.
 func TestWaitRunsAfterRelease(t *testing.T) {
+	t.Parallel()
 	rdb, holder, marker, p := waitingForJob(t)
 	if exists(marker) {
 		t.Fatalf("the command ran while the lock was held")
@@ -207,6 +211,7 @@ func TestWaitRunsAfterRelease(t *testing.T) {
 // SIGINT while waiting: 130, nothing run, the holder's lock untouched, the
 // line left.
 func TestWaitInterruptedExits130(t *testing.T) {
+	t.Parallel()
 	rdb, holder, marker, p := waitingForJob(t)
 	p.Signal(syscall.SIGINT)
 	r := p.Wait(waitFor)
@@ -233,6 +238,7 @@ func TestWaitInterruptedExits130(t *testing.T) {
 // A SIGINT that races the release may find with-lock waiting, trying the
 // SET, or already holding the lock; whichever, nothing stays locked.
 func TestWaitInterruptRacingReleaseLeavesNoLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	for i := range 20 {
@@ -270,6 +276,7 @@ func waitingForJob(t *testing.T) (*redis.Client, *withlock.Lock, string, *clites
 // Processes waiting with -w run in the order in which they started
 // waiting.
 func TestWaitersRunInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	holder := holdLock(t, srv, "fifo")
@@ -309,6 +316,7 @@ const killedWaiterBound = 3 * time.Second
 // A waiter killed with -9 while queued delays the one behind it by no more
 // than the documented bound.
 func TestKilledWaiterDelaysNextByAtMostBound(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	holder := holdLock(t, srv, "killed")
@@ -346,6 +354,7 @@ func TestKilledWaiterDelaysNextByAtMostBound(t *testing.T) {
 // A wait that runs out says how long it waited, who holds the lock and
 // since when.
 func TestWaitRunOutSaysWhoAndSinceWhen(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder := holdLock(t, srv, "busy")
 	marker := filepath.Join(t.TempDir(), "ran")

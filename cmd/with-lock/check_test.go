@@ -23,6 +23,7 @@ import (
 const settle = 100 * time.Millisecond
 
 func TestCheckExitCodesFollowThePluginConvention(t *testing.T) {
+	t.Parallel()
 	host, _ := os.Hostname()
 	for _, tc := range []struct {
 		name  string
@@ -106,6 +107,7 @@ func TestCheckExitCodesFollowThePluginConvention(t *testing.T) {
 // Nothing known of the job when Redis cannot be asked: UNKNOWN, in the
 // words of a run's messages.
 func TestCheckUnknownWhenRedisUnreachable(t *testing.T) {
+	t.Parallel()
 	port := strconv.Itoa(redistest.FreePort(t))
 	res := clitest.Run(t, nil, "--redis", "redis://127.0.0.1:"+port, "--check", "nightly-report", "--max-age", "25h")
 	checkLine(t, res, 3, `^WITH-LOCK UNKNOWN - Redis unreachable: .*nothing listens at 127\.0\.0\.1:`+port+` \(connection refused\)$`)

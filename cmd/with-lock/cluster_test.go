@@ -18,6 +18,7 @@ const ClusterACLExtra = " +cluster|slots"
 
 // TestCluster shares one three-master Redis Cluster among its subtests.
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	args := []string{"--cluster", "--redis-timeout", "2s"}

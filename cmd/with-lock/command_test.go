@@ -24,6 +24,7 @@ import (
 // A signal to with-lock reaches the command; with-lock waits for it,
 // releases the lock and exits as the command did.
 func TestSignalReachesCommandAndExitFollowsIt(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
 		t.Run(unix.SignalName(sig), func(t *testing.T) {
@@ -97,6 +98,7 @@ func TestSignalWhileAcquiringSkipsCommand(t *testing.T) {
 // The command gets with-lock's environment plus WITH_LOCK_NAME, _KEY and
 // _TOKEN, the token being the key's value.
 func TestCommandGetsEnvironmentAndLockVariables(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	h := e.startJob(0, "--prefix", "env:", "nightly")
 	if h.name != "nightly" || h.key != "env:nightly" || !tokenRE.MatchString(h.token) {
@@ -122,6 +124,7 @@ const overlapProbe = `mkdir "$1" || exit 99; echo run >> "$3"; while [ ! -e "$2"
 // the others are refused with 75. The one that runs stays inside until all
 // others have exited, so a lock that let two in could not pass.
 func TestConcurrentCopiesOneRunsOthersRefused75(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const copies = 12
 	for round := range 3 {
@@ -159,6 +162,7 @@ func TestConcurrentCopiesOneRunsOthersRefused75(t *testing.T) {
 // Copies that wait (-w) run one after the other,
 // never two at once.
 func TestWaitingCopiesRunOneAfterAnother(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const copies = 6
 	probe, log := e.path("probe"), e.path("log")
@@ -183,6 +187,7 @@ func TestWaitingCopiesRunOneAfterAnother(t *testing.T) {
 // from an outer with-lock, are dropped first: a command whose lock has no
 // --fence must not see another lock's fencing number.
 func TestCommandSeesOnlyItsOwnLockVariables(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const show = `env | grep '^WITH_LOCK_' | sort`
 	inner := []string{"--redis", e.srv.URL(), "inner", "sh", "-c", show}
@@ -238,6 +243,7 @@ func TestCommandSeesOnlyItsOwnLockVariables(t *testing.T) {
 // passes its own code on; and with-lock as PID 1 of a PID namespace, whom
 // no signal can kill (a container's entrypoint), exits 128+N.
 func TestForwardedSignalEndsWithLockAsItEndedTheCommand(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for i, tc := range []struct {
 		name    string
@@ -294,6 +300,7 @@ func TestForwardedSignalEndsWithLockAsItEndedTheCommand(t *testing.T) {
 // docs/long-jobs.md and the man page's --stop-timeout say of the default
 // (job_stop_test.go: with it).
 func TestForwardedSignalIgnoredKeepsWithLockWaiting(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	const killAfter = 200 * time.Millisecond
@@ -333,6 +340,7 @@ func TestForwardedSignalIgnoredKeepsWithLockWaiting(t *testing.T) {
 // In a terminal the command is in the foreground: it can read the
 // terminal, and Ctrl-C reaches it. with-lock then exits 130 and releases.
 func TestInteractiveCommandInTerminal(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	pty := clitest.OpenPTY(t)

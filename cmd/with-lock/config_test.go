@@ -22,6 +22,7 @@ import (
 // a lock taken with one file is busy for the other, while a host whose
 // file names another Redis is not excluded.
 func TestConfigFilesOnOneRedisExcludeEachOther(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	other := redistest.Start(t)
 	hostA := e.conf("a.conf", "redis = \""+e.srv.Addr()+"\"\nttl = 5\n")
@@ -47,6 +48,7 @@ func TestConfigFilesOnOneRedisExcludeEachOther(t *testing.T) {
 // A bare number is seconds, as with flock -w; and --redis host:port is
 // redis://host:port/0, as redis-cli users write it.
 func TestBareSecondsAndHostPort(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	holder := clitest.Start(t, nil, "--redis", e.srv.Addr(), "job", "sh", "-c", "touch "+e.path("held")+"; exec sleep 30")
 	holder.WaitFile(e.path("held"))
@@ -60,6 +62,7 @@ func TestBareSecondsAndHostPort(t *testing.T) {
 // --print-config's output is a config file: it parses as TOML, names
 // where each setting came from in its comments, and masks passwords.
 func TestPrintConfigShowsSourcesAndMasksPasswords(t *testing.T) {
+	t.Parallel()
 	e := &env{t: t, dir: t.TempDir()}
 	const secret = "hunter2-pw"
 	conf := e.conf("host.conf", "# this host\nredis = [\"redis://app:"+secret+"@cache:6380/0\"]\nttl = \"45s\"\nprefix = \"file/\"\n")
@@ -116,6 +119,7 @@ func TestPrintConfigShowsSourcesAndMasksPasswords(t *testing.T) {
 // With no Redis configured, --print-config says plainly that this host
 // locks only against itself.
 func TestPrintConfigWarnsOfTheLocalDefault(t *testing.T) {
+	t.Parallel()
 	e := &env{t: t, dir: t.TempDir()}
 	empty := e.conf("empty.conf", "# nothing configured\n")
 	r := clitest.Run(t, nil, "--config", empty, "--print-config")
@@ -139,6 +143,7 @@ func toString(v any) string {
 // what it prints is a config file that reaches the same deployment: a
 // --status through it finds the lock free (1), then held (0).
 func TestPrintConfigRoundTripsOnEveryDeployment(t *testing.T) {
+	t.Parallel()
 	single := redistest.Start(t)
 	cluster := redistest.StartCluster(t, 3)
 	_, _, quorumArgs, _ := quorumMasters(t)
@@ -191,6 +196,7 @@ func seedArgs(seeds []string) []string {
 // An old TLS key in the config file (key, the lock's key to a reader) is
 // bad configuration: exit 78, one line naming the new key, command not run.
 func TestOldTLSKeyInConfigFileExits78WithTheNewName(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	conf, ran := filepath.Join(dir, "old.conf"), filepath.Join(dir, "ran")
 	writeFile(t, conf, []byte("key = \"/etc/ssl/with-lock.key\"\n"), 0o644)
@@ -208,6 +214,7 @@ func TestOldTLSKeyInConfigFileExits78WithTheNewName(t *testing.T) {
 // file), as --print-config would otherwise show "" while the key gets
 // "lock:". An empty WITH_LOCK_PREFIX is unset, as every empty variable.
 func TestEmptyPrefixIsRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	conf := e.conf("with-lock.conf", "prefix = \"\"\n")
 	for _, tc := range []struct {
@@ -244,6 +251,7 @@ func TestEmptyPrefixIsRefused(t *testing.T) {
 // with-lock: the message says where flags go. A command that is not one
 // of our flags gets the plain not-found line, without that hint.
 func TestFlagAfterTheNameSaysWhereFlagsGo(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for _, tc := range []struct {
 		cmd  string

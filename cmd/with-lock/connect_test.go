@@ -20,6 +20,7 @@ import (
 )
 
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	ca := redistest.NewCA(t, "with-lock-test")
 	srv := redistest.StartTLS(t, ca, false)
 	mtls := redistest.StartTLS(t, ca, true)
@@ -76,6 +77,7 @@ func TestTLS(t *testing.T) {
 // reported as Redis being down. With maxclients reached, Redis answers
 // before the handshake can start, in plain text.
 func TestTLSToPlainRedisIsConfigError(t *testing.T) {
+	t.Parallel()
 	plain := redistest.Start(t)
 	locked := redistest.Start(t, "requirepass", "s3cret-pw")
 	full := redistest.Start(t, "maxclients", "1")
@@ -120,6 +122,7 @@ func TestTLSToPlainRedisIsConfigError(t *testing.T) {
 // accept. While Redis is stopped, the run's connections wait in its
 // listen backlog: there is one, and the run succeeds once Redis resumes.
 func TestTLSRedisSlowToHandshakeIsNotProbed(t *testing.T) {
+	t.Parallel()
 	srv, ca := stoppedTLSRedis(t)
 	cmd, ran := marker(t)
 	p := clitest.Start(t, nil, append([]string{"--redis", srv.URL(), "--tls-cacert", ca.CertFile, "slow-tls"}, cmd...)...)
@@ -167,6 +170,7 @@ func backlog(t *testing.T, port int) int {
 const secretsScript = `tr '\0' '\n' < /proc/$$/environ; echo ---; tr '\0' ' ' < /proc/$PPID/cmdline`
 
 func TestSecrets(t *testing.T) {
+	t.Parallel()
 	const password = "s3cret-Pa55word"
 	srv := redistest.Start(t)
 	if err := srv.Client().ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {

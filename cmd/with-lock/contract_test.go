@@ -23,6 +23,7 @@ import (
 
 // The binary builds and is executable.
 func TestBinaryIsExecutable(t *testing.T) {
+	t.Parallel()
 	fi, err := os.Stat(clitest.Binary(t))
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +35,7 @@ func TestBinaryIsExecutable(t *testing.T) {
 
 // The command runs, and afterwards the lock is gone.
 func TestRunsCommandThenReleasesLock(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	r := e.run("x", "touch", e.path("ran"))
 	if r.Code != 0 || r.Stderr != "" || r.Stdout != "" {
@@ -49,6 +51,7 @@ func TestRunsCommandThenReleasesLock(t *testing.T) {
 
 // The command's exit code passes through.
 func TestExitCodePassesThrough(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for _, code := range []int{0, 1, 3, 42, 75, 255} {
 		r := e.run("x", "sh", "-c", "exit "+strconv.Itoa(code))
@@ -62,6 +65,7 @@ func TestExitCodePassesThrough(t *testing.T) {
 // unique to the run and naming with-lock's host and pid; the command sees
 // it.
 func TestKeyHoldsUniqueTokenWithTTLDuringRun(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	host, _ := os.Hostname()
@@ -94,6 +98,7 @@ func TestKeyHoldsUniqueTokenWithTTLDuringRun(t *testing.T) {
 // A busy lock makes with-lock exit 75 at once, without running the
 // command, and leaves the lock alone.
 func TestBusyLockRefusedAtOnceWith75(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	e.rdb.Set(ctx, "lock:x", foreign, 30*time.Second)
@@ -121,6 +126,7 @@ func TestBusyLockRefusedAtOnceWith75(t *testing.T) {
 // A lock taken over while the command ran survives our
 // release; with-lock says so and still exits with the command's code.
 func TestTakenOverLockSurvivesRelease(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	h := e.startJob(3, "x")
 	e.rdb.Set(context.Background(), "lock:x", foreign, 30*time.Second)
@@ -144,6 +150,7 @@ func TestTakenOverLockSurvivesRelease(t *testing.T) {
 // the index of names --list reads (admin_index.go), after it INFO memory.
 // No GET, DEL, SETNX or EXPIRE of the lock key is sent.
 func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
+	t.Parallel()
 	// The release script is the fair line's hand-over (key_hand.lua)
 	// followed by release.lua, without their comments, as the library
 	// composes it.
@@ -233,6 +240,7 @@ func TestAcquireIsOneSetNXAndReleaseOneEval(t *testing.T) {
 
 // Arguments reach the command as they are, never through a shell.
 func TestArgumentsReachCommandVerbatim(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	marker := e.path("marker")
 	args := []string{"$(touch " + marker + ")", "`touch " + marker + "`", ";", "|", "&&", "*", "$HOME", "a b", "'q'", ""}

@@ -52,6 +52,7 @@ func readmeBlock(t *testing.T, marker string) string {
 // The monitoring guide's alert rule stays quiet while a host's last success is under
 // 25 h old, whatever a host that never succeeded says, and fires after.
 func TestReadmeAlertRuleFiresAfter25hWithoutSuccess(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rules := filepath.Join(dir, "with-lock.rules.yml")
 	writeFile(t, rules, []byte(readmeBlock(t, "groups:")), 0o644)
@@ -90,6 +91,7 @@ tests:
 // The monitoring guide's Nagios command, with the service's arguments put in, says
 // OK after a success and CRITICAL after a failure.
 func TestReadmeNagiosCommandRunsAsWritten(t *testing.T) {
+	t.Parallel()
 	var command, service []string
 	for _, line := range strings.Split(readmeBlock(t, "command_line"), "\n") {
 		f := strings.Fields(line)
@@ -126,6 +128,7 @@ func TestReadmeNagiosCommandRunsAsWritten(t *testing.T) {
 // directory, check server and a job that succeeds in their places: the
 // metrics file and the pings arrive.
 func TestReadmeCrontabLinesRunAsWritten(t *testing.T) {
+	t.Parallel()
 	var lines [][]string
 	for _, body := range readmeBlocks(t) {
 		for _, line := range strings.Split(body, "\n") {
@@ -179,6 +182,7 @@ func TestReadmeCrontabLinesRunAsWritten(t *testing.T) {
 // refused, and the key it shows names the holder but never the token's
 // random part, as nothing with-lock prints does.
 func TestDemoShowsTheHolderNotTheToken(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cmd := exec.Command("bash", "../../tools/demo.sh")
 	cmd.Env = append(cmd.Environ(), "BIN="+clitest.Binary(t), "DEMO_PORT="+strconv.Itoa(srv.Port))

@@ -24,6 +24,7 @@ func evictionWarning(name, policy string) string {
 // still runs. Every run against it warns in one line on stderr (not with
 // -q), --status and --status --json report it, and --check is WARNING.
 func TestEvictingRedisIsWarnedOfOnEveryPath(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "maxmemory", "4mb", "maxmemory-policy", "volatile-lru")
 	warning := "with-lock: warning: " + evictionWarning("job", "volatile-lru") + "\n"
 
@@ -76,6 +77,7 @@ func TestEvictingRedisIsWarnedOfOnEveryPath(t *testing.T) {
 // A server that cannot evict a lock is not warned of: no maxmemory (the
 // default), or maxmemory with noeviction.
 func TestRedisThatCannotEvictIsNotWarnedOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		config []string
@@ -100,6 +102,7 @@ func TestRedisThatCannotEvictIsNotWarnedOf(t *testing.T) {
 // policy (+info); an ACL without +info hides it, and then nothing is said
 // and nothing fails.
 func TestEvictionWarningUnderTheLeastPrivilegeACL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t, "maxmemory", "100mb", "maxmemory-policy", "allkeys-lru")
 	withoutInfo := strings.Replace(LeastPrivilegeACL, " +info", "", 1)

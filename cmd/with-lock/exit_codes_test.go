@@ -10,6 +10,7 @@ import (
 // the ACL user inside a script is exit 77 with the least-privilege hint in
 // each server's wording, and other script errors are not.
 func TestScriptACLRefusalIsNoPermInEachServersWording(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		server, reply string
 		want          int

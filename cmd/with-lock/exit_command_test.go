@@ -14,6 +14,7 @@ import (
 )
 
 func TestCommandNotStartable(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	write := func(name, content string, mode os.FileMode) string {
@@ -69,6 +70,7 @@ func TestCommandNotStartable(t *testing.T) {
 }
 
 func TestDiedOfSignal(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for sig, code := range map[string]int{"TERM": 143, "KILL": 137, "INT": 130} {
 		r := e.run("x", "sh", "-c", "kill -"+sig+" $$")
@@ -82,6 +84,7 @@ func TestDiedOfSignal(t *testing.T) {
 }
 
 func TestConflictExitAndQuiet(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.rdb.Set(context.Background(), "lock:x", foreign, time.Minute)
 	for _, tc := range []struct {
@@ -112,6 +115,7 @@ func TestConflictExitAndQuiet(t *testing.T) {
 }
 
 func TestPrefixAndDoubleDash(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	h := e.startJob(0, "--prefix", "jobs/", "x")

@@ -25,6 +25,7 @@ import (
 // its defined exit code and exactly one line on stderr that names the
 // cause, without running the command, leaving a key or showing a password.
 func TestBadInputsExitCodeAndOneLine(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const secret = "hunter2-pw"
 	url := e.srv.URL()
@@ -131,6 +132,7 @@ func TestBadInputsExitCodeAndOneLine(t *testing.T) {
 const exitUsage = 64
 
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	for _, flag := range []string{"-h", "--help"} {
 		r := clitest.Run(t, nil, flag)
 		if r.Code != 0 || !strings.HasPrefix(r.Stdout, "Usage: with-lock") || !strings.Contains(r.Stdout, "Examples:") || r.Stderr != "" {
@@ -144,6 +146,7 @@ func TestHelpAndVersion(t *testing.T) {
 }
 
 func TestRedisUnavailable(t *testing.T) {
+	t.Parallel()
 	t.Run("nothing listening", func(t *testing.T) {
 		e := &env{t: t, dir: t.TempDir()}
 		url := "redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"
@@ -197,6 +200,7 @@ func TestRedisUnavailable(t *testing.T) {
 }
 
 func TestRedisRefusesCredentials(t *testing.T) {
+	t.Parallel()
 	const password, wrong, userPassword = "s3cret-pw-xyz", "wrong-pw-123", "limited-pw-456"
 	e := setup(t, "requirepass", password)
 	ctx := context.Background()
@@ -242,6 +246,7 @@ func TestRedisRefusesCredentials(t *testing.T) {
 // for something else (here a list) is a configuration error, 78, named
 // in one line: waiting or retrying will not free it, and Redis did answer.
 func TestWrongTypeLockKeyIsConfigError(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	e.rdb.LPush(ctx, "lock:x", "someone else's")
@@ -263,6 +268,7 @@ func TestWrongTypeLockKeyIsConfigError(t *testing.T) {
 // counter that holds something other than a number is a configuration
 // error, 78, named in one line; the command does not run.
 func TestFenceCounterNotANumberIsConfigError(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	counter := fenceKey("x")

@@ -24,6 +24,7 @@ import (
 // neither behind: its guard sees the pipe close, removes the cgroup it was
 // told of at once, and exits.
 func TestKilledWhileWaitingLeavesNeitherGuardNorCgroup(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	if err := srv.Client().Set(context.Background(), "lock:waited", foreign, time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -54,6 +55,7 @@ func TestKilledWhileWaitingLeavesNeitherGuardNorCgroup(t *testing.T) {
 // default, so Ctrl-C stops one that waits on a stalled Redis at once,
 // rather than after --redis-timeout.
 func TestCtrlCStopsAdminPathsAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	srv.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { srv.Signal(syscall.SIGCONT) })
@@ -178,6 +180,7 @@ func connectedTo(pid, port int) bool {
 // with-lock still takes the job's leftovers along. /bin/sh is replaced
 // for with-lock alone, in a mount namespace of its own.
 func TestGuardIsWithLockItselfWhereBinShDoesNotRunIt(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("replacing /bin/sh in a mount namespace needs root")
 	}

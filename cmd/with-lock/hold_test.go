@@ -17,6 +17,7 @@ import (
 
 // --no-renew never extends the key: it expires under a long command, which runs to its end; the release then finds the key not ours.
 func TestNoRenewLetsKeyExpireUnderCommand(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	p := clitest.Start(t, redisEnv(srv), "--no-renew", "--ttl", "300ms", "norenew", "sleep", "1")
@@ -40,6 +41,7 @@ func TestNoRenewLetsKeyExpireUnderCommand(t *testing.T) {
 // --min-hold keeps a short job's lock until min-hold after acquisition; a
 // second run meanwhile is refused.
 func TestMinHoldKeepsShortJobsLockAfterRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	res := clitest.Run(t, redisEnv(srv), "--min-hold", "1500ms", "minhold", "true")
@@ -60,6 +62,7 @@ func TestMinHoldKeepsShortJobsLockAfterRelease(t *testing.T) {
 // --fence gives the command WITH_LOCK_FENCE, increasing per acquisition;
 // without it there is none.
 func TestFenceGivesCommandIncreasingNumberOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	var fences []int
 	for range 3 {
@@ -88,6 +91,7 @@ func TestFenceGivesCommandIncreasingNumberOnlyWhenAsked(t *testing.T) {
 // Bad supervision, status and min-hold flags are usage errors, 64, with a
 // message.
 func TestBadHoldAndStatusFlagsExit64(t *testing.T) {
+	t.Parallel()
 	tests := [][]string{
 		{"--status", "x", "cmd"},
 		{"--status"},
@@ -111,6 +115,7 @@ func TestBadHoldAndStatusFlagsExit64(t *testing.T) {
 // its background child runs to its own end, not killed, and with-lock
 // exits with the command's code only then.
 func TestGuardStandsDownAfterNormalExit(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	res := clitest.Run(t, redisEnv(srv), "guard", "sh", "-c", `(sleep 0.3; touch "$0/finished") >/dev/null 2>&1 & exit 3`, dir)

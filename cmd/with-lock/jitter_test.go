@@ -15,6 +15,9 @@ import (
 // different one in each run: runs that cron starts in the same second
 // reach Redis spread over DUR. Each run's -v lines show its delay, and its
 // acquisition comes after it.
+//
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestJitterDelaysEachRunsFirstTryByItsOwnRandomTime(t *testing.T) {
 	e := setup(t)
 	const runs, jitter = 8, 400 * time.Millisecond
@@ -59,6 +62,7 @@ func TestJitterDelaysEachRunsFirstTryByItsOwnRandomTime(t *testing.T) {
 // A signal during --jitter ends the run at once, 128+N, the command not
 // run, and nothing sent to Redis: the jitter comes before the first try.
 func TestSignalDuringJitterEndsTheRunBeforeAnyCommandReachesRedis(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	mon := e.srv.Monitor()
 	p := clitest.Start(t, nil, "--redis", e.srv.URL(), "-v", "--jitter", "1h", "job", "touch", e.path("ran"))

@@ -48,6 +48,7 @@ while :; do setsid sleep "$0" & sleep "$0" & true & (true) & sleep 0.01; done`
 // with-lock has exited (or, killed, once its guard has acted), and its
 // cgroup is gone.
 func TestForkingJobIsStoppedWholeWithItsCgroup(t *testing.T) {
+	t.Parallel()
 	if !cgroupWritable() {
 		t.Skip("needs a cgroup with-lock can make: root and a read-write cgroup2 mount")
 	}
@@ -128,6 +129,7 @@ func subreaperOnly() []struct {
 // the command's code once the child has ended. With --leftovers kill the
 // child is stopped when the command exits.
 func TestSubreaperAloneHoldsTheLockForLeftoversAndLeftoversKillStopsThem(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	for i, mode := range subreaperOnly() {
@@ -193,6 +195,7 @@ while [ ! -e "$1/bg" ] || [ ! -e "$1/setsid" ] || [ ! -e "$1/daemon" ]; do sleep
 // with the SIGTERM (well before --kill-after's SIGKILL), whether the
 // job has a cgroup or the subreaper alone follows it.
 func TestLeftoversKillStopsEveryLeftover(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for i, mode := range trackings {
 		t.Run(mode.name, func(t *testing.T) {
@@ -226,6 +229,7 @@ func TestLeftoversKillStopsEveryLeftover(t *testing.T) {
 // that first waited for the lock (-w) still gives its command the whole
 // --max-run before stopping it (exit 124).
 func TestMaxRunCountsFromTheCommandsStartAfterAWait(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const wait, maxRun = 1500 * time.Millisecond, time.Second
 	if err := srv.Client().Set(context.Background(), "lock:max-run-wait", foreign, wait).Err(); err != nil {
@@ -257,6 +261,7 @@ func TestMaxRunCountsFromTheCommandsStartAfterAWait(t *testing.T) {
 // and the lock released at once, well before its TTL: the next run need
 // not wait for the key to expire. A job that stops in time is not killed.
 func TestStopTimeoutKillsAJobIgnoringSIGTERMAndReleasesTheLock(t *testing.T) {
+	t.Parallel()
 	const timeout = 500 * time.Millisecond
 	tests := []struct {
 		name   string
@@ -309,6 +314,7 @@ func TestStopTimeoutKillsAJobIgnoringSIGTERMAndReleasesTheLock(t *testing.T) {
 // at --max-run's end and when the lock is lost; the job's own handler for
 // it runs, and the exit code is with-lock's (124, 125).
 func TestStopSignalIsSentOnMaxRunAndALostLock(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const handler = `trap 'echo "$1" > "$0"; exit 0' USR1 INT; touch "$0.ran"; while :; do sleep 0.05; done`
 	got := filepath.Join(e.dir, "max-run")
@@ -341,6 +347,7 @@ func TestStopSignalIsSentOnMaxRunAndALostLock(t *testing.T) {
 // and leave the lock to expire; and with KillMode=mixed systemctl stop's
 // SIGTERM reaches with-lock alone, which forwards it.
 func TestSystemdUnitStopsTheJobBeforeSystemdDoes(t *testing.T) {
+	t.Parallel()
 	unit := readFile(t, filepath.Join("..", "..", "packaging", "systemd", "with-lock-example.service"))
 	var args []string
 	var unitStop time.Duration

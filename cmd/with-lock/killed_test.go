@@ -46,6 +46,7 @@ var asNobody = []string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear
 // machine offers one and by the subreaper alone, and as a user who may
 // make no cgroup.
 func TestKilledWithLockTakesItsJobWhicheverOfItAndItsGuardIsKilled(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	kills := []struct {
 		name string
@@ -119,6 +120,7 @@ func TestKilledWithLockTakesItsJobWhicheverOfItAndItsGuardIsKilled(t *testing.T)
 // The guard's command line does not name with-lock: `pkill -f with-lock`
 // and `pgrep -f with-lock` are how runs are found and stopped.
 func TestGuardIsNotMatchedByPkillWithLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := clitest.Start(t, redisEnv(srv), "-w", "10s", "guard-name", "sleep", "100")
 	var guard int
@@ -286,6 +288,7 @@ func childOf(pid int) int {
 // cgroup, the next with-lock to start on the host (for any lock) finds
 // the group that no live run holds, kills what is in it and removes it.
 func TestNextRunStopsTheJobOfAWithLockKilledWithItsGuard(t *testing.T) {
+	t.Parallel()
 	if !cgroupWritable() {
 		t.Skip("needs a cgroup with-lock can make: root and a read-write cgroup2 mount")
 	}
@@ -317,6 +320,7 @@ func TestNextRunStopsTheJobOfAWithLockKilledWithItsGuard(t *testing.T) {
 // when its guard is killed at the same moment. As root, and as a user
 // through a user namespace.
 func TestWithLockAsInitOfItsPidNamespaceTakesItsJobWhenKilledWithItsGuard(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for i, run := range []struct {
 		name   string
@@ -356,6 +360,9 @@ func TestWithLockAsInitOfItsPidNamespaceTakesItsJobWhenKilledWithItsGuard(t *tes
 
 // with-lock is killed with SIGKILL: its command — the whole tree — is
 // dead within 100ms, and the lock is free again within the TTL.
+//
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestKilledHolderTakesCommandTreeAndFreesLockWithinTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()

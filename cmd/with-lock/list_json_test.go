@@ -13,6 +13,7 @@ import (
 // lock and for every field of statusJSON set in turn (a field added to
 // statusJSON that the hand-written path does not know fails here).
 func TestListJSONIsWhatEncodingJSONWrites(t *testing.T) {
+	t.Parallel()
 	since := time.Date(2026, 12, 2, 7, 19, 17, 689_000_000, time.UTC)
 	plain := statusJSON{Name: "job-1", Key: "lock:job-1", Held: true, Holder: "web-1:4242", Host: "web-1", PID: 4242,
 		TTLMs: 29_500, Since: &since}

@@ -167,11 +167,13 @@ func seeAndClearLocks(t *testing.T, args ...string) {
 }
 
 func TestSeeAndClearLocksOnOneRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	seeAndClearLocks(t, "--redis", srv.URL())
 }
 
 func TestSeeAndClearLocksOnACluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	args := []string{"--cluster", "--redis-timeout", "2s"}
 	for _, n := range cl.Nodes {
@@ -205,6 +207,7 @@ func TestSeeAndClearLocksOnACluster(t *testing.T) {
 }
 
 func TestSeeAndClearLocksOnAQuorum(t *testing.T) {
+	t.Parallel()
 	_, _, args, _ := quorumMasters(t)
 	seeAndClearLocks(t, args...)
 }
@@ -214,6 +217,7 @@ func TestSeeAndClearLocksOnAQuorum(t *testing.T) {
 // left, and a value in no format without expiry as held by "unknown", never
 // expiring; the foreign token's secret part is never printed.
 func TestListShowsForeignToken(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	if err := e.rdb.Set(ctx, "lock:other-job", foreign, 30*time.Second).Err(); err != nil {
@@ -269,6 +273,7 @@ func TestListShowsForeignToken(t *testing.T) {
 // --list --scan, which shows the key (and needs no such line); a pipe gets
 // the rows alone.
 func TestListSaysHowToSeeKeysOfOtherPrograms(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	if r := e.run("ours", "true"); r.Code != 0 { // the index holds a name
@@ -310,6 +315,7 @@ func TestListSaysHowToSeeKeysOfOtherPrograms(t *testing.T) {
 // --fence, --min-hold, --once-per, and a waiter handed the lock in the fair
 // line (-w). Each is listed as soon as its command runs, with its holder.
 func TestListShowsALockFromTheMomentItIsTaken(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	if r := e.run("earlier", "true"); r.Code != 0 { // the index holds a name
 		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
@@ -373,6 +379,7 @@ func TestListShowsALockFromTheMomentItIsTaken(t *testing.T) {
 // --list with nothing held tells a person at a terminal so, and gives a
 // pipe nothing, as a script counting rows expects.
 func TestListWithNothingHeld(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	t.Run("pipe", func(t *testing.T) {
 		for _, args := range [][]string{{"--list"}, {"--list", "--all"}, {"--list", "--json"}} {

@@ -69,6 +69,7 @@ func events(lines []logLine) []string {
 // -v --log-format json on a run that succeeds: acquired (with the time it
 // took and the fence), exited (code, duration), released (time held).
 func TestJSONLogOfASimpleRun(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for _, tc := range []struct {
 		name string
@@ -104,6 +105,7 @@ func TestJSONLogOfASimpleRun(t *testing.T) {
 
 // A wait logs who holds the lock and since when, then the acquisition.
 func TestJSONLogOfAWait(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	holder := holdLock(t, srv, "waited")
@@ -128,6 +130,7 @@ func TestJSONLogOfAWait(t *testing.T) {
 
 // A takeover is one "lost" error line naming the new owner.
 func TestJSONLogOfATakeover(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	j := e.startJob(0, "--log-format", "json", "-v", "--ttl", "1s", "taken")
 	if err := e.rdb.Set(context.Background(), "lock:taken", foreign, time.Minute).Err(); err != nil {
@@ -158,6 +161,7 @@ func TestJSONLogOfATakeover(t *testing.T) {
 // Every JSON error line carries the exit code with-lock leaves with: a
 // Redis that cannot be reached (69) as a command not found (127).
 func TestJSONErrorsCarryTheExitCode(t *testing.T) {
+	t.Parallel()
 	down := "redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"
 	paused := redistest.Start(t)
 	paused.Signal(syscall.SIGSTOP)
@@ -220,6 +224,7 @@ var jsonSources = []jsonAsked{
 // (--list, --status, --break) — and text when it is not asked for. Every
 // error line carries the exit code.
 func TestJSONLogFormatOnEveryPath(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	down := "redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/0"
 	for _, path := range []struct {
@@ -290,6 +295,7 @@ func TestJSONLogFormatOnEveryPath(t *testing.T) {
 // A config file, named by WITH_LOCK_CONFIG, that sets log-format json and
 // then fails to parse: the error saying where is JSON.
 func TestJSONLogFormatFromABrokenFileNamedByVariable(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "with-lock.conf")
 	writeFile(t, conf, []byte("# jobs\nlog-format = \"json\"\nttl = \"45s\n"), 0o644)
 	r := clitest.Run(t, []string{"WITH_LOCK_CONFIG=" + conf}, "x", "true")
@@ -308,6 +314,7 @@ func TestJSONLogFormatFromABrokenFileNamedByVariable(t *testing.T) {
 // A flag beats its variable, which beats the file, for the format of an
 // early error as for everything else.
 func TestEarlyLogFormatFollowsPrecedence(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "with-lock.conf")
 	writeFile(t, conf, []byte("log-format = \"json\"\n"), 0o644)
 	for _, tc := range []struct {

@@ -24,6 +24,7 @@ import (
 // -v in text: the same events, each one line "with-lock: <time> ...";
 // without -v the same run says nothing.
 func TestVerboseTextLog(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	r := clitest.Run(t, nil, "-v", "--redis", srv.URL(), "text", "sh", "-c", "kill -TERM $$")
 	if r.Code != 143 {
@@ -47,6 +48,9 @@ func TestVerboseTextLog(t *testing.T) {
 
 // A renewal held up by Redis for more than half the renewal interval is
 // reported with -v, and only then.
+//
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestVerboseReportsSlowRenewal(t *testing.T) {
 	e := setup(t)
 	// A renewal every 800ms; slow is over 400ms. The lock's local deadline
@@ -75,6 +79,7 @@ func TestVerboseReportsSlowRenewal(t *testing.T) {
 // -q silences every warning that is not an error: the password in the URL,
 // the busy message; an error still shows.
 func TestQuietSilencesWarningsNotErrors(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "requirepass", "pw-in-url-123")
 	url := "redis://:pw-in-url-123@" + e.srv.Addr() + "/0"
 	if r := clitest.Run(t, nil, "--redis", url, "x", "true"); r.Code != 0 || !strings.Contains(r.Stderr, "visible to other users") {
@@ -94,6 +99,7 @@ func TestQuietSilencesWarningsNotErrors(t *testing.T) {
 // itself; without -v the run does not say it. The command does
 // not exist, so nothing connects to the default address.
 func TestVerboseWarnsThatTheDefaultRedisIsLocalOnly(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "empty.conf")
 	writeFile(t, conf, nil, 0o644)
 	env := []string{"WITH_LOCK_CONFIG=" + conf}
@@ -194,6 +200,7 @@ func logsRow(situation string) string { return situation }
 // Every situation in docs/logs.md's table is checked by a test through
 // matchesDoc, named in the call or by logsRow.
 func TestLogsDocTableIsCheckedRowByRow(t *testing.T) {
+	t.Parallel()
 	rows := regexp.MustCompile("(?m)^\\| (.+?) \\| `").FindAllStringSubmatch(logsDoc(t), -1)
 	if len(rows) < 10 {
 		t.Fatalf("docs/logs.md's table has %d rows; the pattern must have stopped finding them", len(rows))
@@ -223,6 +230,7 @@ func TestLogsDocTableIsCheckedRowByRow(t *testing.T) {
 // prints those lines: the same events and fields, the same words. The
 // example that waits finds web2:4711 holding the lock, as the doc says.
 func TestLogsDocExamplesAreRealOutput(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	examples := regexp.MustCompile("(?s)```\n\\$ (with-lock [^\n]*)\n(.*?)```").FindAllStringSubmatch(logsDoc(t), -1)

@@ -19,6 +19,7 @@ import (
 // --on-lost reacquire too, since breaking a lock is an operator's decision
 // and is not undone.
 func TestBrokenHolderSaysWhoBrokeItWithBreak(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	host, _ := hostPid(t, 0)
 	db := func(n int) string { return "redis://" + e.srv.Addr() + "/" + strconv.Itoa(n) }
@@ -55,6 +56,7 @@ func TestBrokenHolderSaysWhoBrokeItWithBreak(t *testing.T) {
 
 // A lost lock says exactly why, in one line, and with-lock exits 125.
 func TestLostLockSaysWhy(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	const ttl = time.Second

@@ -24,6 +24,9 @@ import (
 // Another client takes the key over mid-run: the loss is seen within
 // one renewal interval, the command's whole tree dies, with-lock exits 125,
 // and the new owner's key is left alone.
+//
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestTakeoverStopsCommandWithinOneInterval(t *testing.T) {
 	const ttl = 1500 * time.Millisecond
 	const interval = ttl / 3
@@ -74,6 +77,7 @@ func TestTakeoverStopsCommandWithinOneInterval(t *testing.T) {
 // with-lock is paused (SIGSTOP) past its TTL while another process takes
 // the lock; on SIGCONT it stops the command at once and exits 125.
 func TestPausedHolderStopsCommandOnResume(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const ttl = time.Second
@@ -104,6 +108,7 @@ func TestPausedHolderStopsCommandOnResume(t *testing.T) {
 // someone else takes the now free lock: with-lock sees the loss and stops
 // the command.
 func TestRedisRestartedEmptyStopsCommandWithinOneInterval(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = 1500 * time.Millisecond
 	const interval = ttl / 3
@@ -132,6 +137,9 @@ func TestRedisRestartedEmptyStopsCommandWithinOneInterval(t *testing.T) {
 // stop the command by its local deadline — before the key could expire on
 // the server and anyone else could take it. A renewal stuck for the whole
 // --redis-timeout (longer than the TTL) must not delay that.
+//
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = 2 * time.Second
@@ -174,6 +182,7 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 // --on-lost ignore: the loss is reported, the command finishes with its own
 // exit code, and the new owner's key is left alone.
 func TestOnLostIgnoreLetsCommandFinishAndLeavesNewOwner(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	dir := t.TempDir()
@@ -200,6 +209,7 @@ func TestOnLostIgnoreLetsCommandFinishAndLeavesNewOwner(t *testing.T) {
 // A command that ignores SIGTERM is killed --kill-after later; with-lock
 // waits for the whole tree before exiting 125.
 func TestKillAfterKillsTreeThatIgnoresSIGTERM(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const killAfter = 700 * time.Millisecond

@@ -43,6 +43,7 @@ func manSection(t *testing.T, start string, next ...string) string {
 // the binary (the CLI and its config package), so a new one cannot be
 // forgotten.
 func TestManPageNamesEveryVariable(t *testing.T) {
+	t.Parallel()
 	env := manSection(t, ".SH ENVIRONMENT", ".SH ")
 	vars := map[string]bool{}
 	literal := regexp.MustCompile(`"(WITH_LOCK_[A-Z0-9_]*[A-Z0-9])"`)
@@ -84,6 +85,7 @@ func TestManPageNamesEveryVariable(t *testing.T) {
 // The man page's --json and --log-format paragraphs name every field the
 // JSON output has, and --json every action it goes with.
 func TestManPageNamesEveryJSONField(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		flag  string
 		types []reflect.Type
@@ -119,6 +121,7 @@ func TestManPageNamesEveryJSONField(t *testing.T) {
 // flag --help prints must be offered by the bash, zsh and fish completion
 // and documented in with-lock.1.
 func TestCompletionsListEveryFlag(t *testing.T) {
+	t.Parallel()
 	r := clitest.Run(t, nil, "--help")
 	if r.Code != 0 {
 		t.Fatalf("with-lock --help = %d, %q", r.Code, r.Stderr)
@@ -159,6 +162,7 @@ func TestCompletionsListEveryFlag(t *testing.T) {
 }
 
 func TestVersionFromBuildInfo(t *testing.T) {
+	t.Parallel()
 	const rev = "0123456789abcdef0123456789abcdef01234567"
 	vcs := func(modified string) []debug.BuildSetting {
 		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}

@@ -74,6 +74,7 @@ func pushed(t *testing.T, url, name, lock string) *dto.Metric {
 // run after it leaves in place. A Pushgateway that is down costs one
 // warning and changes nothing else.
 func TestMetricsPushReachesAPushgateway(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	url := pushgateway(t)
 	const lock = "reports/nightly"

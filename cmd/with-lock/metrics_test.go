@@ -25,6 +25,7 @@ import (
 // Every way a run ends writes the file, with its outcome, exit code and
 // times; only a run that held the lock has a duration.
 func TestMetricsFileRecordsEveryOutcome(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -124,6 +125,7 @@ func TestMetricsFileRecordsEveryOutcome(t *testing.T) {
 // The counters and the last success are this host's history: a failure
 // and a busy skip after a success count beside it and keep its time.
 func TestMetricsCountersAndLastSuccessCarryAcrossRuns(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "with-lock-nightly-report.prom")
@@ -166,6 +168,7 @@ func TestMetricsCountersAndLastSuccessCarryAcrossRuns(t *testing.T) {
 // Runs of one name on one host that end together each count once: the
 // read-modify-write of the file is serialised.
 func TestMetricsConcurrentRunsLoseNoCount(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	const n = 12
@@ -188,6 +191,7 @@ func TestMetricsConcurrentRunsLoseNoCount(t *testing.T) {
 // A name that is no file name gets one of its own, and its label is the
 // name exactly.
 func TestMetricsFileNamesKeepNamesApart(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	base := t.TempDir()
 	dir := filepath.Join(base, "metrics")
@@ -224,6 +228,7 @@ func TestMetricsFileNamesKeepNamesApart(t *testing.T) {
 // A directory that cannot be written costs one warning; the command's exit
 // code stands.
 func TestMetricsWriteFailureIsOneWarning(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	missing := filepath.Join(t.TempDir(), "missing")
 	res := e.run("--metrics-dir", missing, "job", "sh", "-c", "exit 4")

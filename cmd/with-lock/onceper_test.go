@@ -40,6 +40,7 @@ func runs(t *testing.T, file string) int {
 // why, --status shows the window, --done-exit-code changes the code, and a
 // key kept by --min-hold after the success is a done skip too, not busy.
 func TestOncePerTwoProcessesInOneWindowRunItOnce(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	once := []string{"--redis", e.srv.URL(), "--once-per", "1h", "--once-per-offset", midWindow(time.Hour)}
 	out := e.path("ran")
@@ -96,6 +97,7 @@ func TestOncePerTwoProcessesInOneWindowRunItOnce(t *testing.T) {
 // A failed run marks nothing: the next attempt in the window runs, and
 // only its success ends the window.
 func TestOncePerRetriesAFailedRunInTheWindow(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	once := []string{"--once-per", "1h", "--once-per-offset", midWindow(time.Hour), "retry"}
 	if r := e.run(append(once, "sh", "-c", "exit 3")...); r.Code != 3 {
@@ -117,6 +119,7 @@ func TestOncePerRetriesAFailedRunInTheWindow(t *testing.T) {
 // again; it expires with its window plus a margin (the window's length
 // up to an hour).
 func TestOncePerMarkerDoesNotLeakIntoTheNextWindow(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	once := []string{"--once-per", "2s", "leak"}
 	out := e.path("ran")
@@ -147,6 +150,7 @@ func TestOncePerMarkerDoesNotLeakIntoTheNextWindow(t *testing.T) {
 // --once-per on a Cluster and through Sentinel: the marker lives in the
 // lock's slot, and a second run in the window does not run.
 func TestOncePerOnAClusterAndThroughSentinel(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	cluster := []string{"--cluster", "--redis-timeout", "2s"}
 	for _, n := range cl.Nodes {
@@ -175,6 +179,7 @@ func TestOncePerOnAClusterAndThroughSentinel(t *testing.T) {
 
 // What --once-per cannot do is a usage error (64) that says why.
 func TestOncePerRefusesWhatItCannotDo(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -199,6 +204,7 @@ func TestOncePerRefusesWhatItCannotDo(t *testing.T) {
 // the offset both runs would fall in one clock hour and the second would
 // not run.
 func TestOncePerOffsetMovesTheWindowsEdge(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	const every = time.Hour

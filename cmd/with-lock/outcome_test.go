@@ -6,6 +6,7 @@ import "testing"
 // it: lost first (it may have overlapped another owner's run), then
 // timed-out (--max-run stopped it), then ok for exit 0, else failed.
 func TestOneOutcomePerRunLostThenTimedOutThenExitCode(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		res  result
 		want string

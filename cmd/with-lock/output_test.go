@@ -20,6 +20,7 @@ import (
 // the command's stdout and stderr as one stream on stdout, in the order
 // they were written.
 func TestOutputOnFailurePrintsOnlyWhenTheRunFailed(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const script = `echo out1; echo err1 >&2; echo out2; echo err2 >&2; `
 	const all = "out1\nerr1\nout2\nerr2\n"
@@ -52,6 +53,7 @@ func TestOutputOnFailurePrintsOnlyWhenTheRunFailed(t *testing.T) {
 // 10 MB of binary output, more than memory holds, is printed byte for byte
 // when the run fails.
 func TestOutputOnFailureLosesNothingAt10MB(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	data := make([]byte, 10_000_000)
 	_, _ = rand.Read(data)
@@ -67,6 +69,7 @@ func TestOutputOnFailureLosesNothingAt10MB(t *testing.T) {
 // run beyond what --leftovers says: with kill it is stopped at once, and
 // with wait the run ends with it, its output included.
 func TestOutputOnFailureWithAPipeHeldOpenByABackgroundChild(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	r := e.run("--output-on-failure", "--leftovers", "kill", "job", "sh", "-c", `echo before; sleep 60 & echo after; exit 2`)
 	if r.Code != 2 || r.Stdout != "before\nafter\n" {
@@ -85,6 +88,7 @@ func TestOutputOnFailureWithAPipeHeldOpenByABackgroundChild(t *testing.T) {
 // environment or the config file holds nothing back there, and only the
 // flag on the command line does.
 func TestOutputOnFailureLeavesATerminalAloneUnlessGivenAsAFlag(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const script = `if [ -t 1 ]; then echo on-a-terminal; else echo on-a-pipe; fi`
 	pty := clitest.OpenPTY(t)
@@ -107,6 +111,7 @@ func TestOutputOnFailureLeavesATerminalAloneUnlessGivenAsAFlag(t *testing.T) {
 // job said; with --ping the end ping carries it, and with --record-output
 // --history shows it.
 func TestReadmeOutputRecipesRunAsWritten(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)

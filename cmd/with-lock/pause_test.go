@@ -48,6 +48,7 @@ func (e *env) pauser(args ...string) clitest.Result {
 // A pause stops every host's runs, each with one line that names who
 // paused, since when and why, until --resume; then they run again.
 func TestPauseRefusesEveryHostUntilResume(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	host, _ := os.Hostname()
 	if r := e.pauser("--pause", "--reason", "db migration", "nightly"); r.Code != 0 || !strings.Contains(r.Stdout, "paused lock:nightly until --resume") {
@@ -102,6 +103,7 @@ func TestPauseRefusesEveryHostUntilResume(t *testing.T) {
 
 // --for ends a pause by itself: the key's TTL is the pause's.
 func TestPauseForEndsByItself(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	if r := e.pauser("--pause", "--for", "1500ms", "--reason", "reboot", "nightly"); r.Code != 0 {
 		t.Fatalf("--pause --for: exit %d, stderr %q", r.Code, r.Stderr)
@@ -123,6 +125,7 @@ func TestPauseForEndsByItself(t *testing.T) {
 // A pause does not stop the holder that runs: it takes effect when that
 // holder releases, and the -w waiter behind it then stops waiting.
 func TestPauseWaitsForTheRunningHolder(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	j := e.startJob(4, "nightly")
 	r := e.pauser("--pause", "--reason", "deploy", "nightly")
@@ -159,6 +162,7 @@ func TestPauseWaitsForTheRunningHolder(t *testing.T) {
 // under with-lock. Two copies at once: one runs, one exits with the busy
 // code; the one that runs sees WITH_LOCK_NAME and its arguments.
 func TestSelfExecScriptRunsOnceAtATime(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	script := e.path("nightly.sh")
 	body := `#!/bin/sh
@@ -194,6 +198,7 @@ while [ ! -e "$1/go" ]; do sleep 0.02; done
 // waiter in line finds the key free at its check, and the check puts the
 // pause in instead of handing the lock on.
 func TestPauseTakesEffectWhenACrashedHoldersKeyExpires(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	j := e.startJob(0, "--ttl", "1s", "nightly")
 	if r := e.pauser("--pause", "--reason", "crash drill", "nightly"); r.Code != 0 || !strings.Contains(r.Stdout, "is not stopped") {
@@ -218,6 +223,7 @@ func TestPauseTakesEffectWhenACrashedHoldersKeyExpires(t *testing.T) {
 // The replacer waits behind the pause, as any waiter, and meets it at the
 // holder's release.
 func TestReplaceWhileAPauseWaitsLeavesTheHolderAndMeetsThePause(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	j := e.startJob(4, "nightly")
 	if r := e.pauser("--pause", "--reason", "deploy", "nightly"); r.Code != 0 {

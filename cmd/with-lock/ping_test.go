@@ -77,6 +77,7 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-
 // The run that holds the lock pings start while its command runs, and its
 // exit code once the lock is released, both with the same run id.
 func TestPingWinnerSendsStartThenExitCode(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	srv := startPingServer(t, e, "lock:nightly-report", nil)
 	j := e.startJob(3, "--ping", srv.URL+"/check-uuid", "nightly-report")
@@ -126,6 +127,7 @@ func TestPingWinnerSendsStartThenExitCode(t *testing.T) {
 // Runs refused because the lock is busy send nothing, so the check sees
 // one run, not one per server; --ping-skips reports them to /log.
 func TestPingOnlyFromTheWinner(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	srv := startPingServer(t, e, "lock:sync", nil)
 	j := e.startJob(0, "--ping", srv.URL, "sync")
@@ -160,6 +162,7 @@ func TestPingOnlyFromTheWinner(t *testing.T) {
 // One failed attempt that a retry can mend (a 5xx) is retried once,
 // silently.
 func TestPingRetriesOnceAfterAServerError(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	srv := startPingServer(t, nil, "", func(n int, _ ping) int {
 		if n == 0 {
@@ -179,6 +182,7 @@ func TestPingRetriesOnceAfterAServerError(t *testing.T) {
 // A check server that never answers holds the exit up no longer than
 // --ping-timeout, and the exit code is the command's.
 func TestPingHangingServerDoesNotHoldTheExit(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	release := make(chan struct{})
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -209,6 +213,7 @@ func TestPingHangingServerDoesNotHoldTheExit(t *testing.T) {
 // An unreachable check is one warning, which does not show the check's
 // path (anyone who has it can ping the check); the exit code stands.
 func TestPingUnreachableIsOneWarning(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := "http://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) + "/secret-check-id"
 	res := e.run("--ping", url, "job", "sh", "-c", "exit 5")
@@ -223,6 +228,7 @@ func TestPingUnreachableIsOneWarning(t *testing.T) {
 
 // A URL that is not http(s) is refused before anything runs.
 func TestPingURLMustBeHTTP(t *testing.T) {
+	t.Parallel()
 	cmd, ran := marker(t)
 	res := clitest.Run(t, nil, append([]string{"--ping", "ftp://example.com/x", "job"}, cmd...)...)
 	if res.Code != 64 || ran() {
@@ -236,6 +242,7 @@ func TestPingURLMustBeHTTP(t *testing.T) {
 // --output-on-failure too, and a success printing nothing. --ping-output 0
 // sends no output: a GET.
 func TestPingEndCarriesTheEndOfTheOutput(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	srv := startPingServer(t, nil, "", nil)
 	data := make([]byte, 5000)

@@ -29,6 +29,7 @@ var acquiredIn = regexp.MustCompile(`acquired lock:\S+ in (\S+),`)
 // connection to that master was busy with a renewal: the release was
 // queued for it.
 func TestQuorumCLISlowMemberCostsNothing(t *testing.T) {
+	t.Parallel()
 	for _, st := range stalls {
 		for _, during := range []bool{false, true} {
 			name := st.name + "/before the run"
@@ -115,6 +116,7 @@ const (
 // from the two that answered at once, and from the stopped one when it
 // resumes.
 func TestQuorumCLIAdminAnswersFromAMajorityWithANodeStopped(t *testing.T) {
+	t.Parallel()
 	servers, _, args, get := quorumMasters(t)
 	args = append(args, "--redis-timeout", quorumAdminTimeout.String())
 	j := startJob(t, nil, 3, append(args, "qa")...)
@@ -181,6 +183,7 @@ func TestQuorumCLIAdminAnswersFromAMajorityWithANodeStopped(t *testing.T) {
 // --list and --break each fail once --redis-timeout has passed, with one
 // line that says so, and exit 69 as for any Redis that does not answer.
 func TestQuorumCLIAdminWithoutAMajorityFailsInOneLine(t *testing.T) {
+	t.Parallel()
 	servers, admins, args, _ := quorumMasters(t)
 	args = append(args, "--redis-timeout", "1s")
 	if err := admins[0].Set(context.Background(), "lock:qn", "someone", time.Minute).Err(); err != nil {

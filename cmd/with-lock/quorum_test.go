@@ -35,6 +35,7 @@ func quorumMasters(t *testing.T) ([]*redistest.Server, []*redis.Client, []string
 
 // TestQuorumCLI runs with-lock against three independent masters.
 func TestQuorumCLI(t *testing.T) {
+	t.Parallel()
 	servers, _, args, get := quorumMasters(t)
 	// onEvery checks that every master holds want ("" for none) at key.
 	onEvery := func(t *testing.T, key, want string) {
@@ -145,6 +146,7 @@ func TestQuorumCLI(t *testing.T) {
 // the run survives the loss of one of the first two half a second later,
 // before the first regular renewal (TTL/3).
 func TestQuorumCLIRepairsAMasterFreedAfterAcquire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	servers, admins, args, get := quorumMasters(t)
 	clitest.Binary(t) // built before the short claim starts to run out
@@ -196,6 +198,7 @@ func TestQuorumCLIRepairsAMasterFreedAfterAcquire(t *testing.T) {
 // after the last renewal), before any key could expire. Either way: exit
 // 125 with the reason.
 func TestQuorumCLIMajorityLostMidRun(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	const interval = ttl / 3
 	tests := []struct {

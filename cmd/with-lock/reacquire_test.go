@@ -21,6 +21,7 @@ import (
 // token (a higher fencing number with --fence), and the run ends with the
 // command's exit code and releases the key.
 func TestOnLostReacquireKeepsCommandRunningWhenKeyVanishes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fence bool
@@ -84,6 +85,7 @@ func TestOnLostReacquireKeepsCommandRunningWhenKeyVanishes(t *testing.T) {
 // before the master died): the run takes the lock again on the new master,
 // its command goes on, and it ends with the command's exit code, released.
 func TestOnLostReacquireSurvivesFailoverToReplicaWithoutKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := redistest.StartSentinels(t)
 	args := []string{"--sentinel-master", redistest.MasterName, "--redis-timeout", "1s", "--ttl", "20s", "--on-lost", "reacquire"}
@@ -120,6 +122,7 @@ func TestOnLostReacquireSurvivesFailoverToReplicaWithoutKey(t *testing.T) {
 // the key after it vanished, or overwrote it — so the command is stopped,
 // with-lock exits 125, and the other owner's key is left alone.
 func TestOnLostReacquireStopsCommandWhenAnotherOwnerHoldsKey(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for i, tt := range redistest.Takeovers {
 		t.Run(tt.Name, func(t *testing.T) {
@@ -144,6 +147,7 @@ func TestOnLostReacquireStopsCommandWhenAnotherOwnerHoldsKey(t *testing.T) {
 // --on-lost reacquire is refused, with 64 and the reason, where it has no
 // meaning.
 func TestOnLostReacquireRefusedWhereItCannotWork(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cmd, ran := marker(t)
 	tests := []struct {

@@ -30,6 +30,7 @@ type runJSON struct {
 // --status, --status --json and --list --json show the last success beside
 // a later failure, which does not overwrite it.
 func TestStatusShowsTheLastSuccessBesideALaterFailure(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	if r := e.run("nightly", "true"); r.Code != 0 {
 		t.Fatalf("first run: exit %d, stderr %q", r.Code, r.Stderr)
@@ -60,6 +61,7 @@ func TestStatusShowsTheLastSuccessBesideALaterFailure(t *testing.T) {
 // --history prints the kept runs newest first, --history-size of them, as
 // a table or JSON lines; a name that never ran prints nothing and exits 0.
 func TestHistoryPrintsTheLastRunsNewestFirst(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for _, code := range []string{"0", "1", "2", "3"} {
 		if r := e.run("--history-size", "3", "report", "sh", "-c", "exit "+code); r.Stderr != "" {
@@ -98,6 +100,7 @@ func TestHistoryPrintsTheLastRunsNewestFirst(t *testing.T) {
 // --history --json, newest first, and --history and --status show them
 // below each run. Without it no output is stored.
 func TestHistoryShowsTheEndOfEachRunsOutput(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	// All of it on stderr: stdout and stderr are two pipes, read as they
 	// come, whose order between them the record cannot know.
@@ -159,6 +162,7 @@ func historyJSON(t *testing.T, stdout string) []runJSON {
 
 // The record is kept for --record-ttl, or not written with --no-record.
 func TestRecordRetentionAndOffSwitch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	if r := e.run("--record-ttl", "1h", "kept", "true"); r.Code != 0 {
@@ -184,6 +188,7 @@ func TestRecordRetentionAndOffSwitch(t *testing.T) {
 // A Redis that is down when the run ends costs one warning, and the
 // command's exit code stands.
 func TestRecordWithRedisDownIsOneWarning(t *testing.T) {
+	t.Parallel()
 	for _, quiet := range []bool{false, true} {
 		e := setup(t)
 		args := []string{"--redis-timeout", "500ms"}
@@ -212,6 +217,7 @@ func TestRecordWithRedisDownIsOneWarning(t *testing.T) {
 // any lost run does. The job ignores --max-run's SIGTERM and ends on the
 // one the loss sends.
 func TestARunLostWhileMaxRunStopsItIsRecordedLost(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	const job = `n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 0' TERM; while :; do sleep 0.05; done`
 	p := clitest.Start(t, redisEnv(e.srv), "--ttl", "1s", "--max-run", "1s", "--kill-after", "30s", "max-run-lost", "sh", "-c", job)

@@ -20,6 +20,7 @@ import (
 // group left behind by a run that is gone neither stops a later run from
 // having one nor stays: the next run kills what is in it and removes it.
 func TestJobCgroupNamesNeverCollideAcrossPidNamespaces(t *testing.T) {
+	t.Parallel()
 	if !cgroupWritable() {
 		t.Skip("needs a cgroup with-lock can make: root and a read-write cgroup2 mount")
 	}
@@ -106,6 +107,7 @@ func churnRuns() int {
 // a later run's start when both were killed together), and once one more
 // run has started no cgroup is left behind.
 func TestKilledRunsLeaveNoCgroupBehind(t *testing.T) {
+	t.Parallel()
 	if !cgroupWritable() {
 		t.Skip("needs a cgroup with-lock can make: root and a read-write cgroup2 mount")
 	}

@@ -105,6 +105,8 @@ func (tr *rlTrial) expiry(i int) time.Time {
 	return before.Add(st.pttl)
 }
 
+// Not parallel: it holds a bound in time, kept clear of the parallel
+// tests' load.
 func TestReliability(t *testing.T) {
 	var table []string
 	for i, row := range rlRows {

@@ -35,6 +35,7 @@ wait`
 // 0.55 s here: 200 would take two minutes, so 12 keep the test to seconds;
 // `make replace-churn` runs 200 (WITH_LOCK_REPLACEMENTS).
 func TestReplaceStopsTheHolderBeforeTheNextRunStarts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("needs redis-server")
 	}
@@ -131,6 +132,7 @@ func TestReplaceStopsTheHolderBeforeTheNextRunStarts(t *testing.T) {
 // cannot put the replacing run first in a fair line (a quorum), and when
 // told not to wait.
 func TestReplaceRefusedWhereItCannotGoFirst(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -156,6 +158,7 @@ const fencedJob = `echo "$WITH_LOCK_FENCE" > "$1/$2.tmp" && mv "$1/$2.tmp" "$1/$
 // A run with --replace --fence gets a fencing number above the replaced
 // run's, and runs once that one has stopped (125, "replaced by").
 func TestReplaceWithFenceGivesTheNewRunAHigherNumber(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	old := clitest.Start(t, nil, "--redis", e.srv.URL(), "--fence", "--ttl", "1s", "fenced-replace", "sh", "-c", fencedJob, "sh", dir, "old")
@@ -179,6 +182,7 @@ func TestReplaceWithFenceGivesTheNewRunAHigherNumber(t *testing.T) {
 // free lock or was handed it by the run it replaced, and leaves the lock
 // free.
 func TestReplaceWithMinReplicasExits69WithTooFew(t *testing.T) {
+	t.Parallel()
 	e := setup(t) // a server without replicas
 	for _, held := range []bool{false, true} {
 		var old *clitest.Proc
@@ -203,6 +207,7 @@ func TestReplaceWithMinReplicasExits69WithTooFew(t *testing.T) {
 // --replace --slots N stops the oldest of the N holders, and only it: the
 // new run takes its slot while the younger holder keeps running.
 func TestReplaceWithSlotsStopsTheOldestHolder(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	holders := make([]*clitest.Proc, 2)

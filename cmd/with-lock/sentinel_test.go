@@ -16,6 +16,7 @@ import (
 // TestSentinel shares one master, replica and three sentinels; the
 // failover runs last.
 func TestSentinel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := redistest.StartSentinels(t)
 	args := []string{"--sentinel-master", redistest.MasterName, "--redis-timeout", "2s"}
@@ -123,6 +124,7 @@ func TestSentinel(t *testing.T) {
 
 // TestSentinelAuth asks a password-protected sentinel for the master.
 func TestSentinelAuth(t *testing.T) {
+	t.Parallel()
 	master := redistest.Start(t)
 	s := redistest.StartSentinel(t, master.Port, 1, "requirepass sentinel-pw")
 	pwFile := filepath.Join(t.TempDir(), "sentinel-pw")
@@ -158,6 +160,7 @@ func TestSentinelAuth(t *testing.T) {
 // never an answer made up from that failure, such as --break's "was not
 // held" for a lock that is held.
 func TestUnknownSentinelMasterIsSaidOnEveryPath(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	master := redistest.Start(t)
 	s := redistest.StartSentinel(t, master.Port, 1, "")

@@ -15,6 +15,7 @@ import (
 const slotsScript = `touch "$1/in.$$"; ls "$1" | grep -c '^in\.' > "$1/seen.$$"; sleep 0.3; rm "$1/in.$$"`
 
 func TestSlotsNeverExceedNProcesses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	var procs []*clitest.Proc
@@ -49,6 +50,7 @@ func TestSlotsNeverExceedNProcesses(t *testing.T) {
 }
 
 func TestSlotsMismatchExits78(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	j := e.startJob(0, "--slots", "3", "backup")
 	if got := e.get("lock:backup"); got != "#slots=3" {
@@ -87,6 +89,7 @@ func TestSlotsMismatchExits78(t *testing.T) {
 }
 
 func TestSlotsBusyStatusListAndBreakShowEveryHolder(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a := e.startJob(0, "--slots", "2", "--ttl", "1s", "backup")
 	b := e.startJob(0, "--slots", "2", "--ttl", "1s", "backup")
@@ -140,6 +143,7 @@ func TestSlotsBusyStatusListAndBreakShowEveryHolder(t *testing.T) {
 }
 
 func TestSlotsGiveEachCommandItsSlot(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	a := e.startJob(0, "--slots", "2", "pool")
 	out := filepath.Join(t.TempDir(), "slot")

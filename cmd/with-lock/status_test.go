@@ -21,6 +21,7 @@ import (
 // with which fence, as text or JSON, without the token's secret; exit 1
 // when free, 0 when held, 69 when Redis is down.
 func TestStatusReportsFreeOrHolderTTLAndFence(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	env := redisEnv(srv)
 
@@ -75,6 +76,7 @@ func TestStatusReportsFreeOrHolderTTLAndFence(t *testing.T) {
 // --list and --check answer as usual, and a holder keeps renewing and
 // releases, its run recorded.
 func TestOutOfMemoryRedisStillAnswers(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "maxmemory", "4mb", "maxmemory-policy", "noeviction")
 	holder := e.startJob(0, "--ttl", "1s", "job")
 	e.srv.FillUntilOOM()
@@ -131,6 +133,7 @@ while [ ! -e "$0/pid" ]; do sleep 0.01; done; exit 3`
 // listed as a lock, also where --list --scan finds it beside a name with a
 // hash tag.
 func TestStatusAndListShowCommandExitedWithProcessesLeft(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, note string }{
 		{"left", "{lock:left}:left"},
 		{"{tag}left", "lock:{tag}left:left"},

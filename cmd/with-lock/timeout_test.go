@@ -58,6 +58,7 @@ var stalls = []stall{
 // the admin actions are bounded the same way. Nothing is left behind
 // once Redis answers again.
 func TestStalledRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
+	t.Parallel()
 	for _, st := range stalls {
 		for _, tc := range []struct {
 			name    string
@@ -104,6 +105,7 @@ func TestStalledRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
 // leaves no lock: the clean-up it queued runs right after the SET when
 // Redis resumes. The fence counter shows that the SET did land.
 func TestRunWhoseSetReachedAStalledRedisEndsInTimeAndLeavesNoLock(t *testing.T) {
+	t.Parallel()
 	for _, st := range stalls {
 		t.Run(st.name, func(t *testing.T) {
 			e := setup(t, "enable-debug-command", "yes")
@@ -194,6 +196,7 @@ func goneSoon(t *testing.T, e *env, key string) {
 // server) and is sent the ordinary way instead: the run is still bounded
 // by 1.5 of --redis-timeout.
 func TestStalledTLSRedisFailsARunWithinOneAndAHalfTimeouts(t *testing.T) {
+	t.Parallel()
 	srv, ca := stoppedTLSRedis(t)
 	ran := filepath.Join(t.TempDir(), "ran")
 	r := clitest.Run(t, nil, "--redis", srv.URL(), "--tls-cacert", ca.CertFile, "--redis-timeout", stallTimeout.String(), "x", "touch", ran)
@@ -234,6 +237,7 @@ var inAll = regexp.MustCompile(`, (\S+) in all with the clean-up of its token; c
 
 // Every timeout says which setting bounds it, never Go's words for it.
 func TestTimeoutsSayTheSetting(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.srv.Signal(syscall.SIGSTOP)
 	defer e.srv.Signal(syscall.SIGCONT)

@@ -30,6 +30,7 @@ while [ ! -e "$0/pid" ]; do sleep 0.01; done; exit 3`
 // renewed, until it exits, says so in one line, refuses a second run
 // meanwhile, then releases and exits with the command's own code.
 func TestBackgroundChildKeepsLockHeldUntilItExits(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	dir := t.TempDir()
@@ -64,6 +65,7 @@ func TestBackgroundChildKeepsLockHeldUntilItExits(t *testing.T) {
 // --leftovers kill stops what the command left when it exits, and
 // with-lock exits with the command's code without waiting for it.
 func TestLeftoversKillStopsBackgroundChildAtCommandExit(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	p := clitest.Start(t, redisEnv(srv), "--leftovers", "kill", "bg-kill", "sh", "-c", backgroundJob, dir)
@@ -109,6 +111,7 @@ func startEscapee(t *testing.T, srv *redistest.Server, script, name string, flag
 // to the job, and when with-lock is killed with SIGKILL (by the guard,
 // which learns of escapees every 100ms).
 func TestEscapeesAreStoppedWithTheJob(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	stops := []struct {
@@ -169,6 +172,7 @@ var trackings = []struct {
 // without one, the command then in with-lock's own cgroup. --status
 // --json's last run says it too.
 func TestVerboseSaysWhatFollowsTheJob(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	own := cgroupOf(t, "self")
 	for _, mode := range trackings {
@@ -228,6 +232,7 @@ func cgroupWritable() bool {
 // --max-run stops a job that runs too long, escapees included, exits 124
 // as timeout(1) does, releases the lock and records the run as timed out.
 func TestMaxRunStopsWholeJobAndExits124(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	p, pid := startEscapee(t, srv, escapees[0].script, "max-run", "--max-run", "1s", "--kill-after", "1s")
@@ -262,6 +267,7 @@ func TestMaxRunStopsWholeJobAndExits124(t *testing.T) {
 // background child's that the command left behind — and the largest
 // resident set.
 func TestRecordCarriesJobCPUAndMemory(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	// A child that counts (about 80ms of CPU), left running by the command.
@@ -323,6 +329,7 @@ func memoryControllerHere() bool {
 // group), the run is refused with the reason and the command never runs:
 // a limit is not silently dropped.
 func TestMemoryMaxLimitsTheJobOrIsRefusedWithTheReason(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := sharedTempDir(t)
 	ran := filepath.Join(dir, "ran")

@@ -14,6 +14,7 @@ import (
 
 // The busy line, for each state a held lock can be in, at a fixed time.
 func TestBusyLineWording(t *testing.T) {
+	t.Parallel()
 	checkWording(t, "busyMessage", busyMessage, []wording{
 		{"taken just now", "lock:x is held by vm:2497 since 14:02:07 (just now), expires in 29.994s"},
 		{"held a while", "lock:x is held by vm:2497 since 13:50:07 (12m ago), expires in 24.5s"},
@@ -25,6 +26,7 @@ func TestBusyLineWording(t *testing.T) {
 
 // What a wait that ran out says keeps the lock, for each state.
 func TestWaitedForWording(t *testing.T) {
+	t.Parallel()
 	checkWording(t, "waitedFor", waitedFor, []wording{
 		{"held a while", "held by vm:2497 since 13:50:07 (12m ago)"},
 		{"no expiry", "held by otherhost:4242 with no expiry: it will never free by itself (see --status; --break removes it)"},
@@ -68,6 +70,7 @@ func checkWording(t *testing.T, fn string, word func(*withlock.Status, time.Time
 
 // --check says ages as the examples do: "3h12m", "4m10s", "26h".
 func TestCheckSaysAgesInHoursMinutesSeconds(t *testing.T) {
+	t.Parallel()
 	for d, want := range map[time.Duration]string{
 		3*time.Hour + 12*time.Minute + 20*time.Second: "3h12m",
 		3*time.Hour + 10*time.Minute:                  "3h10m",
@@ -88,6 +91,7 @@ func TestCheckSaysAgesInHoursMinutesSeconds(t *testing.T) {
 // any cells, a name in any script, a holder wider than its header, and a
 // cell with a character tabwriter gives a meaning (then tabwriter writes it).
 func TestListTableIsAlignedAsTabwriterAlignsIt(t *testing.T) {
+	t.Parallel()
 	header := [6]string{"NAME", "HOLDER", "HELD FOR", "EXPIRES IN", "FENCE", "LAST RUN"}
 	for name, rows := range map[string]table{
 		"header only": {header},

@@ -54,6 +54,7 @@ func checkSays(t *testing.T, env []string, flags []string, want string) {
 // it; never Go's "dial tcp", "connect: connection refused", "i/o timeout"
 // or "no such host" on its own. Each exits 69.
 func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
+	t.Parallel()
 	paused := redistest.Start(t)
 	paused.Signal(syscall.SIGSTOP)
 	t.Cleanup(func() { paused.Signal(syscall.SIGCONT) })
@@ -102,6 +103,7 @@ func TestRedisFailuresReadAlikeOnEveryPath(t *testing.T) {
 // every path names the address and what answered there and exits 78,
 // never in go-redis's "invalid reply" or "can't parse".
 func TestSomethingElseAtTheAddressIsSaidToBeNotRedis(t *testing.T) {
+	t.Parallel()
 	web := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(web.Close)
 	for _, server := range []struct {
@@ -176,6 +178,7 @@ func saysConfigError(t *testing.T, r clitest.Result, want string, wrong ...strin
 // up?", and never the password. Redis's TLS port hangs up on a plain
 // HELLO; other TLS servers answer it with an alert first.
 func TestRedisURLAtATLSPortIsSaidToSpeakTLS(t *testing.T) {
+	t.Parallel()
 	const secret = "tls-port-pw-123"
 	tlsRedis := redistest.StartTLS(t, redistest.NewCA(t, "with-lock test CA"), false)
 	for _, server := range []struct{ name, addr string }{

@@ -12,8 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +45,11 @@ type Server struct {
 	Dir  string
 	args []string
 	cmd  *exec.Cmd
+	// exited is closed once cmd has exited and been reaped.
+	exited chan struct{}
+	// ownPort: Port was chosen here, so a start that cannot bind it may
+	// take another.
+	ownPort bool
 }
 
 // Start runs a redis-server with persistence off and extra config
@@ -152,25 +159,37 @@ func launch(t tb, o launchOptions) *Server {
 	if s.Dir == "" {
 		s.Dir = t.TempDir()
 	}
-	if s.Port == 0 {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("%v", err)
+	s.ownPort = s.Port == 0
+	// A port free a moment ago can be taken before redis-server binds it
+	// (by another test's server, or as a connection's local port): the
+	// server then exits, and a free port chosen here is chosen again.
+	for attempt := 1; ; attempt++ {
+		if s.ownPort {
+			port, err := freePort()
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			s.Port = port
 		}
-		s.Port = port
+		ports := []string{"--port", strconv.Itoa(s.Port)}
+		if o.tls != nil {
+			ports = []string{"--port", "0", "--tls-port", strconv.Itoa(s.Port)}
+		}
+		s.args = append(append(append(slices.Clip(o.first), ports...),
+			"--bind", "127.0.0.1",
+			"--dir", s.Dir, "--save", "", "--appendonly", "no",
+			"--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
+		), prefixed(o.extra)...)
+		if attempt == 1 {
+			t.Cleanup(s.Kill) // before start: a server that never gets ready is killed too
+		}
+		err := s.startOnce()
+		if err == errExited && s.ownPort && attempt < 3 {
+			continue
+		}
+		s.ready(err)
+		return s
 	}
-	ports := []string{"--port", strconv.Itoa(s.Port)}
-	if o.tls != nil {
-		ports = []string{"--port", "0", "--tls-port", strconv.Itoa(s.Port)}
-	}
-	s.args = append(append(append(o.first, ports...),
-		"--bind", "127.0.0.1",
-		"--dir", s.Dir, "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--logfile", filepath.Join(s.Dir, "redis.log"),
-	), prefixed(o.extra)...)
-	t.Cleanup(s.Kill) // before start: a server that never gets ready is killed too
-	s.start()
-	return s
 }
 
 // prefixed turns "name", "value" pairs into "--name", "value".
@@ -187,31 +206,84 @@ func prefixed(kv []string) []string {
 
 func (s *Server) start() {
 	s.t.Helper()
+	s.ready(s.startOnce())
+}
+
+// startOnce starts redis-server and waits until it answers (nil), exits
+// first (errExited: a port it could not bind), or StartTimeout passes.
+func (s *Server) startOnce() error {
+	s.t.Helper()
 	s.cmd = exec.Command("redis-server", s.args...)
 	s.cmd.SysProcAttr = serverProcAttr()
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
-	s.WaitReady()
+	exited, cmd := make(chan struct{}), s.cmd
+	s.exited = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return s.poll()
 }
+
+var errExited = errors.New("redis-server exited")
 
 // WaitReady polls PING until the server answers or StartTimeout passes.
 func (s *Server) WaitReady() {
 	s.t.Helper()
+	s.ready(s.poll())
+}
+
+// ready fails the test with the server's log unless err, what poll
+// returned, is nil.
+func (s *Server) ready(err error) {
+	s.t.Helper()
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+		s.t.Fatalf("redis-server on port %d not ready after %s: %v\n%s", s.Port, StartTimeout, err, log)
+	}
+}
+
+// poll PINGs the server until it answers, it exits (errExited), or
+// StartTimeout passes. The answer must come from this server's process: a
+// server of another test that holds the port would answer too.
+func (s *Server) poll() error {
 	rdb := s.Client()
 	defer rdb.Close()
+	ctx := context.Background()
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		err := rdb.Ping(context.Background()).Err()
+		err := rdb.Ping(ctx).Err()
+		if err == nil {
+			err = s.isOurs(ctx, rdb)
+		}
 		if err == nil || isAuthError(err) { // it answers, to those who log in
-			return
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return errExited
+		default:
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-			s.t.Fatalf("redis-server on port %d not ready after %s: %v\n%s", s.Port, StartTimeout, err, log)
+			return err
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// isOurs checks that the server answering on the port is this one.
+func (s *Server) isOurs(ctx context.Context, rdb *redis.Client) error {
+	info, err := rdb.Info(ctx, "server").Result()
+	var refused redis.Error
+	if errors.As(err, &refused) {
+		return nil // it answers, but not INFO to this user: taken as ours
+	}
+	if err != nil {
+		return err
+	}
+	if want := fmt.Sprintf("process_id:%d\r\n", s.cmd.Process.Pid); !strings.Contains(info, want) {
+		return fmt.Errorf("another server answers on port %d", s.Port)
+	}
+	return nil
 }
 
 // isAuthError reports whether err is Redis refusing an unauthenticated
@@ -251,12 +323,17 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // Kill stops the server with SIGKILL and reaps it. Safe to call twice.
 func (s *Server) Kill() {
-	if s.cmd == nil || s.cmd.ProcessState != nil {
+	if s.cmd == nil {
 		return
+	}
+	select {
+	case <-s.exited:
+		return
+	default:
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGCONT) // in case a test paused it
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 }
 
 // Restart kills the server and starts it again on the same port, with no
@@ -286,7 +363,17 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
+// handedOut holds the ports freePort gave this test process: tests run in
+// parallel, and a port one of them was given must not go to another
+// before its server binds it.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 func freePort() (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -294,7 +381,11 @@ func freePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
-		if port != 6379 {
+		if port != 6379 && !handedOut.ports[port] {
+			if handedOut.ports == nil {
+				handedOut.ports = map[int]bool{}
+			}
+			handedOut.ports[port] = true
 			return port, nil
 		}
 	}
