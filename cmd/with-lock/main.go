@@ -163,9 +163,3 @@ func (r *runner) defaultSignals() {
 		}
 	}
 }
-
-// isTerminal reports whether f is a terminal (a character device).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}

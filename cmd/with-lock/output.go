@@ -24,8 +24,12 @@ const outputGrace = 100 * time.Millisecond
 
 // captureOutput gives the job pipes for its stdout and stderr when the
 // settings ask for what it prints, and returns their capture; nil when
-// there is none. At a terminal the command keeps it:
-// only --output-on-failure given as a flag holds a terminal's output back.
+// there is none. At a terminal the command keeps it (a pipe would change
+// how it prints, and someone is watching): only --output-on-failure given
+// as a flag holds a terminal's output back. A file, a pipe, /dev/null
+// (cron's ">/dev/null 2>&1") is no terminal: there the output is
+// captured for the ping and the record, and held back by
+// --output-on-failure from the environment or the config file.
 // A capture that cannot be set up is a warning; the command then writes
 // where it would have.
 func (r *runner) captureOutput(job *supervise.Prepared) *capture.Capture {
@@ -51,7 +55,9 @@ func (r *runner) captureOutput(job *supervise.Prepared) *capture.Capture {
 	return c
 }
 
-// atTerminal reports whether with-lock's stdout or stderr is a terminal.
+// atTerminal reports whether with-lock's stdout or stderr is a terminal:
+// capturing takes both from the command, so either is reason enough to
+// leave them.
 func atTerminal() bool { return isTerminal(os.Stdout) || isTerminal(os.Stderr) }
 
 // outputStarted follows the command's start: only the command holds its
