@@ -81,8 +81,24 @@ func (r *runner) endOutput() {
 	}
 }
 
+// heldLog is the logger for what with-lock says about the job's end
+// itself, that a success under --output-on-failure keeps quiet as it
+// keeps the output: "holding lock:x until its 2 remaining processes end"
+// would otherwise be cron's mail of a run that went well. With the output
+// held back, the message is written (with its time) for printHeldOutput;
+// otherwise it goes out at once.
+func (r *runner) heldLog() *logger {
+	if r.out == nil || !r.out.Held() {
+		return r.log
+	}
+	l := *r.log
+	l.w = &r.heldSaid
+	return &l
+}
+
 // printHeldOutput prints the output held back by --output-on-failure when
-// the run did not succeed (its outcome), and lets it go.
+// the run did not succeed (its outcome), after what heldLog kept of
+// with-lock's own messages, and lets it go.
 func (r *runner) printHeldOutput(outcome string) {
 	if r.out == nil {
 		return
@@ -91,6 +107,7 @@ func (r *runner) printHeldOutput(outcome string) {
 	if !r.out.Held() || outcome == outcomeOK {
 		return
 	}
+	_, _ = r.heldSaid.WriteTo(r.log.w)
 	if err := r.out.PrintHeld(); err != nil {
 		r.log.warn("warning", fields{}, "print the command's output: %v", err)
 	}

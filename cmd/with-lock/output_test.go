@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,29 @@ func TestOutputOnFailureWithAPipeHeldOpenByABackgroundChild(t *testing.T) {
 	r = e.run("--output-on-failure", "-q", "job", "sh", "-c", `(sleep 0.3; echo late) & echo early; exit 2`)
 	if r.Code != 2 || r.Stdout != "early\nlate\n" {
 		t.Errorf("--leftovers wait: exit %d, stdout %q; want 2, and the child's line after the command's", r.Code, r.Stdout)
+	}
+}
+
+// What with-lock says of a background child that outlives the command
+// ("holding lock:job until its 2 remaining processes end") is held back
+// with the output: a success prints nothing, a failure prints it beside
+// the output.
+func TestOutputOnFailureHoldsBackTheLeftoversLine(t *testing.T) {
+	e := setup(t)
+	for _, code := range []int{0, 2} {
+		// The child outlives the command by a second: time for with-lock,
+		// on a loaded machine too, to find it left behind.
+		r := e.run("--output-on-failure", "job", "sh", "-c", `(sleep 1; echo late) & echo early; exit "$0"`, strconv.Itoa(code))
+		stdout, said := "", false
+		if code != 0 {
+			stdout, said = "early\nlate\n", true
+		}
+		if r.Code != code || r.Stdout != stdout || hasLine(r.Stderr, "holding lock:job until its ", " remaining process") != said {
+			t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, and the leftovers line: %v", r.Code, r.Stdout, r.Stderr, code, stdout, said)
+		}
+		if code == 0 && r.Stderr != "" {
+			t.Errorf("a success printed %q on stderr, want nothing", r.Stderr)
+		}
 	}
 }
 
