@@ -50,6 +50,24 @@ func TestOutputOnFailurePrintsOnlyWhenTheRunFailed(t *testing.T) {
 	}
 }
 
+// A run that loses its lock failed (125): the output held back is
+// printed, what the job wrote while it was stopped included.
+func TestOutputOnFailurePrintsTheOutputOfALostRun(t *testing.T) {
+	e := setup(t)
+	ran := filepath.Join(e.dir, "ran")
+	const job = `trap 'echo stopped; exit 1' TERM; echo before; echo err >&2; touch "$0"; while :; do sleep 0.05; done`
+	p := clitest.Start(t, redisEnv(e.srv), "--output-on-failure", "--ttl", "1s", "lost", "sh", "-c", job, ran)
+	p.WaitFile(ran)
+	if err := e.rdb.Set(t.Context(), "lock:lost", foreign, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Wait(clitest.RunTimeout)
+	// The shell may say that its sleep was terminated, before its trap.
+	if r.Code != 125 || !strings.HasPrefix(r.Stdout, "before\nerr\n") || !strings.HasSuffix(r.Stdout, "stopped\n") {
+		t.Errorf("exit %d, stdout %q (stderr %q); want 125 and the job's output, before and after the loss", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
 // 10 MB of binary output, more than memory holds, is printed byte for byte
 // when the run fails.
 func TestOutputOnFailureLosesNothingAt10MB(t *testing.T) {
