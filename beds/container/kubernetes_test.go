@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/with-lock/with-lock/beds/testbed"
+	"github.com/with-lock/with-lock/internal/redistest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -96,13 +98,19 @@ func flagValue(args []string, name string) string {
 // concurrencyPolicy Forbid, with-lock from the image's path as its
 // command, the Redis password from a Secret mounted read-only as the file
 // --password-file names with the mode with-lock accepts (0400), the pod
-// ending with its command (--leftovers=kill), and a termination grace
+// ending with its command (--leftovers=kill), a termination grace
 // longer than --kill-after and --stop-timeout, each plus the Redis
-// timeout.
+// timeout, and no -q, which would hide the warning that the guide says a
+// Pushgateway that is down costs.
 func TestKubernetesCronJobManifestFitsWithLock(t *testing.T) {
 	cj := guideCronJob(t)
 	pod := cj.Spec.JobTemplate.Spec.Template.Spec
 	c := pod.Containers[0]
+	for _, a := range c.Args {
+		if a == "-q" || a == "--quiet" || strings.HasPrefix(a, "--quiet=") {
+			t.Errorf("args %q have %s: a Pushgateway that is down would say nothing", c.Args, a)
+		}
+	}
 	if cj.Spec.ConcurrencyPolicy != "Forbid" || pod.RestartPolicy != "Never" {
 		t.Errorf("concurrencyPolicy %q, restartPolicy %q; want Forbid and Never", cj.Spec.ConcurrencyPolicy, pod.RestartPolicy)
 	}
@@ -158,7 +166,9 @@ func secretMount(cj cronJob, dir string) (mode int, readOnly, ok bool) {
 // volume's defaultMode).
 // --metrics-push points at a real Pushgateway on the host.
 // The job runs once, and its run reaches the Pushgateway; a second run
-// while --min-hold keeps the lock is a silent success that runs nothing.
+// while --min-hold keeps the lock is a silent success that runs nothing,
+// and leaves the first run's metrics in place. With the Pushgateway down,
+// a run says so in one line, and exits as the job did.
 func TestKubernetesCronJobCommandRunsInContainer(t *testing.T) {
 	cj := guideCronJob(t)
 	c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
@@ -213,6 +223,23 @@ func TestKubernetesCronJobCommandRunsInContainer(t *testing.T) {
 	second := run()
 	if second.Code != 0 || second.Stdout != "" || second.Stderr != "" {
 		t.Errorf("a run while --min-hold keeps the lock: exit %d, stdout %q, stderr %q; want a silent 0", second.Code, second.Stdout, second.Stderr)
+	}
+	if m := pushedMetrics(t, pushgateway); !regexp.MustCompile(`with_lock_last_run_outcome\{[^}]*lock="` + name + `"[^}]*outcome="ok"[^}]*\} 1\n`).MatchString(m) {
+		t.Errorf("after the skipped run the Pushgateway no longer shows the first run's outcome ok:\n%s", m)
+	}
+
+	if err := r.Client().Del(t.Context(), "lock:"+name).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		if strings.HasPrefix(a, "--metrics-push=") {
+			args[i] = "--metrics-push=http://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t)) // nothing listens
+		}
+	}
+	down := run()
+	if down.Code != 0 || down.Stdout != "the job ran\n" || strings.Count(down.Stderr, "\n") != 1 ||
+		!strings.Contains(down.Stderr, "metrics of "+name+" not pushed") {
+		t.Errorf("a run with the Pushgateway down: exit %d, stdout %q, stderr %q; want 0, the job's line and one warning", down.Code, down.Stdout, down.Stderr)
 	}
 }
 

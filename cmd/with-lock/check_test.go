@@ -66,6 +66,20 @@ func TestCheckExitCodesFollowThePluginConvention(t *testing.T) {
 			}
 		}, nil, 2,
 			`^WITH-LOCK CRITICAL - last run of nightly-report failed on ` + host + ` \(exit 0, lock lost\) `},
+		{"a recent success while the name is paused is WARNING", func(t *testing.T, e *env) {
+			e.mustRun(0, "nightly-report", "sh", "-c", "sleep 1.2")
+			if r := e.run("--pause", "nightly-report"); r.Code != 0 {
+				t.Fatalf("--pause: exit %d, stderr %q", r.Code, r.Stderr)
+			}
+		}, []string{"--max-age", "25h"}, 1,
+			`^WITH-LOCK WARNING - nightly-report succeeded on ` + host + ` \d+m?s ago in \d+s; .*paused by ` + host + `:`},
+		{"a failed last run while the name is paused is CRITICAL", func(t *testing.T, e *env) {
+			e.mustRun(3, "nightly-report", "sh", "-c", "exit 3")
+			if r := e.run("--pause", "nightly-report"); r.Code != 0 {
+				t.Fatalf("--pause: exit %d, stderr %q", r.Code, r.Stderr)
+			}
+		}, []string{"--max-age", "25h"}, 2,
+			`^WITH-LOCK CRITICAL - last run of nightly-report failed on ` + host + ` \(exit 3\) .*paused by ` + host + `:`},
 		{"no run recorded is CRITICAL", func(t *testing.T, e *env) {}, []string{"--max-age", "25h"}, 2,
 			`^WITH-LOCK CRITICAL - no run of nightly-report recorded`},
 		{"a run going on within --running-ok is OK", func(t *testing.T, e *env) {

@@ -42,11 +42,12 @@ func (h *holding) sayStoppingLeftovers(code int, left []int) {
 }
 
 // sayLeftovers warns that the lock is held until what the command left
-// running ends (--leftovers wait).
+// running ends (--leftovers wait); under --output-on-failure only if the
+// run then fails (heldLog).
 func (h *holding) sayLeftovers(code int, left []int) {
 	r := h.r
 	n, pids := processes(left)
-	r.log.warn("leftovers", fields{Code: &code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop %s)%s",
+	r.heldLog().warn("leftovers", fields{Code: &code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop %s)%s",
 		code, h.lock.Key(), n, plural(len(left), "ends", "end"), pids, plural(len(left), "it", "them"), pid1Note())
 }
 

@@ -15,6 +15,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,9 @@ type runner struct {
 	log      *logger          // what with-lock says on stderr: log.go
 	out      *capture.Capture // the command's output, when captured: output.go
 	ping     *pinger          // --ping's, once the start ping is on its way: ping.go
+	// heldSaid is what with-lock said that --output-on-failure holds
+	// back with the output (heldLog, output.go).
+	heldSaid bytes.Buffer
 }
 
 // warnLocalOnly notes that the Redis is the default, local one, which no
@@ -162,10 +166,4 @@ func (r *runner) defaultSignals() {
 			return
 		}
 	}
-}
-
-// isTerminal reports whether f is a terminal (a character device).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -21,6 +21,17 @@ import (
 // failed pushes no last success, so the one pushed before stays. Counters
 // are not pushed (each push replaces the last); alert on the last
 // success's age, as docs/monitoring.md does.
+//
+// A run that skipped the job (busy, paused, its --once-per window done)
+// pushes nothing: the group is the lock's last run, and a skip, which
+// ran nothing, would replace the gauges of the run that did the work
+// with an exit code and a duration of its own. It gets no group of its
+// own either: one beside the lock's would give every query of it two
+// series, and one per host (a pod's name, new every run) would grow
+// without end, as a Pushgateway keeps every group until it is deleted.
+// A run that could not run the job (an error: Redis unreachable, the
+// command not found) is pushed: it is the lock's last run, and it
+// failed.
 
 // metricsPushTimeout bounds the push: a Pushgateway that does not answer
 // must not keep the run's exit waiting.
@@ -29,6 +40,10 @@ const metricsPushTimeout = 5 * time.Second
 // pushMetrics pushes the run's metrics; a failure is one warning and
 // changes nothing else.
 func (r *runner) pushMetrics(res result, begun, end time.Time) {
+	if skipped(res.outcome) {
+		r.log.info("metrics", fields{}, "metrics of %s not pushed: the run was %s, and the last one that ran stays (--metrics-push)", r.cfg.Name, res.outcome)
+		return
+	}
 	m := r.newRunMetrics(res, begun, end)
 	if err := pushMetricsTo(r.cfg.MetricsPush, m); err != nil {
 		r.log.warn("warning", fields{}, "metrics of %s not pushed: %v (--metrics-push)", r.cfg.Name, err)

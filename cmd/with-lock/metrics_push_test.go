@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -106,5 +107,65 @@ func TestMetricsPushReachesAPushgateway(t *testing.T) {
 	}
 	if strings.Count(res.Stderr, "\n") != 1 {
 		t.Errorf("more than one line for a Pushgateway that is down: %q", res.Stderr)
+	}
+}
+
+// A run that skips the job (the lock busy, the name paused, the
+// --once-per window done) pushes nothing: the group keeps the gauges of
+// the last run that did the work, its exit code, end and duration, rather
+// than the skip's.
+func TestMetricsPushKeepsTheLastRealRunWhenARunIsSkipped(t *testing.T) {
+	e := setup(t)
+	url := pushgateway(t)
+	// The run that does the work has a duration and an exit code of its
+	// own; --once-per's window is done by a success.
+	tests := []struct {
+		outcome string
+		flags   []string // both runs', before the name
+		skip    func(t *testing.T, lock string)
+		script  string // the run's that does the work, and its exit code
+		code    int
+	}{
+		{"busy", []string{"-E", "0"}, func(t *testing.T, lock string) {
+			if err := e.rdb.Set(t.Context(), "lock:"+lock, foreign, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "sleep 0.1; exit 3", 3},
+		{"paused", nil, func(t *testing.T, lock string) {
+			if r := e.run("--pause", lock); r.Code != 0 {
+				t.Fatalf("--pause: exit %d, stderr %q", r.Code, r.Stderr)
+			}
+		}, "sleep 0.1; exit 3", 3},
+		{"done", []string{"--once-per", "24h"}, func(*testing.T, string) {}, "sleep 0.1", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.outcome, func(t *testing.T) {
+			lock := "skip-" + tt.outcome
+			args := append(append(append([]string{"--metrics-push", url}, tt.flags...), lock), "sh", "-c", tt.script)
+			real := e.run(args...)
+			gauges := func() map[string]float64 {
+				g := map[string]float64{}
+				for _, name := range []string{"with_lock_last_run_exit_code", "with_lock_last_run_end_timestamp_seconds",
+					"with_lock_last_run_duration_seconds"} {
+					if m := pushed(t, url, name, lock); m != nil {
+						g[name] = m.GetGauge().GetValue()
+					}
+				}
+				return g
+			}
+			before := gauges()
+			if real.Code != tt.code || len(before) != 3 || before["with_lock_last_run_duration_seconds"] == 0 {
+				t.Fatalf("the run that did the work (exit %d, stderr %q) pushed %v", real.Code, real.Stderr, before)
+			}
+			tt.skip(t, lock)
+			args = append(append(append([]string{"--metrics-push", url, "-v"}, tt.flags...), lock), "sh", "-c", "exit 9")
+			r := e.run(args...)
+			if r.Code == 9 || !strings.Contains(r.Stderr, "metrics of "+lock+" not pushed: the run was "+tt.outcome) {
+				t.Errorf("the skipped run: exit %d, stderr %q; want the command not run, and -v saying nothing was pushed", r.Code, r.Stderr)
+			}
+			if after := gauges(); !maps.Equal(after, before) {
+				t.Errorf("after a %s run the group shows %v; want the last real run's %v", tt.outcome, after, before)
+			}
+		})
 	}
 }

@@ -24,6 +24,12 @@ const (
 // outcomes lists every outcome, in the order the metrics show them.
 var outcomes = []string{outcomeOK, outcomeFailed, outcomeLost, outcomeTimedOut, outcomeBusy, outcomePaused, outcomeDone, outcomeError}
 
+// skipped reports whether a run of outcome skipped the job without a
+// fault: the lock busy, the name paused, the window done.
+func skipped(outcome string) bool {
+	return outcome == outcomeBusy || outcome == outcomePaused || outcome == outcomeDone
+}
+
 // report tells the monitoring how the run that began at begun ended
 // (res), once the lock is released. Nothing here changes the exit code.
 func (r *runner) report(res result, begun time.Time) {

@@ -24,8 +24,12 @@ const outputGrace = 100 * time.Millisecond
 
 // captureOutput gives the job pipes for its stdout and stderr when the
 // settings ask for what it prints, and returns their capture; nil when
-// there is none. At a terminal the command keeps it:
-// only --output-on-failure given as a flag holds a terminal's output back.
+// there is none. At a terminal the command keeps it (a pipe would change
+// how it prints, and someone is watching): only --output-on-failure given
+// as a flag holds a terminal's output back. A file, a pipe, /dev/null
+// (cron's ">/dev/null 2>&1") is no terminal: there the output is
+// captured for the ping and the record, and held back by
+// --output-on-failure from the environment or the config file.
 // A capture that cannot be set up is a warning; the command then writes
 // where it would have.
 func (r *runner) captureOutput(job *supervise.Prepared) *capture.Capture {
@@ -51,7 +55,9 @@ func (r *runner) captureOutput(job *supervise.Prepared) *capture.Capture {
 	return c
 }
 
-// atTerminal reports whether with-lock's stdout or stderr is a terminal.
+// atTerminal reports whether with-lock's stdout or stderr is a terminal:
+// capturing takes both from the command, so either is reason enough to
+// leave them.
 func atTerminal() bool { return isTerminal(os.Stdout) || isTerminal(os.Stderr) }
 
 // outputStarted follows the command's start: only the command holds its
@@ -75,8 +81,24 @@ func (r *runner) endOutput() {
 	}
 }
 
+// heldLog is the logger for what with-lock says about the job's end
+// itself, that a success under --output-on-failure keeps quiet as it
+// keeps the output: "holding lock:x until its 2 remaining processes end"
+// would otherwise be cron's mail of a run that went well. With the output
+// held back, the message is written (with its time) for printHeldOutput;
+// otherwise it goes out at once.
+func (r *runner) heldLog() *logger {
+	if r.out == nil || !r.out.Held() {
+		return r.log
+	}
+	l := *r.log
+	l.w = &r.heldSaid
+	return &l
+}
+
 // printHeldOutput prints the output held back by --output-on-failure when
-// the run did not succeed (its outcome), and lets it go.
+// the run did not succeed (its outcome), after what heldLog kept of
+// with-lock's own messages, and lets it go.
 func (r *runner) printHeldOutput(outcome string) {
 	if r.out == nil {
 		return
@@ -85,6 +107,7 @@ func (r *runner) printHeldOutput(outcome string) {
 	if !r.out.Held() || outcome == outcomeOK {
 		return
 	}
+	_, _ = r.heldSaid.WriteTo(r.log.w)
 	if err := r.out.PrintHeld(); err != nil {
 		r.log.warn("warning", fields{}, "print the command's output: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,24 @@ func TestOutputOnFailurePrintsOnlyWhenTheRunFailed(t *testing.T) {
 	}
 }
 
+// A run that loses its lock failed (125): the output held back is
+// printed, what the job wrote while it was stopped included.
+func TestOutputOnFailurePrintsTheOutputOfALostRun(t *testing.T) {
+	e := setup(t)
+	ran := filepath.Join(e.dir, "ran")
+	const job = `trap 'echo stopped; exit 1' TERM; echo before; echo err >&2; touch "$0"; while :; do sleep 0.05; done`
+	p := clitest.Start(t, redisEnv(e.srv), "--output-on-failure", "--ttl", "1s", "lost", "sh", "-c", job, ran)
+	p.WaitFile(ran)
+	if err := e.rdb.Set(t.Context(), "lock:lost", foreign, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Wait(clitest.RunTimeout)
+	// The shell may say that its sleep was terminated, before its trap.
+	if r.Code != 125 || !strings.HasPrefix(r.Stdout, "before\nerr\n") || !strings.HasSuffix(r.Stdout, "stopped\n") {
+		t.Errorf("exit %d, stdout %q (stderr %q); want 125 and the job's output, before and after the loss", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
 // 10 MB of binary output, more than memory holds, is printed byte for byte
 // when the run fails.
 func TestOutputOnFailureLosesNothingAt10MB(t *testing.T) {
@@ -81,6 +100,29 @@ func TestOutputOnFailureWithAPipeHeldOpenByABackgroundChild(t *testing.T) {
 	r = e.run("--output-on-failure", "-q", "job", "sh", "-c", `(sleep 0.3; echo late) & echo early; exit 2`)
 	if r.Code != 2 || r.Stdout != "early\nlate\n" {
 		t.Errorf("--leftovers wait: exit %d, stdout %q; want 2, and the child's line after the command's", r.Code, r.Stdout)
+	}
+}
+
+// What with-lock says of a background child that outlives the command
+// ("holding lock:job until its 2 remaining processes end") is held back
+// with the output: a success prints nothing, a failure prints it beside
+// the output.
+func TestOutputOnFailureHoldsBackTheLeftoversLine(t *testing.T) {
+	e := setup(t)
+	for _, code := range []int{0, 2} {
+		// The child outlives the command by a second: time for with-lock,
+		// on a loaded machine too, to find it left behind.
+		r := e.run("--output-on-failure", "job", "sh", "-c", `(sleep 1; echo late) & echo early; exit "$0"`, strconv.Itoa(code))
+		stdout, said := "", false
+		if code != 0 {
+			stdout, said = "early\nlate\n", true
+		}
+		if r.Code != code || r.Stdout != stdout || hasLine(r.Stderr, "holding lock:job until its ", " remaining process") != said {
+			t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, and the leftovers line: %v", r.Code, r.Stdout, r.Stderr, code, stdout, said)
+		}
+		if code == 0 && r.Stderr != "" {
+			t.Errorf("a success printed %q on stderr, want nothing", r.Stderr)
+		}
 	}
 }
 

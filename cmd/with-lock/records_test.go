@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -238,5 +239,37 @@ func TestARunLostWhileMaxRunStopsItIsRecordedLost(t *testing.T) {
 	}
 	if got.LastRun == nil || got.LastRun.Outcome != "lost" || got.LastRun.ExitCode != 125 {
 		t.Errorf("last run %+v, want outcome lost, exit 125", got.LastRun)
+	}
+}
+
+// --record-output N stores at most the output's last N KiB, from the start
+// of a line, whatever else captures more of it: the end ping's
+// --ping-output, --output-on-failure's whole.
+func TestRecordOutputKeepsAtMostItsKiBWhateverElseCaptures(t *testing.T) {
+	e := setup(t)
+	srv := startPingServer(t, nil, "", nil)
+	out, _ := exec.Command("seq", "1", "3000").Output() // 13,893 bytes
+	for _, flags := range [][]string{
+		nil,
+		{"--ping", srv.URL + "/check"}, // --ping-output's 10 KiB
+		{"--ping", srv.URL + "/check", "--ping-output", "64"},
+		{"--output-on-failure"},
+	} {
+		args := append(append([]string{"--record-output", "1"}, flags...), "rec", "sh", "-c", "seq 1 3000; exit 3")
+		if r := e.run(args...); r.Code != 3 {
+			t.Fatalf("%q: exit %d, stderr %q", flags, r.Code, r.Stderr)
+		}
+		st := e.run("--status", "--json", "rec")
+		var got struct {
+			LastRun *runJSON `json:"last_run"`
+		}
+		if err := json.Unmarshal([]byte(st.Stdout), &got); err != nil || got.LastRun == nil {
+			t.Fatalf("%q: --status --json %q: %v", flags, st.Stdout, err)
+		}
+		rec := got.LastRun.Output
+		start := len(out) - len(rec)
+		if len(rec) > 1024 || len(rec) < 1024-len("3000\n") || !strings.HasSuffix(string(out), rec) || start < 1 || out[start-1] != '\n' {
+			t.Errorf("%q: the record holds %d bytes, %q...; want the output's last lines within 1 KiB", flags, len(rec), rec[:min(len(rec), 20)])
+		}
 	}
 }

@@ -21,6 +21,10 @@ type Spec struct {
 	Env   []string  // added to the environment, "K=V"
 	Args  []string  // with-lock's arguments
 	Stdin io.Reader // nil: /dev/null
+	// Stdout and Stderr, when set, are the run's own (a file, /dev/null)
+	// in place of the pipes the Proc reads: its Stdout or Stderr then
+	// stays empty.
+	Stdout, Stderr *os.File
 	// Terminal, from OpenPTY, is the run's stdin, stdout and stderr, in a
 	// session of its own with it as controlling terminal, as a login shell
 	// runs a command. What the terminal shows is the Proc's stdout.
@@ -66,6 +70,12 @@ func (s Spec) Start(t testing.TB) *Proc {
 		p.Cmd.Path, p.Cmd.Args = s.Program, append([]string{s.Program}, s.Args...)
 	}
 	p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Stdin, &p.stdout, &p.stderr
+	if s.Stdout != nil {
+		p.Cmd.Stdout = s.Stdout
+	}
+	if s.Stderr != nil {
+		p.Cmd.Stderr = s.Stderr
+	}
 	if s.Terminal != nil {
 		p.Cmd.Stdin, p.Cmd.Stdout, p.Cmd.Stderr = s.Terminal.tty, s.Terminal.tty, s.Terminal.tty
 		p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}

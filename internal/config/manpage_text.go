@@ -211,11 +211,13 @@ Redis memory per run kept; leave it off for output that holds secrets.`,
 .BI {lock: name }:last
 for DUR (default 720h, 30 days).`,
 		"no-record": `Store no record of the run.`,
-		"metrics-push": `At the end of every run, ran or not, POST the run's metrics (those of
+		"metrics-push": `At the end of every run POST the run's metrics (those of
 \-\-metrics\-dir but the counters; the last success only when the run is
 one) to the Prometheus Pushgateway at URL, in the group job="with\-lock"
 and the lock's name: for a Kubernetes CronJob's pod, which has no textfile
-directory. A Pushgateway that does not answer within 5 s costs a warning.`,
+directory. A run that skipped the command (busy, paused, its window done)
+pushes nothing, so that the group keeps the last run that did the work. A
+Pushgateway that does not answer within 5 s costs a warning (not with \-q).`,
 		"metrics-dir": `At the end of every run, ran or not, write
 .IB DIR /with-lock- name .prom
 for node_exporter's textfile collector: the last run's start, end, duration,

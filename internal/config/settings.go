@@ -121,7 +121,7 @@ func settings(c *Config) []group {
 			{name: "metrics-dir", env: "WITH_LOCK_METRICS_DIR", field: &c.MetricsDir,
 				help: "after every run write with-lock-<name>.prom for node_exporter's textfile collector into `DIR`"},
 			{name: "metrics-push", env: "WITH_LOCK_METRICS_PUSH", field: &c.MetricsPush,
-				help: "after every run POST its metrics to the Prometheus Pushgateway at `URL` (a pod has no textfile directory)"},
+				help: "after every run POST its metrics to the Prometheus Pushgateway at `URL` (a pod has no textfile directory); a skip (busy, paused, window done) pushes nothing"},
 			{name: "ping", env: "WITH_LOCK_PING_URL", field: &c.PingURL,
 				help: "the run that holds the lock GETs `URL`/start?rid=ID, then URL/<exit code>?rid=ID (healthchecks.io)"},
 			{name: "ping-timeout", env: "WITH_LOCK_PING_TIMEOUT", field: &c.PingTimeout, def: DefaultPingTimeout,

@@ -24,8 +24,10 @@ import (
 // are 5 s apart, sharing one Redis as redis.internal:6379, for at least
 // three windows: at every minute (and five-minute slot, and night) each of
 // its jobs runs exactly once across the fleet, and nothing is mailed but
-// a failed run's own output. A job fails on its first attempt in some
-// windows: another host then runs it again in the same window. The jobs
+// a failed run's own output: every job prints a line when it succeeds,
+// which cron would mail unless the block holds it back. A job fails on
+// its first attempt in some windows: another host then runs it again in
+// the same window. The jobs
 // are stand-ins that record host and time by Redis's clock; with-lock is
 // this checkout's, called through a wrapper that records each call.
 // Debian's cron reads /etc/environment through pam_env, and the crontab's
@@ -82,7 +84,8 @@ func layOut(t *testing.T, dir, block string, lines []cronLine, bin string) {
 // it started and what PAM and the crontab gave it. In the slots listed in
 // fails/<job> it takes 8 s, longer than the hosts' skew, so that the others
 // wait for it, and fails once; elsewhere it takes a second, so that it is
-// over before the next host's cron fires.
+// over before the next host's cron fires. Either way it prints a line: a
+// failure's is to be mailed, a success's is not.
 func standIn(dir, job string) string {
 	return `#!/bin/sh
 log=` + dir + `/log/runs
@@ -101,6 +104,7 @@ else
 	sleep 1
 fi
 echo "$host $now ` + job + ` ok" >>"$log"
+echo "` + job + ` succeeded on $host"
 `
 }
 
@@ -282,7 +286,10 @@ func check(t *testing.T, dir string, p plan, lines []cronLine, path string) {
 		if _, b, ok := strings.Cut(body, "\n\n"); ok {
 			body = strings.TrimSpace(b)
 		}
-		if failures[body] <= 0 {
+		switch {
+		case strings.Contains(body, " succeeded on "):
+			t.Errorf("cron mailed a successful run's output from %s:\n%s", filepath.Base(m), text)
+		case failures[body] <= 0:
 			t.Errorf("cron mailed from %s:\n%s", filepath.Base(m), text)
 		}
 		failures[body]--
