@@ -115,6 +115,7 @@ func TestMetricsPushReachesAPushgateway(t *testing.T) {
 // the last run that did the work, its exit code, end and duration, rather
 // than the skip's.
 func TestMetricsPushKeepsTheLastRealRunWhenARunIsSkipped(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	url := pushgateway(t)
 	// The run that does the work has a duration and an exit code of its

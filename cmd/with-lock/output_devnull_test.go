@@ -14,6 +14,7 @@ import (
 // for the end ping and the record, and --output-on-failure from the
 // environment still holds it back.
 func TestOutputIsCapturedWhenRedirectedToDevNull(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	srv := startPingServer(t, nil, "", nil)
 	const (

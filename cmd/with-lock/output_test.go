@@ -54,6 +54,7 @@ func TestOutputOnFailurePrintsOnlyWhenTheRunFailed(t *testing.T) {
 // A run that loses its lock failed (125): the output held back is
 // printed, what the job wrote while it was stopped included.
 func TestOutputOnFailurePrintsTheOutputOfALostRun(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ran := filepath.Join(e.dir, "ran")
 	const job = `trap 'echo stopped; exit 1' TERM; echo before; echo err >&2; touch "$0"; while :; do sleep 0.05; done`
@@ -108,6 +109,7 @@ func TestOutputOnFailureWithAPipeHeldOpenByABackgroundChild(t *testing.T) {
 // with the output: a success prints nothing, a failure prints it beside
 // the output.
 func TestOutputOnFailureHoldsBackTheLeftoversLine(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for _, code := range []int{0, 2} {
 		// The child outlives the command by a second: time for with-lock,

@@ -246,6 +246,7 @@ func TestARunLostWhileMaxRunStopsItIsRecordedLost(t *testing.T) {
 // of a line, whatever else captures more of it: the end ping's
 // --ping-output, --output-on-failure's whole.
 func TestRecordOutputKeepsAtMostItsKiBWhateverElseCaptures(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	srv := startPingServer(t, nil, "", nil)
 	out, _ := exec.Command("seq", "1", "3000").Output() // 13,893 bytes
