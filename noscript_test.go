@@ -1,0 +1,184 @@
+package withlock_test
+
+// A long-lived Client sends the release script by its digest (EVALSHA)
+// after its first release; a server that no longer has the script answers
+// NOSCRIPT, and the Client sends it whole again. These tests make each way
+// a server loses its script cache happen under held, renewed locks, and
+// fail if a release or a renewal is lost to it. Each also checks, in INFO
+// errorstats, that an EVALSHA really was refused NOSCRIPT, so that it
+// exercises the resend rather than passing by luck of a warm cache.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// renewed is a held lock under a KeepAlive that counts its renewals.
+type renewed struct {
+	l  *withlock.Lock
+	ka *withlock.KeepAlive
+
+	ok       atomic.Int64 // renewals that succeeded
+	mu       sync.Mutex
+	failures []error // renewals that failed, in order
+}
+
+// holdRenewed takes name on c for ttl and renews it every interval.
+func holdRenewed(t *testing.T, c *withlock.Client, name string, ttl, interval time.Duration) *renewed {
+	t.Helper()
+	r := &renewed{l: mustAcquire(t, c, name, ttl)}
+	r.ka = r.l.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
+		Interval: interval,
+		OnRenew: func(_ time.Duration, err error) {
+			if err == nil {
+				r.ok.Add(1)
+				return
+			}
+			r.mu.Lock()
+			r.failures = append(r.failures, err)
+			r.mu.Unlock()
+		},
+	})
+	t.Cleanup(r.ka.Stop)
+	return r
+}
+
+// waitRenewals waits until n more renewals than so far have succeeded,
+// failing the test if the lock is lost first, if that takes longer than
+// within, or if any renewal was refused NOSCRIPT.
+func (r *renewed) waitRenewals(t *testing.T, n int64, within time.Duration) {
+	t.Helper()
+	want := r.ok.Load() + n
+	clitest.Eventually(t, within, fmt.Sprintf("%s: fewer than %d renewals succeeded (failures: %v)", r.l.Key(), n, r.failed()), func() bool {
+		select {
+		case <-r.ka.Lost():
+			t.Fatalf("%s lost while renewed: %v (renewal failures: %v)", r.l.Key(), r.ka.Err(), r.failed())
+		default:
+		}
+		return r.ok.Load() >= want
+	})
+	for _, err := range r.failed() {
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			t.Errorf("%s: a renewal was refused NOSCRIPT: %v", r.l.Key(), err)
+		}
+	}
+}
+
+func (r *renewed) failed() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.failures...)
+}
+
+// stopAndRelease stops the renewals and releases the lock, which must
+// succeed and leave its key gone from the server admin talks to.
+func (r *renewed) stopAndRelease(t *testing.T, admin *redis.Client) {
+	t.Helper()
+	r.ka.Stop()
+	if err := r.ka.Err(); err != nil {
+		t.Fatalf("%s lost before its release: %v", r.l.Key(), err)
+	}
+	releaseAndCheckGone(t, r.l, admin)
+}
+
+func releaseAndCheckGone(t *testing.T, l *withlock.Lock, admin *redis.Client) {
+	t.Helper()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatalf("Release of %s: %v", l.Key(), err)
+	}
+	if n, err := admin.Exists(context.Background(), l.Key()).Result(); err != nil || n != 0 {
+		t.Fatalf("after its Release %s exists (%d, %v)", l.Key(), n, err)
+	}
+}
+
+// releaseOnce takes name on c and releases it: a Client's first release
+// sends the script whole, and every later one its digest.
+func releaseOnce(t *testing.T, c *withlock.Client, name string) {
+	t.Helper()
+	if err := mustAcquire(t, c, name, time.Minute).Release(context.Background()); err != nil {
+		t.Fatalf("Release of %s: %v", name, err)
+	}
+}
+
+// errorReplies is how many error replies of each code (NOSCRIPT, NOPERM)
+// the server gave since its last CONFIG RESETSTAT, from INFO errorstats.
+func errorReplies(t *testing.T, rdb *redis.Client) map[string]int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "errorstats").Result()
+	if err != nil {
+		t.Fatalf("INFO errorstats: %v", err)
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(info, "\r\n") {
+		code, n, ok := strings.Cut(strings.TrimPrefix(line, "errorstat_"), ":count=")
+		if ok {
+			counts[code], _ = strconv.Atoi(n)
+		}
+	}
+	return counts
+}
+
+// checkResent checks what the server admin talks to answered since its
+// last CONFIG RESETSTAT: refused wants EVALSHAs refused NOSCRIPT, each
+// followed by the script sent whole (EVAL), and none otherwise.
+func checkResent(t *testing.T, admin *redis.Client, what string, refused int) {
+	t.Helper()
+	calls := commandCallsExceptSetup(t, admin)
+	if got := errorReplies(t, admin)["NOSCRIPT"]; got != refused {
+		t.Errorf("%s: %d EVALSHAs refused NOSCRIPT, want %d (commands: %v)", what, got, refused, calls)
+	}
+	if calls["eval"] != refused {
+		t.Errorf("%s: the script sent whole %d times, want %d (commands: %v)", what, calls["eval"], refused, calls)
+	}
+}
+
+func scriptFlush(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	if err := rdb.ScriptFlush(context.Background()).Err(); err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
+}
+
+// SCRIPT FLUSH while a Client holds locks under KeepAlive: every renewal
+// after it succeeds, and each release after a flush is refused NOSCRIPT
+// once, sends the script whole, and deletes its key.
+func TestReleasesAndRenewalsSurviveScriptFlush(t *testing.T) {
+	const ttl, interval = 3 * time.Second, 500 * time.Millisecond
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	c := withlock.New(srv.Client(), nil)
+	releaseOnce(t, c, "warm-up")
+	var held []*renewed
+	for _, name := range []string{"a", "b", "c"} {
+		held = append(held, holdRenewed(t, c, name, ttl, interval))
+	}
+	scriptFlush(t, admin)
+	for _, r := range held {
+		r.waitRenewals(t, 2, 4*ttl)
+	}
+	for i, r := range held {
+		// Each release finds the script flushed: the first by the flush
+		// above, the others by one just before them.
+		if i > 0 {
+			scriptFlush(t, admin)
+		}
+		resetStats(t, admin)
+		r.stopAndRelease(t, admin)
+		checkResent(t, admin, "release after SCRIPT FLUSH", 1)
+	}
+	// The resend put the script back: the next release goes by digest.
+	resetStats(t, admin)
+	releaseOnce(t, c, "after")
+	checkResent(t, admin, "release after a resend", 0)
+}
