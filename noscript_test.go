@@ -182,3 +182,70 @@ func TestReleasesAndRenewalsSurviveScriptFlush(t *testing.T) {
 	releaseOnce(t, c, "after")
 	checkResent(t, admin, "release after a resend", 0)
 }
+
+// namePerNode returns a lock name for each node of cl, names[i] in a slot
+// of cl.Nodes[i].
+func namePerNode(t *testing.T, cl *redistest.Cluster) []string {
+	t.Helper()
+	names := make([]string, len(cl.Nodes))
+	left := len(names)
+	for i := 0; left > 0; i++ {
+		if i == 1000 {
+			t.Fatalf("no name in a slot of every node among a thousand: %q", names)
+		}
+		name := fmt.Sprint("job-", i)
+		node := cl.NodeFor("lock:" + name)
+		for j, s := range cl.Nodes {
+			if s == node && names[j] == "" {
+				names[j] = name
+				left--
+			}
+		}
+	}
+	return names
+}
+
+// A Cluster Client whose releases go by digest releases keys on masters
+// that never had the script, and on one whose scripts were flushed while
+// the Client held and renewed locks on every master: the master without
+// the script refuses one EVALSHA and gets the script whole, the others
+// none.
+func TestClusterReleasesOnNodesWithoutTheScript(t *testing.T) {
+	const ttl, interval = 3 * time.Second, 500 * time.Millisecond
+	cl := redistest.StartCluster(t, 3)
+	c := withlock.New(cl.Client(), nil)
+	names := namePerNode(t, cl)
+	admins := make([]*redis.Client, len(cl.Nodes))
+	for i, s := range cl.Nodes {
+		admins[i] = s.Client()
+	}
+
+	// The first release, on the first node, sends the script whole; the
+	// next ones by digest, to nodes that never got it.
+	for i, name := range names {
+		resetStats(t, admins[i])
+		releaseAndCheckGone(t, mustAcquire(t, c, name, time.Minute), admins[i])
+		if i > 0 {
+			checkResent(t, admins[i], "release on a node that never had the script", 1)
+		}
+	}
+
+	var held []*renewed
+	for _, name := range names {
+		held = append(held, holdRenewed(t, c, name, ttl, interval))
+	}
+	scriptFlush(t, admins[0])
+	for _, r := range held {
+		r.waitRenewals(t, 2, 4*ttl)
+	}
+	for _, admin := range admins {
+		resetStats(t, admin)
+	}
+	for i, r := range held {
+		r.stopAndRelease(t, admins[i])
+	}
+	checkResent(t, admins[0], "release on the node whose scripts were flushed", 1)
+	for _, admin := range admins[1:] {
+		checkResent(t, admin, "release on a node that kept the script", 0)
+	}
+}
