@@ -249,3 +249,31 @@ func TestClusterReleasesOnNodesWithoutTheScript(t *testing.T) {
 		checkResent(t, admin, "release on a node that kept the script", 0)
 	}
 }
+
+// A Sentinel failover promotes a replica, which never had the scripts its
+// master ran (scripts reach replicas as their effects): a Client holding a
+// renewed lock across it keeps renewing it on the new master, and its
+// release there is refused NOSCRIPT once, resends the script and deletes
+// the key.
+func TestReleaseAndRenewalOnPromotedReplicaWithoutTheScript(t *testing.T) {
+	// The TTL outlasts a failover on a loaded machine (the sentinels take
+	// a second to see the master down, then elect and promote); renewals
+	// fail until then and are retried.
+	const ttl, interval = 30 * time.Second, time.Second
+	ctx := context.Background()
+	g := redistest.StartSentinels(t)
+	promoted := g.Replica.Client()
+	c := withlock.New(g.Client(nil), nil)
+	releaseOnce(t, c, "warm-up")
+	r := holdRenewed(t, c, "job", ttl, interval)
+	clitest.Eventually(t, 10*time.Second, "the replica never received the lock's key", func() bool {
+		return promoted.Get(ctx, r.l.Key()).Val() == r.l.Token()
+	})
+
+	g.Master.Kill()
+	g.WaitMaster(g.Replica.Addr())
+	r.waitRenewals(t, 2, ttl/2)
+	resetStats(t, promoted)
+	r.stopAndRelease(t, promoted)
+	checkResent(t, promoted, "release on the promoted replica", 1)
+}
