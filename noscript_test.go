@@ -277,3 +277,62 @@ func TestReleaseAndRenewalOnPromotedReplicaWithoutTheScript(t *testing.T) {
 	r.stopAndRelease(t, promoted)
 	checkResent(t, promoted, "release on the promoted replica", 1)
 }
+
+// Servers since Redis 7.4 evict the least recently used of the scripts
+// loaded by EVAL past 500 of them: 600 other scripts sent with EVAL between
+// two releases of a Client push its release script out there, and the
+// second release still succeeds, refused NOSCRIPT once. A server that
+// evicts nothing (Redis 7.0) keeps the script, and the release goes by
+// digest; the test says which it saw.
+func TestReleaseAfterServerEvictsEvalScripts(t *testing.T) {
+	const ttl, interval, others = 3 * time.Second, 500 * time.Millisecond, 600
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	c := withlock.New(srv.Client(), nil)
+	releaseOnce(t, c, "warm-up")
+	r := holdRenewed(t, c, "job", ttl, interval)
+
+	// A script sent after the release script: evicted, it shows the
+	// release script, used less recently, evicted as well.
+	marker := redis.NewScript("return 'sent after the release script'")
+	if err := marker.Eval(ctx, admin, nil).Err(); err != nil {
+		t.Fatalf("EVAL of the marker script: %v", err)
+	}
+	if _, err := admin.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range others {
+			p.Eval(ctx, fmt.Sprintf("return 'other script %d'", i), nil)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("EVAL of %d other scripts: %v", others, err)
+	}
+	exists, err := admin.ScriptExists(ctx, marker.Hash()).Result()
+	if err != nil {
+		t.Fatalf("SCRIPT EXISTS: %v", err)
+	}
+	evicted := !exists[0]
+	stats, _ := admin.Info(ctx, "stats").Result()
+	t.Logf("after %d more scripts loaded with EVAL, the server evicted the release script: %v (INFO stats %s)",
+		others, evicted, infoField(stats, "evicted_scripts"))
+
+	r.waitRenewals(t, 2, 4*ttl)
+	resetStats(t, admin)
+	r.stopAndRelease(t, admin)
+	refused := 0
+	if evicted {
+		refused = 1
+	}
+	checkResent(t, admin, "release after 600 other scripts", refused)
+}
+
+// infoField is "name:value" of the INFO field name in info, or says it is
+// absent.
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\r\n") {
+		if strings.HasPrefix(line, name+":") {
+			return line
+		}
+	}
+	return "has no " + name
+}
