@@ -2,11 +2,12 @@ package withlock_test
 
 // A long-lived Client sends the release script by its digest (EVALSHA)
 // after its first release; a server that no longer has the script answers
-// NOSCRIPT, and the Client sends it whole again. These tests make each way
-// a server loses its script cache happen under held, renewed locks, and
-// fail if a release or a renewal is lost to it. Each also checks, in INFO
-// errorstats, that an EVALSHA really was refused NOSCRIPT, so that it
-// exercises the resend rather than passing by luck of a warm cache.
+// NOSCRIPT, and the Client sends it whole again. The tests here empty the
+// script cache with SCRIPT FLUSH under held, renewed locks and fail if a
+// release or a renewal is lost to it; noscript_cache_test.go loses the
+// cache the other ways a server does. Where a release goes by digest they
+// also check, in INFO errorstats, that an EVALSHA really was refused
+// NOSCRIPT: the test exercises the resend, not a warm cache.
 
 import (
 	"context"
@@ -38,20 +39,20 @@ type renewed struct {
 func holdRenewed(t *testing.T, c *withlock.Client, name string, ttl, interval time.Duration) *renewed {
 	t.Helper()
 	r := &renewed{l: mustAcquire(t, c, name, ttl)}
-	r.ka = r.l.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
-		Interval: interval,
-		OnRenew: func(_ time.Duration, err error) {
-			if err == nil {
-				r.ok.Add(1)
-				return
-			}
-			r.mu.Lock()
-			r.failures = append(r.failures, err)
-			r.mu.Unlock()
-		},
-	})
+	r.ka = r.l.KeepAlive(context.Background(), &withlock.KeepAliveOptions{Interval: interval, OnRenew: r.count})
 	t.Cleanup(r.ka.Stop)
 	return r
+}
+
+// count is the KeepAlive's OnRenew.
+func (r *renewed) count(_ time.Duration, err error) {
+	if err == nil {
+		r.ok.Add(1)
+		return
+	}
+	r.mu.Lock()
+	r.failures = append(r.failures, err)
+	r.mu.Unlock()
 }
 
 // waitRenewals waits until n more renewals than so far have succeeded,
@@ -183,156 +184,82 @@ func TestReleasesAndRenewalsSurviveScriptFlush(t *testing.T) {
 	checkResent(t, admin, "release after a resend", 0)
 }
 
-// namePerNode returns a lock name for each node of cl, names[i] in a slot
-// of cl.Nodes[i].
-func namePerNode(t *testing.T, cl *redistest.Cluster) []string {
-	t.Helper()
-	names := make([]string, len(cl.Nodes))
-	left := len(names)
-	for i := 0; left > 0; i++ {
-		if i == 1000 {
-			t.Fatalf("no name in a slot of every node among a thousand: %q", names)
-		}
-		name := fmt.Sprint("job-", i)
-		node := cl.NodeFor("lock:" + name)
-		for j, s := range cl.Nodes {
-			if s == node && names[j] == "" {
-				names[j] = name
-				left--
-			}
-		}
-	}
-	return names
-}
-
-// A Cluster Client whose releases go by digest releases keys on masters
-// that never had the script, and on one whose scripts were flushed while
-// the Client held and renewed locks on every master: the master without
-// the script refuses one EVALSHA and gets the script whole, the others
-// none.
-func TestClusterReleasesOnNodesWithoutTheScript(t *testing.T) {
+// Every kind of lock keeps its renewals and its release through SCRIPT
+// FLUSH, whether its scripts go by digest or whole: a fenced lock, a
+// semaphore's slot, a quorum's lock (flushed on every member), and a lock
+// released with its run's record (the CLI's release).
+func TestEveryLockKindSurvivesScriptFlush(t *testing.T) {
 	const ttl, interval = 3 * time.Second, 500 * time.Millisecond
-	cl := redistest.StartCluster(t, 3)
-	c := withlock.New(cl.Client(), nil)
-	names := namePerNode(t, cl)
-	admins := make([]*redis.Client, len(cl.Nodes))
-	for i, s := range cl.Nodes {
-		admins[i] = s.Client()
-	}
-
-	// The first release, on the first node, sends the script whole; the
-	// next ones by digest, to nodes that never got it.
-	for i, name := range names {
-		resetStats(t, admins[i])
-		releaseAndCheckGone(t, mustAcquire(t, c, name, time.Minute), admins[i])
-		if i > 0 {
-			checkResent(t, admins[i], "release on a node that never had the script", 1)
-		}
-	}
-
-	var held []*renewed
-	for _, name := range names {
-		held = append(held, holdRenewed(t, c, name, ttl, interval))
-	}
-	scriptFlush(t, admins[0])
-	for _, r := range held {
-		r.waitRenewals(t, 2, 4*ttl)
-	}
-	for _, admin := range admins {
-		resetStats(t, admin)
-	}
-	for i, r := range held {
-		r.stopAndRelease(t, admins[i])
-	}
-	checkResent(t, admins[0], "release on the node whose scripts were flushed", 1)
-	for _, admin := range admins[1:] {
-		checkResent(t, admin, "release on a node that kept the script", 0)
-	}
-}
-
-// A Sentinel failover promotes a replica, which never had the scripts its
-// master ran (scripts reach replicas as their effects): a Client holding a
-// renewed lock across it keeps renewing it on the new master, and its
-// release there is refused NOSCRIPT once, resends the script and deletes
-// the key.
-func TestReleaseAndRenewalOnPromotedReplicaWithoutTheScript(t *testing.T) {
-	// The TTL outlasts a failover on a loaded machine (the sentinels take
-	// a second to see the master down, then elect and promote); renewals
-	// fail until then and are retried.
-	const ttl, interval = 30 * time.Second, time.Second
 	ctx := context.Background()
-	g := redistest.StartSentinels(t)
-	promoted := g.Replica.Client()
-	c := withlock.New(g.Client(nil), nil)
-	releaseOnce(t, c, "warm-up")
-	r := holdRenewed(t, c, "job", ttl, interval)
-	clitest.Eventually(t, 10*time.Second, "the replica never received the lock's key", func() bool {
-		return promoted.Get(ctx, r.l.Key()).Val() == r.l.Token()
-	})
-
-	g.Master.Kill()
-	g.WaitMaster(g.Replica.Addr())
-	r.waitRenewals(t, 2, ttl/2)
-	resetStats(t, promoted)
-	r.stopAndRelease(t, promoted)
-	checkResent(t, promoted, "release on the promoted replica", 1)
+	release := func(l *withlock.Lock) error { return l.Release(ctx) }
+	for _, tc := range []struct {
+		name    string
+		servers int
+		client  func(t *testing.T, rdbs []redis.UniversalClient) *withlock.Client
+		opts    *withlock.LockOptions
+		release func(l *withlock.Lock) error
+		key     func(l *withlock.Lock) string // the key the release deletes
+	}{
+		{"fenced lock", 1, clientOnFirst, &withlock.LockOptions{Fence: true}, release, (*withlock.Lock).Key},
+		{"semaphore slot", 1, func(t *testing.T, rdbs []redis.UniversalClient) *withlock.Client {
+			return semaphore(t, rdbs[0], 2)
+		}, nil, release, func(l *withlock.Lock) string { return fmt.Sprintf("{%s}:s:%d", l.Key(), l.Slot()) }},
+		{"quorum lock", 3, func(t *testing.T, rdbs []redis.UniversalClient) *withlock.Client {
+			c, err := withlock.NewQuorum(rdbs, nil)
+			if err != nil {
+				t.Fatalf("NewQuorum: %v", err)
+			}
+			return c
+		}, nil, release, (*withlock.Lock).Key},
+		{"lock released with its record", 1, clientOnFirst, nil, func(l *withlock.Lock) error {
+			return l.ReleaseAndRecord(ctx, withlock.Run{}, time.Hour)
+		}, (*withlock.Lock).Key},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var admins []*redis.Client
+			var rdbs []redis.UniversalClient
+			for range tc.servers {
+				srv := redistest.Start(t)
+				admins, rdbs = append(admins, srv.Client()), append(rdbs, srv.Client())
+			}
+			c := tc.client(t, rdbs)
+			warm, err := c.TryAcquire(ctx, "warm-up", time.Minute, tc.opts)
+			if err == nil {
+				err = tc.release(warm)
+			}
+			if err != nil {
+				t.Fatalf("warm-up: %v", err)
+			}
+			l, err := c.TryAcquire(ctx, "job", ttl, tc.opts)
+			if err != nil {
+				t.Fatalf("TryAcquire: %v", err)
+			}
+			r := &renewed{l: l}
+			r.ka = l.KeepAlive(ctx, &withlock.KeepAliveOptions{Interval: interval, OnRenew: r.count})
+			t.Cleanup(r.ka.Stop)
+			for _, admin := range admins {
+				scriptFlush(t, admin)
+			}
+			r.waitRenewals(t, 2, 4*ttl)
+			r.ka.Stop()
+			for i, admin := range admins {
+				if n, err := admin.Exists(ctx, tc.key(l)).Result(); err != nil || n != 1 {
+					t.Fatalf("server %d: before the release %s is missing (%d, %v)", i, tc.key(l), n, err)
+				}
+			}
+			if err := tc.release(l); err != nil {
+				t.Fatalf("release after SCRIPT FLUSH: %v", err)
+			}
+			for i, admin := range admins {
+				if n, err := admin.Exists(ctx, tc.key(l)).Result(); err != nil || n != 0 {
+					t.Errorf("server %d: after the release %s exists (%d, %v)", i, tc.key(l), n, err)
+				}
+			}
+		})
+	}
 }
 
-// Servers since Redis 7.4 evict the least recently used of the scripts
-// loaded by EVAL past 500 of them: 600 other scripts sent with EVAL between
-// two releases of a Client push its release script out there, and the
-// second release still succeeds, refused NOSCRIPT once. A server that
-// evicts nothing (Redis 7.0) keeps the script, and the release goes by
-// digest; the test says which it saw.
-func TestReleaseAfterServerEvictsEvalScripts(t *testing.T) {
-	const ttl, interval, others = 3 * time.Second, 500 * time.Millisecond, 600
-	ctx := context.Background()
-	srv := redistest.Start(t)
-	admin := srv.Client()
-	c := withlock.New(srv.Client(), nil)
-	releaseOnce(t, c, "warm-up")
-	r := holdRenewed(t, c, "job", ttl, interval)
-
-	// A script sent after the release script: evicted, it shows the
-	// release script, used less recently, evicted as well.
-	marker := redis.NewScript("return 'sent after the release script'")
-	if err := marker.Eval(ctx, admin, nil).Err(); err != nil {
-		t.Fatalf("EVAL of the marker script: %v", err)
-	}
-	if _, err := admin.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range others {
-			p.Eval(ctx, fmt.Sprintf("return 'other script %d'", i), nil)
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("EVAL of %d other scripts: %v", others, err)
-	}
-	exists, err := admin.ScriptExists(ctx, marker.Hash()).Result()
-	if err != nil {
-		t.Fatalf("SCRIPT EXISTS: %v", err)
-	}
-	evicted := !exists[0]
-	stats, _ := admin.Info(ctx, "stats").Result()
-	t.Logf("after %d more scripts loaded with EVAL, the server evicted the release script: %v (INFO stats %s)",
-		others, evicted, infoField(stats, "evicted_scripts"))
-
-	r.waitRenewals(t, 2, 4*ttl)
-	resetStats(t, admin)
-	r.stopAndRelease(t, admin)
-	refused := 0
-	if evicted {
-		refused = 1
-	}
-	checkResent(t, admin, "release after 600 other scripts", refused)
-}
-
-// infoField is "name:value" of the INFO field name in info, or says it is
-// absent.
-func infoField(info, name string) string {
-	for _, line := range strings.Split(info, "\r\n") {
-		if strings.HasPrefix(line, name+":") {
-			return line
-		}
-	}
-	return "has no " + name
+// clientOnFirst is a Client on the first of rdbs.
+func clientOnFirst(_ *testing.T, rdbs []redis.UniversalClient) *withlock.Client {
+	return withlock.New(rdbs[0], nil)
 }
