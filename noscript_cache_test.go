@@ -113,8 +113,8 @@ func TestReleaseAndRenewalOnPromotedReplicaWithoutTheScript(t *testing.T) {
 	checkResent(t, promoted, "release on the promoted replica", 1)
 }
 
-// Servers since Redis 7.4 evict the least recently used of the scripts
-// loaded by EVAL past 500 of them: 600 other scripts sent with EVAL between
+// Redis since 7.4 and Valkey 8 evict the least recently used of the
+// scripts loaded by EVAL past 500 of them: 600 other scripts sent with EVAL between
 // two releases of a Client push its release script out there, and the
 // second release still succeeds, refused NOSCRIPT once. A server that
 // evicts nothing (Redis 7.0) keeps the script, and the release goes by
