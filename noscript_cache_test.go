@@ -114,11 +114,11 @@ func TestReleaseAndRenewalOnPromotedReplicaWithoutTheScript(t *testing.T) {
 }
 
 // Redis since 7.4 and Valkey 8 evict the least recently used of the
-// scripts loaded by EVAL past 500 of them: 600 other scripts sent with EVAL between
-// two releases of a Client push its release script out there, and the
-// second release still succeeds, refused NOSCRIPT once. A server that
-// evicts nothing (Redis 7.0) keeps the script, and the release goes by
-// digest; the test says which it saw.
+// scripts loaded by EVAL past 500 of them: 600 other scripts sent with
+// EVAL between two releases of a Client push its release script out
+// there, and the second release still succeeds, refused NOSCRIPT once. A
+// server that evicts nothing (Redis 7.0) keeps the script, and the
+// release goes by digest; the test says which it saw.
 func TestReleaseAfterServerEvictsEvalScripts(t *testing.T) {
 	const ttl, interval, others = 3 * time.Second, 500 * time.Millisecond, 600
 	ctx := context.Background()
