@@ -184,6 +184,51 @@ func TestReleasesAndRenewalsSurviveScriptFlush(t *testing.T) {
 	checkResent(t, admin, "release after a resend", 0)
 }
 
+// Servers word NOSCRIPT differently (Redis "NOSCRIPT No matching script.
+// Please use EVAL.", Valkey 8 "NOSCRIPT No matching script."), and go-redis
+// hands the reply over as the server sent it where it does not normalize
+// it to redis.ErrNoScript: a release recognizes it by its code alone. The
+// server here is real and refuses the EVALSHA; noScriptWording only words
+// that refusal as another server does.
+func TestReleaseRecognizesNoScriptByItsCode(t *testing.T) {
+	for _, text := range []string{
+		"NOSCRIPT No matching script. Please use EVAL.",
+		"NOSCRIPT No matching script.",
+		"NOSCRIPT",
+	} {
+		t.Run(text, func(t *testing.T) {
+			srv := redistest.Start(t)
+			admin := srv.Client()
+			c := withlock.New(noScriptWording{srv.Client(), text}, nil)
+			releaseOnce(t, c, "warm-up")
+			scriptFlush(t, admin)
+			resetStats(t, admin)
+			releaseAndCheckGone(t, mustAcquire(t, c, "job", time.Minute), admin)
+			checkResent(t, admin, "release after SCRIPT FLUSH", 1)
+		})
+	}
+}
+
+// noScriptWording is a client whose EVALSHA's NOSCRIPT reply reads text.
+type noScriptWording struct {
+	*redis.Client
+	text string
+}
+
+func (c noScriptWording) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	cmd := c.Client.EvalSha(ctx, sha1, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd.SetErr(serverReply(c.text))
+	}
+	return cmd
+}
+
+// serverReply is an error reply of a server, as go-redis types one.
+type serverReply string
+
+func (e serverReply) Error() string { return string(e) }
+func (serverReply) RedisError()     {}
+
 // Every kind of lock keeps its renewals and its release through SCRIPT
 // FLUSH, whether its scripts go by digest or whole: a fenced lock, a
 // semaphore's slot, a quorum's lock (flushed on every member), and a lock
