@@ -2,13 +2,15 @@ package withlock_test
 
 // A long-lived Client's releases and renewals where a server lacks the
 // release script without anyone flushing it: a Cluster master that never
-// had it or lost it, a promoted replica, and a server that evicted it.
+// had it or lost it, a promoted replica, a restarted server, and a server
+// that evicted it.
 // The helpers are noscript_test.go's.
 
 import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,6 +113,37 @@ func TestReleaseAndRenewalOnPromotedReplicaWithoutTheScript(t *testing.T) {
 	resetStats(t, promoted)
 	r.stopAndRelease(t, promoted)
 	checkResent(t, promoted, "release on the promoted replica", 1)
+}
+
+// A server restarted without persistence has neither the lock's key nor
+// the script cache: a KeepAlive with Reacquire takes the key back, and the
+// release on the restarted server is refused NOSCRIPT once, resends the
+// script and deletes the key.
+func TestReleaseAfterRestartWithoutTheScript(t *testing.T) {
+	// The margin (a tenth of the TTL and 100ms) outlasts a restart on a
+	// loaded machine, during which renewals fail.
+	const ttl, interval = 10 * time.Second, 500 * time.Millisecond
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	c := withlock.New(srv.Client(), nil)
+	releaseOnce(t, c, "warm-up")
+	r := &renewed{l: mustAcquire(t, c, "job", ttl)}
+	var reacquired atomic.Int64
+	r.ka = r.l.KeepAlive(ctx, &withlock.KeepAliveOptions{
+		Interval: interval, OnRenew: r.count, Reacquire: true,
+		OnReacquire: func(time.Duration) { reacquired.Add(1) },
+	})
+	t.Cleanup(r.ka.Stop)
+
+	srv.Restart()
+	clitest.Eventually(t, ttl, "the KeepAlive never took the key back after the restart", func() bool {
+		return reacquired.Load() > 0
+	})
+	r.waitRenewals(t, 2, ttl)
+	resetStats(t, admin)
+	r.stopAndRelease(t, admin)
+	checkResent(t, admin, "release on the restarted server", 1)
 }
 
 // Redis since 7.4 and Valkey 8 evict the least recently used of the
