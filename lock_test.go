@@ -182,8 +182,9 @@ func TestReleaseWithoutEvalshaPermissionSendsScriptWhole(t *testing.T) {
 	}
 	c := withlock.New(srv.ClientWith(&redis.Options{Username: "noshas", Password: "pw"}), nil)
 	// A refused EVALSHA is not counted in its calls: each release shows
-	// one EVAL.
-	for i := range 3 {
+	// one EVAL. INFO errorstats counts the refusal: the second release
+	// tries EVALSHA once, and no release after it does.
+	for i, wantRefused := range []int{0, 1, 0} {
 		l := mustAcquire(t, c, "job", time.Minute)
 		resetStats(t, rdb)
 		if err := l.Release(ctx); err != nil {
@@ -192,6 +193,9 @@ func TestReleaseWithoutEvalshaPermissionSendsScriptWhole(t *testing.T) {
 		calls := commandCallsExceptSetup(t, rdb)
 		if calls["eval"] != 1 || calls["evalsha"] != 0 {
 			t.Errorf("Release %d ran %v, want one eval", i+1, calls)
+		}
+		if refused := errorReplies(t, rdb)["NOPERM"]; refused != wantRefused {
+			t.Errorf("Release %d had %d EVALSHAs refused NOPERM, want %d", i+1, refused, wantRefused)
 		}
 	}
 }
