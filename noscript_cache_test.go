@@ -48,6 +48,7 @@ func namePerNode(t *testing.T, cl *redistest.Cluster) []string {
 // the script refuses one EVALSHA and gets the script whole, the others
 // none.
 func TestClusterReleasesOnNodesWithoutTheScript(t *testing.T) {
+	t.Parallel()
 	const ttl, interval = 3 * time.Second, 500 * time.Millisecond
 	cl := redistest.StartCluster(t, 3)
 	c := withlock.New(cl.Client(), nil)
@@ -93,6 +94,7 @@ func TestClusterReleasesOnNodesWithoutTheScript(t *testing.T) {
 // release there is refused NOSCRIPT once, resends the script and deletes
 // the key.
 func TestReleaseAndRenewalOnPromotedReplicaWithoutTheScript(t *testing.T) {
+	t.Parallel()
 	// The TTL outlasts a failover on a loaded machine many times over
 	// (the sentinels take a second to see the master down, then a few to
 	// elect and promote); renewals fail until then and are retried.
@@ -120,6 +122,7 @@ func TestReleaseAndRenewalOnPromotedReplicaWithoutTheScript(t *testing.T) {
 // release on the restarted server is refused NOSCRIPT once, resends the
 // script and deletes the key.
 func TestReleaseAfterRestartWithoutTheScript(t *testing.T) {
+	t.Parallel()
 	// The margin (a tenth of the TTL and 100ms) outlasts a restart on a
 	// loaded machine, during which renewals fail.
 	const ttl, interval = 10 * time.Second, 500 * time.Millisecond
@@ -153,6 +156,7 @@ func TestReleaseAfterRestartWithoutTheScript(t *testing.T) {
 // server that evicts nothing (Redis 7.0) keeps the script, and the
 // release goes by digest; the test says which it saw.
 func TestReleaseAfterServerEvictsEvalScripts(t *testing.T) {
+	t.Parallel()
 	const ttl, interval, others = 3 * time.Second, 500 * time.Millisecond, 600
 	ctx := context.Background()
 	srv := redistest.Start(t)

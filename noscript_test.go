@@ -155,6 +155,7 @@ func scriptFlush(t *testing.T, rdb *redis.Client) {
 // after it succeeds, and each release after a flush is refused NOSCRIPT
 // once, sends the script whole, and deletes its key.
 func TestReleasesAndRenewalsSurviveScriptFlush(t *testing.T) {
+	t.Parallel()
 	const ttl, interval = 3 * time.Second, 500 * time.Millisecond
 	srv := redistest.Start(t)
 	admin := srv.Client()
@@ -191,6 +192,7 @@ func TestReleasesAndRenewalsSurviveScriptFlush(t *testing.T) {
 // server here is real and refuses the EVALSHA; noScriptWording only words
 // that refusal as another server does.
 func TestReleaseRecognizesNoScriptByItsCode(t *testing.T) {
+	t.Parallel()
 	for _, text := range []string{
 		"NOSCRIPT No matching script. Please use EVAL.",
 		"NOSCRIPT No matching script.",
@@ -234,6 +236,7 @@ func (serverReply) RedisError()     {}
 // semaphore's slot, a quorum's lock (flushed on every member), and a lock
 // released with its run's record (the CLI's release).
 func TestEveryLockKindSurvivesScriptFlush(t *testing.T) {
+	t.Parallel()
 	const ttl, interval = 3 * time.Second, 500 * time.Millisecond
 	ctx := context.Background()
 	release := func(l *withlock.Lock) error { return l.Release(ctx) }
