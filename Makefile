@@ -74,11 +74,12 @@ test: redis promtool pushgateway
 ## test-servers: the tests that start a server, against each server of the matrix in turn: Redis 7.0, Valkey 8.0, Redis 8.0, Valkey 8.1 (Debian's packages, cached by tools/servers.sh; root, minutes the first time). SERVERS= picks some.
 SERVERS ?= $(shell tools/servers.sh ids)
 test-servers: redis promtool pushgateway
-	@for id in $(SERVERS); do \
+	@failed=""; for id in $(SERVERS); do \
 		bin=$$(tools/servers.sh bin $$id) || exit 1; \
 		echo "== $$id: $$($$bin/redis-server --version | cut -d' ' -f1-3)"; \
-		PATH="$$bin:$$PATH" $(GO) test -count=1 -parallel $(PARALLEL) -timeout 20m ./... || exit 1; \
-	done
+		PATH="$$bin:$$PATH" $(GO) test -count=1 -parallel $(PARALLEL) -timeout 20m ./... || failed="$$failed $$id"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-servers: failed on$$failed"; exit 1; fi
 
 ## test-short: the tests that need no Redis (go test -short), in seconds, without redis-server
 test-short:
