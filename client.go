@@ -186,7 +186,11 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err != nil {
 		return nil, err
 	}
-	return c.line.wait(ctx, c, name, token, ttl, opts)
+	l, err := c.line.wait(ctx, c, name, token, ttl, opts)
+	if err == nil {
+		l.obtained = time.Now() // the run's start, which Acquired may precede by the wait
+	}
+	return l, err
 }
 
 // Client.Do: acquire, keep alive, run a function, release.

@@ -232,9 +232,9 @@ func (r *runner) sayReleased(lock *withlock.Lock, err, lost error, usage supervi
 		// Said with -v only: a quiet run need not format it, which costs
 		// fmt's first use.
 	case err == nil:
-		held := time.Since(lock.Acquired())
+		held := time.Since(r.got)
 		f, cost := jobCost(fields{DurationMs: ms(held)}, usage)
-		if left := r.cfg.MinHold - held; left > 0 {
+		if left := r.cfg.MinHold - time.Since(lock.Acquired()); left > 0 { // counted as the library keeps it
 			r.log.info("released", f, "released %s after %s%s; its key stays %s more (--min-hold %s)",
 				lock.Key(), round(held), cost, round(left), r.cfg.MinHold)
 			return

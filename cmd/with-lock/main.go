@@ -99,6 +99,11 @@ type runner struct {
 	log      *logger          // what with-lock says on stderr: log.go
 	out      *capture.Capture // the command's output, when captured: output.go
 	ping     *pinger          // --ping's, once the start ping is on its way: ping.go
+	// got is when this run got the lock: the start of its record and of
+	// the time it held the lock. Lock.Acquired is earlier for a run that
+	// waited (the command that won the lock was sent while another held
+	// it), and is kept for what the key's expiry needs.
+	got time.Time
 }
 
 // warnLocalOnly notes that the Redis is the default, local one, which no
