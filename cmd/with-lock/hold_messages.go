@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,7 +161,9 @@ func (h *holding) sayLost() {
 //     when the renewal that found it gone came within twice the margin of
 //     the TTL (a clock running faster on Redis could then explain it);
 //     earlier, the key "vanished": a restart without persistence, a
-//     FLUSHALL, a DEL or --break, a failover to a replica that lacked it.
+//     FLUSHALL, a DEL or --break, a failover to a replica that lacked it,
+//     or, on a server whose maxmemory-policy may evict it (of which the
+//     run warned), an eviction, which is then named.
 func (h *holding) lostReason() (string, fields) {
 	r, lock, err := h.r, h.lock, h.ka.Err()
 	ttl := r.cfg.TTL
@@ -204,6 +207,11 @@ func (h *holding) lostReason() (string, fields) {
 			lock.Key(), round(lastSent.Sub(lastOK)), ttl), fields{}
 	}
 	early := round(max(lastOK.Add(ttl).Sub(lastSent), 0))
+	if policy := cmp.Or(st.EvictionPolicy, r.locker.EvictionPolicy()); policy != "" {
+		// The run was warned of it already: the likeliest cause.
+		return fmt.Sprintf("lock %s lost: the key vanished %s before it was due to expire (evicted? Redis may evict keys under memory pressure: maxmemory-policy %s; set noeviction)",
+			lock.Key(), early, policy), fields{}
+	}
 	return fmt.Sprintf("lock %s lost: the key vanished %s before it was due to expire (Redis restarted or flushed, or the key deleted?)",
 		lock.Key(), early), fields{}
 }

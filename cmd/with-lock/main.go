@@ -74,6 +74,13 @@ func run(args []string) int {
 	case cfg.Version:
 		fmt.Println("with-lock", buildVersion())
 		return 0
+	}
+	// A mistyped variable would be ignored without a word: one line each,
+	// before anything else is said (-q hides them, as other warnings).
+	for _, w := range config.UnknownVariables(os.Environ()) {
+		newLogger(cfg, os.Stderr).warn("warning", fields{}, "warning: %s", w)
+	}
+	switch {
 	case cfg.PrintConfig:
 		return printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
 	}

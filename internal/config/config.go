@@ -150,7 +150,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, ErrHelp
 		}
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w", ErrUsage, unknownFlag(fs, err)) // suggest.go
 	}
 	// pflag reports ErrHelp only when no help flag is defined; ours is,
 	// so that it shows in the usage.
@@ -189,6 +189,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		return c.validated()
 	}
 	if action := c.action(); action != "" {
+		if len(rest) > 1 && IsFlag(rest[1]) {
+			// "--pause pz --for 30s": flags stop at the name.
+			return nil, fmt.Errorf("%w: %s takes one lock name and no command, and flags go before the name: %s is after %q",
+				ErrUsage, action, rest[1], rest[0])
+		}
 		if len(rest) != 1 {
 			return nil, fmt.Errorf("%w: %s takes one lock name and no command", ErrUsage, action)
 		}
