@@ -156,10 +156,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 	if probe {
 		s.server.pipelined(ctx, rdb, queue) // INFO memory after the command
 	} else {
-		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			queue(p)
-			return nil
-		})
+		pipelined(ctx, rdb, queue)
 	}
 	if index == nil && s.names.due(l.key, now) { // admin_index_cluster.go: indexReached
 		index = s.names.queue(ctx, s.rdb, l)
@@ -171,6 +168,31 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 		return nil
 	}
 	return mark.Err()
+}
+
+// pipelined sends what queue queues in one round trip on rdb. When the
+// connection itself failed with a reply from Redis (a wrong password,
+// answered to the handshake's HELLO and AUTH), go-redis returns that error
+// but leaves the commands without one, each reading as its zero value: a
+// SET NX never sent would read as "held", and the run would go on to
+// inspect the holder and fail there, in other words than a missing
+// password's. The error is then set on every command.
+func pipelined(ctx context.Context, rdb pipeSetter, queue func(redis.Pipeliner)) {
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		queue(p)
+		return nil
+	})
+	if err == nil {
+		return
+	}
+	for _, c := range cmds {
+		if c.Err() != nil {
+			return // answered: each command has its own reply
+		}
+	}
+	for _, c := range cmds {
+		c.SetErr(err)
+	}
 }
 
 // markRefused is the error of a try that found the lock held while Redis

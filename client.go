@@ -335,10 +335,9 @@ func (sc *serverCheck) due(rdb redis.UniversalClient) bool {
 // commands of send have their own replies.
 func (sc *serverCheck) pipelined(ctx context.Context, rdb pipeSetter, send func(redis.Pipeliner)) {
 	var info *redis.StringCmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	pipelined(ctx, rdb, func(p redis.Pipeliner) { // backend_single.go
 		send(p)
 		info = p.Info(ctx, "memory")
-		return nil
 	})
 	if text, err := info.Result(); err == nil {
 		if policy := evictingPolicy(text); policy != "" {
