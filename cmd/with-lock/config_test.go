@@ -261,3 +261,31 @@ func TestFlagAfterTheNameSaysWhereFlagsGo(t *testing.T) {
 		})
 	}
 }
+
+// --print-config prints settings a run would refuse (a quorum of two
+// masters) all the same, they being what needs mending, and then says the
+// refusal in one line on stderr with the exit code a run would give.
+func TestPrintConfigPrintsRefusedSettingsAndSaysWhy(t *testing.T) {
+	r := clitest.Run(t, nil, "--redis", "redis://a.example:6379/0", "--redis", "redis://b.example:6379/0", "--print-config")
+	if r.Code != 64 {
+		t.Errorf("exit %d, want 64, as a run with these settings", r.Code)
+	}
+	if !strings.Contains(r.Stdout, `redis = ["redis://a.example:6379/0", "redis://b.example:6379/0"]`) {
+		t.Errorf("stdout %q does not show the two masters", r.Stdout)
+	}
+	if r.Stderr != "with-lock: usage error: a quorum needs an odd number of independent --redis masters, not 2 (see with-lock --help)\n" {
+		t.Errorf("stderr %q, want the refusal in one line", r.Stderr)
+	}
+}
+
+// A WITH_LOCK_* variable with-lock does not know is warned of once, in one
+// line naming the variable most likely meant, and changes nothing.
+func TestUnknownVariableIsWarnedOfOnce(t *testing.T) {
+	r := clitest.Run(t, []string{"WITH_LOCK_TTLL=5s"}, "--redis", "redis://a.example:6379/0", "--print-config")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `ttl = "30s"`) {
+		t.Errorf("exit %d, stdout %q; want 0 and the default ttl", r.Code, r.Stdout)
+	}
+	if r.Stderr != "with-lock: warning: WITH_LOCK_TTLL is not a with-lock variable and is ignored; did you mean WITH_LOCK_TTL?\n" {
+		t.Errorf("stderr %q, want one warning naming WITH_LOCK_TTL", r.Stderr)
+	}
+}

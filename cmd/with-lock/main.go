@@ -82,7 +82,14 @@ func run(args []string) int {
 	}
 	switch {
 	case cfg.PrintConfig:
-		return printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
+		code := printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
+		switch {
+		case code != 0 || cfg.Refused == nil:
+			return code
+		case errors.Is(cfg.Refused, config.ErrConfig):
+			return newLogger(cfg, os.Stderr).failed(exitConfig, "%v", cfg.Refused)
+		}
+		return newLogger(cfg, os.Stderr).failed(exitUsage, "%v (see with-lock --help)", cfg.Refused)
 	}
 	r := &runner{cfg: cfg, sigs: sigs, notified: notified, log: newLogger(cfg, os.Stderr)}
 	r.warnLocalOnly()

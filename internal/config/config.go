@@ -71,6 +71,11 @@ type Config struct {
 	// Warnings are printed once by the CLI before it connects.
 	Warnings []string
 
+	// Refused is, with --print-config, why the settings would be refused
+	// (an error as Parse returns it): --print-config prints them all the
+	// same, as they are what needs mending, and then says why.
+	Refused error
+
 	nonblock  bool              // -n: --wait's opposite
 	fileRead  bool              // File existed and was read
 	fileLines map[string]int    // the line of each key in File
@@ -178,6 +183,10 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 				only = "--print-config"
 			}
 			return nil, fmt.Errorf("%w: %s takes no lock name or command", ErrUsage, only)
+		}
+		if c.PrintConfig {
+			_, c.Refused = c.validated()
+			return c, nil
 		}
 		return c.validated()
 	}

@@ -78,8 +78,7 @@ func unknownFlag(fs *pflag.FlagSet, err error) error {
 // it sets for the command, which a with-lock run inside a job inherits.
 func knownVariables() []string {
 	known := []string{EnvConfig, EnvRedis, EnvPassword, EnvSentinelPassword,
-		EnvLockName, EnvLockKey, EnvLockToken, EnvLockFence, EnvLockSlot,
-		"WITH_LOCK_GUARD"} // the guard's own run of the binary (internal/supervise)
+		EnvLockName, EnvLockKey, EnvLockToken, EnvLockFence, EnvLockSlot}
 	for _, g := range settings(&Config{}) {
 		for _, s := range g.settings {
 			if s.env != "" && !slices.Contains(known, s.env) {

@@ -45,7 +45,7 @@ func TestBadFlagsAndValuesSayWhatWasMeant(t *testing.T) {
 func TestUnknownVariablesAreNamedWithTheOneMeant(t *testing.T) {
 	environ := []string{"PATH=/bin", "WITH_LOCK_TTLL=5s", "WITH_LOCK_TTL=5s", "WITH_LOCK_QUIETT=1", "WITH_LOCK_SOMETHING=1",
 		"WITH_LOCK_NAME=outer", "WITH_LOCK_TOKEN=t", "WITH_LOCK_FENCE=3", "WITH_LOCK_PASSWORD=p", "WITH_LOCK_CONFIG=/dev/null",
-		"WITH_LOCK_REDIS=redis://r", "WITH_LOCK_FENCING=1", "WITH_LOCK_GUARD=1", "XWITH_LOCK_TTLL=1"}
+		"WITH_LOCK_REDIS=redis://r", "WITH_LOCK_FENCING=1", "XWITH_LOCK_TTLL=1"}
 	want := []string{
 		"WITH_LOCK_TTLL is not a with-lock variable and is ignored; did you mean WITH_LOCK_TTL?",
 		"WITH_LOCK_QUIETT is not a with-lock variable and is ignored; did you mean WITH_LOCK_QUIET?",
