@@ -156,7 +156,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 	if probe {
 		s.server.pipelined(ctx, rdb, queue) // INFO memory after the command
 	} else {
-		pipelined(ctx, rdb, queue)
+		_ = pipelined(ctx, rdb, queue) // each command has its error
 	}
 	if index == nil && s.names.due(l.key, now) { // admin_index_cluster.go: indexReached
 		index = s.names.queue(ctx, s.rdb, l)
@@ -176,23 +176,25 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 // but leaves the commands without one, each reading as its zero value: a
 // SET NX never sent would read as "held", and the run would go on to
 // inspect the holder and fail there, in other words than a missing
-// password's. The error is then set on every command.
-func pipelined(ctx context.Context, rdb pipeSetter, queue func(redis.Pipeliner)) {
+// password's. The error is then set on every command. It returns the
+// pipeline's error, as Pipelined does.
+func pipelined(ctx context.Context, rdb pipeSetter, queue func(redis.Pipeliner)) error {
 	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		queue(p)
 		return nil
 	})
 	if err == nil {
-		return
+		return nil
 	}
 	for _, c := range cmds {
 		if c.Err() != nil {
-			return // answered: each command has its own reply
+			return err // answered: each command has its own reply
 		}
 	}
 	for _, c := range cmds {
 		c.SetErr(err)
 	}
+	return err
 }
 
 // markRefused is the error of a try that found the lock held while Redis
