@@ -13,7 +13,8 @@ import (
 // A run that waited for the lock holds it from when it got it, not from
 // when it began to wait: of two consecutive runs (B waits with -w for A),
 // B's record does not start before A's ends, and while B holds the lock
-// --status and --list date its hold from A's end, not from its wait.
+// --status, --list and the busy line of a third run date its hold from
+// A's end, not from its wait.
 func TestWaitedRunHoldsFromWhenItGotTheLock(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
@@ -51,6 +52,16 @@ func TestWaitedRunHoldsFromWhenItGotTheLock(t *testing.T) {
 	}
 	if listed.Since.Before(aFinished) {
 		t.Errorf("--list says B holds the lock since %s, before A finished (%s)", listed.Since.Format(time.RFC3339Nano), aFinished.Format(time.RFC3339Nano))
+	}
+
+	// The busy line, in JSON for its milliseconds.
+	r = clitest.Run(t, redisEnv(srv), "--log-format", "json", "seq", "true")
+	var busy struct{ Event, Since string }
+	if err := json.Unmarshal([]byte(r.Stderr), &busy); r.Code != 75 || err != nil || busy.Event != "busy" {
+		t.Fatalf("a third run: exit %d, stderr %q (%v); want 75 and the busy event", r.Code, r.Stderr, err)
+	}
+	if since, err := time.Parse(time.RFC3339Nano, busy.Since); err != nil || since.Before(aFinished.Truncate(time.Millisecond)) {
+		t.Errorf("the busy line says B holds the lock since %q, before A finished (%s)", busy.Since, aFinished.Format(time.RFC3339Nano))
 	}
 
 	touch(t, filepath.Join(bDir, "go"))
