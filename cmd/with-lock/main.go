@@ -75,23 +75,23 @@ func run(args []string) int {
 		fmt.Println("with-lock", buildVersion())
 		return 0
 	}
+	log := newLogger(cfg, os.Stderr)
 	// A mistyped variable would be ignored without a word: one line each,
 	// before anything else is said (-q hides them, as other warnings).
 	for _, w := range config.UnknownVariables(os.Environ()) {
-		newLogger(cfg, os.Stderr).warn("warning", fields{}, "warning: %s", w)
+		log.warn("warning", fields{}, "warning: %s", w)
 	}
-	switch {
-	case cfg.PrintConfig:
-		code := printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
+	if cfg.PrintConfig {
+		code := printConfig(os.Stdout, cfg, log) // printconfig.go
 		switch {
 		case code != 0 || cfg.Refused == nil:
 			return code
 		case errors.Is(cfg.Refused, config.ErrConfig):
-			return newLogger(cfg, os.Stderr).failed(exitConfig, "%v", cfg.Refused)
+			return log.failed(exitConfig, "%v", cfg.Refused)
 		}
-		return newLogger(cfg, os.Stderr).failed(exitUsage, "%v (see with-lock --help)", cfg.Refused)
+		return log.failed(exitUsage, "%v (see with-lock --help)", cfg.Refused)
 	}
-	r := &runner{cfg: cfg, sigs: sigs, notified: notified, log: newLogger(cfg, os.Stderr)}
+	r := &runner{cfg: cfg, sigs: sigs, notified: notified, log: log}
 	r.warnLocalOnly()
 	if code, ok := r.admin(); ok { // --status, --list, --break, ...: no command
 		return code
