@@ -185,6 +185,10 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%w: %s takes no lock name or command", ErrUsage, only)
 		}
 		if c.PrintConfig {
+			var bad *badValue
+			if err := c.validateActions(); err != nil && !errors.As(err, &bad) {
+				return c.validated() // flags that do not go with it: nothing to print
+			}
 			_, c.Refused = c.validated()
 			return c, nil
 		}
