@@ -71,6 +71,9 @@ func TestTLS(t *testing.T) {
 			if strings.HasPrefix(tc.name, "untrusted") && !strings.Contains(res.Stderr, "): give the CA that signed it with --tls-cacert; command not run") {
 				t.Errorf("stderr %q does not say to give the CA with --tls-cacert", res.Stderr)
 			}
+			if tc.name == "untrusted: the system roots do not know the test CA" {
+				matchesDoc(t, res, logsRow("a certificate from a CA this host does not trust"), "lock:x", "lock:tls-job")
+			}
 		})
 	}
 }
