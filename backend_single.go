@@ -170,33 +170,6 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 	return mark.Err()
 }
 
-// pipelined sends what queue queues in one round trip on rdb. When the
-// connection itself failed with a reply from Redis (a wrong password,
-// answered to the handshake's HELLO and AUTH), go-redis returns that error
-// but leaves the commands without one, each reading as its zero value: a
-// SET NX never sent would read as "held", and the run would go on to
-// inspect the holder and fail there, in other words than a missing
-// password's. The error is then set on every command. It returns the
-// pipeline's error, as Pipelined does.
-func pipelined(ctx context.Context, rdb pipeSetter, queue func(redis.Pipeliner)) error {
-	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		queue(p)
-		return nil
-	})
-	if err == nil {
-		return nil
-	}
-	for _, c := range cmds {
-		if c.Err() != nil {
-			return err // answered: each command has its own reply
-		}
-	}
-	for _, c := range cmds {
-		c.SetErr(err)
-	}
-	return err
-}
-
 // markRefused is the error of a try that found the lock held while Redis
 // refused its mark (an ACL without the mark's key), or nil: no release
 // would wake that waiter, so its wait ends with this rather than fall back

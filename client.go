@@ -335,7 +335,7 @@ func (sc *serverCheck) due(rdb redis.UniversalClient) bool {
 // commands of send have their own replies.
 func (sc *serverCheck) pipelined(ctx context.Context, rdb pipeSetter, send func(redis.Pipeliner)) {
 	var info *redis.StringCmd
-	_ = pipelined(ctx, rdb, func(p redis.Pipeliner) { // backend_single.go; each command has its error
+	_ = pipelined(ctx, rdb, func(p redis.Pipeliner) { // pipeline.go; each command has its error
 		send(p)
 		info = p.Info(ctx, "memory")
 	})

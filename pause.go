@@ -160,7 +160,7 @@ func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, erro
 		}
 	}
 	var script *redis.Cmd
-	err = pipelined(ctx, s.rdb, func(pipe redis.Pipeliner) { // backend_single.go: a refused connection is the script's error too
+	err = pipelined(ctx, s.rdb, func(pipe redis.Pipeliner) { // pipeline.go: a refused connection is the script's error too
 		pipe.HSet(ctx, indexKey(c.prefix), key, "") // List shows the paused name, as it shows a taken one (admin_index.go)
 		script = pipe.Eval(ctx, pauseScript(), keys,
 			pauseValue(p), ms, pausePrefix, markerPrefix)
