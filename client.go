@@ -57,6 +57,15 @@ type LockOptions struct {
 	// subscription is refused, Acquire returns an error matching
 	// errors.ErrUnsupported.
 	Replace bool
+	// DetectLapse marks the lease in Redis beside the lock's key, with a
+	// SET in the acquiring command's round trip, so that Lock.Lapsed tells
+	// whether the lease before this one ended by a release or lapsed (its
+	// holder crashed or stopped, and its work may still run): consul
+	// lock's lock-delay waits on it. Every release clears the mark. A
+	// waiter handed the lock by the fair line marks it after, one round
+	// trip more. A quorum or semaphore Client, or a name with '}' and no
+	// hash tag, refuses it (errors.ErrUnsupported).
+	DetectLapse bool
 }
 
 // Client takes locks on one Redis deployment, or on a quorum of them
@@ -127,7 +136,7 @@ func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOption
 	l.relKeys[0] = l.key
 	l.relArgs = [2]any{&l.token, &l.mark}
 	if opts != nil {
-		l.minHold = opts.MinHold
+		l.minHold, l.lapse = opts.MinHold, opts.DetectLapse
 	}
 	return l
 }
@@ -156,6 +165,9 @@ func hasBrace(s string) bool {
 // it will wait with, so that the uncontended path allocates one Lock.
 func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions, now time.Time) (*Lock, error) {
 	l.acquired = now
+	if err := l.leaseRefused(c.b); err != nil {
+		return nil, err
+	}
 	if err := c.b.acquire(ctx, l, opts); err != nil {
 		return nil, err
 	}

@@ -83,9 +83,15 @@ var (
 	// left, a short job keeps the key until it passes, so a server whose
 	// cron fires late does not run the same job again; it returns 1.
 	//
-	// Otherwise, without ARGV[4], one DEL removes the key and its mark: when
-	// there was no mark, nobody waits, and it returns 2 (releasedUnwatched)
-	// having run only GET and DEL, as a bare compare-and-delete does. Every
+	// Every release deletes the key's lease mark "<base>:lease" (keys.Lease,
+	// built from the mark's base; lease.go), which says a lease is out:
+	// one found when the lock is taken tells of a lease that lapsed.
+	//
+	// Otherwise, without ARGV[4], one DEL removes the key, its mark and its
+	// lease mark: when there were neither, nobody waits, and it returns 2
+	// (releasedUnwatched) having run only GET and DEL, as a bare
+	// compare-and-delete does; a lease mark alone costs an empty line's
+	// LPOP and the release message, as a mark does. Every
 	// waiter keeps the mark while it waits: one in the fair line with its
 	// liveness key, one outside it with each try (Lock.announce).
 	//

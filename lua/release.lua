@@ -6,16 +6,23 @@ local k, m, keep, cid = KEYS[1], ARGV[2], ARGV[3], ARGV[4] or ''
 if redis.call('get', k) ~= ARGV[1] then
   return 0
 end
+-- Every release ends the lease: its lease mark (<base>:lease) goes.
+local l = m ~= '' and string.sub(m, 1, -2) .. 'lease'
 if keep and tonumber(keep) > 0 then
   redis.call('pexpire', k, keep)
+  if l then
+    redis.call('del', l)
+  end
   return 1
 end
 local gone = false
 if m ~= '' and cid == '' then
-  if redis.call('del', k, m) == 1 then
+  if redis.call('del', k, m, l) == 1 then
     return 2
   end
   gone = true
+elseif l then
+  redis.call('del', l)
 end
 if m ~= '' then
   local tok, paused = handKey(k, string.sub(m, 1, -3), cid)

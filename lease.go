@@ -1,0 +1,101 @@
+package withlock
+
+// The lease mark (LockOptions.DetectLapse): did the lease before this one
+// end by a release, or lapse?
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
+)
+
+// A lease's end leaves a trace only if it was a release: the acquisition
+// sets the lease mark "<base>:lease" (keys.Lease) with SET … GET in its
+// SET's round trip, every release deletes it (release.lua), and an
+// expiry leaves it. So the mark's old value, read by that same SET, says
+// whether the lease before this one was released (no mark) or lapsed (a
+// mark). A try that finds the lock held sets the mark too: a lease is out
+// then, whoever holds it, and its holder's release clears it.
+//
+// A waiter handed the lock by the fair line sent no SET of its own: it
+// marks the lease once it has the lock (markLease), one round trip more.
+// A release's hand-over has deleted the mark by then; the line's check,
+// which hands on a key that expired, has not.
+
+// leaseMarkValue is what the lease mark holds: only its presence counts.
+const leaseMarkValue = "1"
+
+// Lapsed reports whether the lease before this one lapsed without a
+// release — its holder crashed, was stopped, lost Redis or could not
+// renew in time, so its work may still be running — or whether that could
+// not be told. It is false when the lock was free or released, and
+// always false without LockOptions.DetectLapse. A lease that a run without
+// DetectLapse took, and that lapsed before anyone with DetectLapse tried
+// the lock, leaves no mark.
+func (l *Lock) Lapsed() bool { return l.lapsed }
+
+// leaseRefused is the error of an acquisition with DetectLapse where the
+// lock cannot keep a lease mark, or nil.
+func (l *Lock) leaseRefused(b backend) error {
+	if !l.lapse {
+		return nil
+	}
+	_, semaphore := b.(slotted)
+	_, single := b.(*single)
+	switch {
+	case semaphore:
+		return unsupported(fmt.Sprintf("acquire %s: a semaphore keeps no lease mark (DetectLapse)", l.key))
+	case !single:
+		return unsupported(fmt.Sprintf("acquire %s: no lease mark on a quorum of independent masters (DetectLapse)", l.key))
+	case !hasLine(l.key):
+		return unsupported(fmt.Sprintf("acquire %s: a name with '}' and no hash tag has no room for a lease mark (DetectLapse)", l.key))
+	}
+	return nil
+}
+
+// queueLease queues, in p after l's acquiring command, the SET … GET of
+// l's lease mark; nil when l does not detect a lapse.
+func queueLease(ctx context.Context, p redis.Pipeliner, l *Lock) *redis.StatusCmd {
+	if !l.lapse {
+		return nil
+	}
+	key, _ := keys.Lease(l.key)
+	return p.SetArgs(ctx, key, leaseMarkValue, redis.SetArgs{Get: true})
+}
+
+// leaseRead notes in l what the SET … GET of its lease mark answered. An
+// answer that is no answer (the mark's key refused by an ACL, say) reads
+// as a lapse: nothing says the last lease was released.
+func (l *Lock) leaseRead(cmd *redis.StatusCmd) {
+	if cmd == nil {
+		return
+	}
+	l.leaseSent = true
+	err := cmd.Err()
+	l.lapsed = !errors.Is(err, redis.Nil)
+}
+
+// markLease sets l's lease mark after l was handed over without a SET of
+// its own (the fair line), and notes whether the last lease lapsed.
+func (s *single) markLease(ctx context.Context, l *Lock) {
+	var cmd *redis.StatusCmd
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = queueLease(ctx, p, l)
+		return nil
+	})
+	l.leaseRead(cmd)
+}
+
+// leaseAfterHandOver marks the lease of l, which an Acquire got, when its
+// SET did not (a hand-over by the fair line).
+func (c *Client) leaseAfterHandOver(ctx context.Context, l *Lock) {
+	if l == nil || !l.lapse || l.leaseSent {
+		return
+	}
+	if s, ok := c.b.(*single); ok {
+		s.markLease(ctx, l)
+	}
+}
