@@ -97,13 +97,14 @@ func (r *runner) waitedLonger(err error, took time.Duration) string {
 // lockOptions are the per-acquisition options of this run; nil when there
 // are none, which keeps the acquisition a single SET.
 func (r *runner) lockOptions() *withlock.LockOptions {
-	if r.cfg.MinReplicas == 0 && !r.cfg.Fence && r.cfg.MinHold == 0 && !r.cfg.Replace {
+	if r.cfg.MinReplicas == 0 && !r.cfg.Fence && r.cfg.MinHold == 0 && !r.cfg.Replace && r.cfg.LockDelay == 0 {
 		return nil
 	}
 	return &withlock.LockOptions{
-		Replace:     r.cfg.Replace, // --replace
-		Fence:       r.cfg.Fence,   // --fence
-		MinHold:     r.cfg.MinHold, // --min-hold
+		Replace:     r.cfg.Replace,       // --replace
+		Fence:       r.cfg.Fence,         // --fence
+		MinHold:     r.cfg.MinHold,       // --min-hold
+		DetectLapse: r.cfg.LockDelay > 0, // --lock-delay (lockdelay.go)
 		MinReplicas: r.cfg.MinReplicas,
 		// WAIT must answer well within the client's read timeout.
 		ReplicaTimeout: r.cfg.RedisTimeout / 2,

@@ -99,6 +99,7 @@ type runner struct {
 	log      *logger          // what with-lock says on stderr: log.go
 	out      *capture.Capture // the command's output, when captured: output.go
 	ping     *pinger          // --ping's, once the start ping is on its way: ping.go
+	kept     *keptAlive       // the lock's renewal, when --lock-delay started it before the command: lockdelay.go
 }
 
 // warnLocalOnly notes that the Redis is the default, local one, which no
