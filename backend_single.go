@@ -174,7 +174,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 	if index != nil {
 		s.names.answered(l.key, now, index)
 	}
-	l.leaseRead(lease)
+	l.leaseRead(lease, false)
 	if mark == nil {
 		return nil
 	}

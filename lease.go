@@ -21,12 +21,20 @@ import (
 // then, whoever holds it, and its holder's release clears it.
 //
 // A waiter handed the lock by the fair line sent no SET of its own: it
-// marks the lease once it has the lock (markLease), one round trip more.
-// A release's hand-over has deleted the mark by then; the line's check,
-// which hands on a key that expired, has not.
+// marks the lease once it has the lock (markLease), one round trip more,
+// and reads the mark's old value otherwise. A release's hand-over has
+// deleted the mark, or, from a Client with waiters of its own, left it as
+// the holder had it ("1"), which costs that frequent hand-over no
+// command; the line's check handing on a key that expired, and a break
+// handing on a key whose holder may still run, turn a mark left into
+// leaseLapsed.
 
-// leaseMarkValue is what the lease mark holds: only its presence counts.
-const leaseMarkValue = "1"
+// What the lease mark holds: leaseOut from an acquisition, leaseLapsed
+// once the fair line handed on a key that expired under it.
+const (
+	leaseOut    = "1"
+	leaseLapsed = "2"
+)
 
 // Lapsed reports whether the lease before this one lapsed without a
 // release — its holder crashed, was stopped, lost Redis or could not
@@ -63,19 +71,27 @@ func queueLease(ctx context.Context, p redis.Pipeliner, l *Lock) *redis.StatusCm
 		return nil
 	}
 	key, _ := keys.Lease(l.key)
-	return p.SetArgs(ctx, key, leaseMarkValue, redis.SetArgs{Get: true})
+	return p.SetArgs(ctx, key, leaseOut, redis.SetArgs{Get: true})
 }
 
-// leaseRead notes in l what the SET … GET of its lease mark answered. An
-// answer that is no answer (the mark's key refused by an ACL, say) reads
-// as a lapse: nothing says the last lease was released.
-func (l *Lock) leaseRead(cmd *redis.StatusCmd) {
+// leaseRead notes in l what the SET … GET of its lease mark answered:
+// after its own SET, any mark is a lapse; after a hand-over (handed), only
+// leaseLapsed is. An answer that is no answer (the mark's key refused by
+// an ACL, say) reads as a lapse: nothing says the last lease was released.
+func (l *Lock) leaseRead(cmd *redis.StatusCmd, handed bool) {
 	if cmd == nil {
 		return
 	}
 	l.leaseSent = true
-	err := cmd.Err()
-	l.lapsed = !errors.Is(err, redis.Nil)
+	old, err := cmd.Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		l.lapsed = false
+	case err == nil && handed:
+		l.lapsed = old == leaseLapsed
+	default:
+		l.lapsed = true
+	}
 }
 
 // markLease sets l's lease mark after l was handed over without a SET of
@@ -86,7 +102,7 @@ func (s *single) markLease(ctx context.Context, l *Lock) {
 		cmd = queueLease(ctx, p, l)
 		return nil
 	})
-	l.leaseRead(cmd)
+	l.leaseRead(cmd, true)
 }
 
 // leaseAfterHandOver marks the lease of l, which an Acquire got, when its

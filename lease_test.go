@@ -118,25 +118,36 @@ func mustTake(t *testing.T, c *withlock.Client, ttl time.Duration, opts *withloc
 }
 
 // A waiter handed the lock by the fair line learns how the lease before it
-// ended: a release's hand-over is no lapse, the line's check handing on an
-// expired key is one.
+// ended: a release's hand-over is no lapse, whichever Client releases; the
+// line's check handing on an expired key, or a break handing on a key
+// whose holder may still run, is one.
 func TestWaiterHandedTheLockLearnsWhetherTheLeaseLapsed(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name    string
-		release bool
+		name      string
+		sameOwner bool // the holder's Client is the waiter's: its release hands over as a Client with waiters of its own
+		end       func(c *withlock.Client, h *withlock.Lock) error
+		lapsed    bool
 	}{
-		{"released", true},
-		{"expired", false},
+		{"released", false, func(_ *withlock.Client, h *withlock.Lock) error { return h.Release(ctx) }, false},
+		{"released by the waiter's own Client", true, func(_ *withlock.Client, h *withlock.Lock) error { return h.Release(ctx) }, false},
+		{"expired", false, func(*withlock.Client, *withlock.Lock) error { return nil }, true},
+		{"broken", false, func(c *withlock.Client, _ *withlock.Lock) error {
+			_, err := c.Break(ctx, "job")
+			return err
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
+			waiter := waitClient(t, srv)
 			holder := withlock.New(srv.Client(), nil)
-			h, err := holder.TryAcquire(ctx, "job", 500*time.Millisecond, nil)
+			if tc.sameOwner {
+				holder = waiter
+			}
+			h, err := holder.TryAcquire(ctx, "job", 500*time.Millisecond, detect)
 			if err != nil {
 				t.Fatal(err)
 			}
-			waiter := waitClient(t, srv)
 			wctx, cancel := context.WithTimeout(ctx, promptly)
 			defer cancel()
 			got := make(chan outcome, 1)
@@ -152,17 +163,15 @@ func TestWaiterHandedTheLockLearnsWhetherTheLeaseLapsed(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			if tc.release {
-				if err := h.Release(ctx); err != nil {
-					t.Fatal(err)
-				}
+			if err := tc.end(holder, h); err != nil {
+				t.Fatal(err)
 			}
 			o := <-got
 			if o.err != nil {
 				t.Fatalf("Acquire: %v", o.err)
 			}
-			if o.lock.Lapsed() == tc.release {
-				t.Errorf("Lapsed() = %v after the holder's lease was %s", o.lock.Lapsed(), tc.name)
+			if o.lock.Lapsed() != tc.lapsed {
+				t.Errorf("Lapsed() = %v after the holder's lease was %s, want %v", o.lock.Lapsed(), tc.name, tc.lapsed)
 			}
 			if err := o.lock.Release(ctx); err != nil {
 				t.Fatal(err)

@@ -6,7 +6,9 @@ local k, m, keep, cid = KEYS[1], ARGV[2], ARGV[3], ARGV[4] or ''
 if redis.call('get', k) ~= ARGV[1] then
   return 0
 end
--- Every release ends the lease: its lease mark (<base>:lease) goes.
+-- A release ends the lease: its lease mark (<base>:lease) goes, but for a
+-- hand-over by a Client with waiters of its own (cid), which leaves it for
+-- the waiter to read (lease.go).
 local l = m ~= '' and string.sub(m, 1, -2) .. 'lease'
 if keep and tonumber(keep) > 0 then
   redis.call('pexpire', k, keep)
@@ -21,8 +23,6 @@ if m ~= '' and cid == '' then
     return 2
   end
   gone = true
-elseif l then
-  redis.call('del', l)
 end
 if m ~= '' then
   local tok, paused = handKey(k, string.sub(m, 1, -3), cid)
@@ -36,7 +36,9 @@ if m ~= '' then
     return tok
   end
 end
-if not gone then
+if l and not gone then
+  redis.call('del', k, l)
+elseif not gone then
   redis.call('del', k)
 end
 redis.call('publish', k, '')
