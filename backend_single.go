@@ -288,8 +288,10 @@ func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() {
 		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
-	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
-	return extended(l.key, v, err) // replace.go
+	sent := time.Now()
+	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
+	v = l.clock.note(v, sent, time.Now()) // serverclock.go
+	return extended(l.key, v, err)        // replace.go
 }
 
 func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {

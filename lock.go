@@ -51,6 +51,8 @@ type Lock struct {
 	// the mark went with an acquiring command, lapsed is Lapsed.
 	lapse, leaseSent, lapsed bool
 
+	clock serverClock // the server's TIME, as the last renewal read it (serverclock.go)
+
 	// The release script's KEYS and ARGV for a plain release (no min-hold
 	// left, no Client id), built once by newLock so that an uncontended
 	// Release allocates nothing of its own: the token and the waiting mark

@@ -26,7 +26,8 @@ type keptAlive struct {
 func (r *runner) keepAlive(lock *withlock.Lock) *keptAlive {
 	renew := &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}
 	ka := lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
-		OnRenew: renew.report, OnReacquire: renew.reacquired, Reacquire: r.cfg.OnLost == config.OnLostReacquire})
+		OnRenew: renew.report, OnReacquire: renew.reacquired, OnServerClock: renew.serverClock,
+		Reacquire: r.cfg.OnLost == config.OnLostReacquire})
 	renew.started(ka)
 	return &keptAlive{ka: ka, renew: renew}
 }

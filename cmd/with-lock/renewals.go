@@ -99,3 +99,17 @@ func (rn *renewals) snapshot() (lastOK, lastSent time.Time, margin time.Duration
 	}
 	return rn.lastOK, rn.lastSent, margin
 }
+
+// serverClock is KeepAliveOptions.OnServerClock: between two renewals
+// Redis's clock moved by moved more than this host's. Said at every such
+// renewal, as a warning: the lock's expiry moved with it.
+func (rn *renewals) serverClock(moved time.Duration) {
+	what := "jumped " + round(moved).String() + " ahead"
+	effect := "a step forward expires every lock early"
+	if moved < 0 {
+		what = "went " + round(-moved).String() + " back"
+		effect = "a step back keeps a crashed holder's lock longer"
+	}
+	rn.r.log.warn("server_clock", fields{DurationMs: ms(moved)},
+		"Redis's clock %s of this host's between two renewals of %s: Redis expires keys by its own clock, and %s", what, rn.key, effect)
+}
