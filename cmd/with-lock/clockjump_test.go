@@ -1,0 +1,118 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/redistest"
+)
+
+// clockJumpTTL is the holders' --ttl: 3s, or WITH_LOCK_CLOCK_JUMP_TTL to
+// measure another (docs/reliability.md gives the default's figures).
+func clockJumpTTL(t *testing.T) time.Duration {
+	if v := os.Getenv("WITH_LOCK_CLOCK_JUMP_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("WITH_LOCK_CLOCK_JUMP_TTL: %v", err)
+		}
+		return d
+	}
+	return 3 * time.Second
+}
+
+// A step forward of the Redis server's clock expires every lock at once:
+// each holder finds its key gone at its next renewal, within a renewal
+// interval (a third of the TTL), stops its job (exit 125), and says in one
+// line that Redis's clock jumped. Before the step none says it.
+func TestServerClockStepForwardStopsEveryHolderAndIsSaid(t *testing.T) {
+	srv, clock := redistest.StartSteppedClock(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	ttl := clockJumpTTL(t)
+	const holders, step = 3, time.Hour
+	dir := t.TempDir()
+	var procs []*clitest.Proc
+	var probes []string
+	for i := range holders {
+		probe := filepath.Join(dir, fmt.Sprint("probe", i))
+		probes = append(probes, probe)
+		procs = append(procs, clitest.Start(t, redisEnv(srv), "--ttl", ttl.String(), fmt.Sprint("job", i), "sh", "-c",
+			`mkdir "$0"; trap 'rmdir "$0"; exit 143' TERM; while :; do sleep 0.05; done`, probe))
+	}
+	for i, p := range procs {
+		p.WaitFile(probes[i])
+	}
+	// Every holder has renewed twice (its first renewal reads the server's
+	// clock, the second compares): two extend scripts each.
+	clitest.Eventually(t, 4*ttl+clitest.WaitTimeout, "every holder renews twice", func() bool {
+		return evalCalls(t, rdb, ctx) >= 2*holders
+	})
+	for i, p := range procs {
+		if strings.Contains(p.Stderr(), "Redis's clock") {
+			t.Errorf("holder %d spoke of the clock before it moved: %s", i, p.Stderr())
+		}
+	}
+	jumped := time.Now()
+	clock.Step(step)
+	stopped := make([]time.Duration, holders)
+	clitest.Eventually(t, ttl+clitest.WaitTimeout, "every holder's job is stopped", func() bool {
+		left := 0
+		for i, probe := range probes {
+			if stopped[i] > 0 {
+				continue
+			}
+			if _, err := os.Stat(probe); os.IsNotExist(err) {
+				stopped[i] = time.Since(jumped)
+				continue
+			}
+			left++
+		}
+		return left == 0
+	})
+	interval := ttl / 3
+	for i, p := range procs {
+		r := p.Wait(clitest.WaitTimeout)
+		t.Logf("holder %d (--ttl %s): job stopped %s after the step; %s", i, ttl, stopped[i].Round(time.Millisecond), lastLine(r.Stderr))
+		if r.Code != 125 {
+			t.Errorf("holder %d exited %d, want 125 (lost); stderr:\n%s", i, r.Code, r.Stderr)
+		}
+		if !hasLine(r.Stderr, "Redis's clock jumped 1h0m", "ahead of this host's between two renewals of lock:job"+strconv.Itoa(i)) ||
+			!hasLine(r.Stderr, "lost: the key expired", "Redis's clock jumped 1h0m") {
+			t.Errorf("holder %d did not say that Redis's clock jumped, and that it lost the lock to it; stderr:\n%s", i, r.Stderr)
+		}
+		// Its next renewal finds the key gone: within an interval, and a
+		// loaded machine's lateness.
+		if stopped[i] > interval+2*time.Second {
+			t.Errorf("holder %d's job ran %s after the step, want within the renewal interval %s", i, stopped[i], interval)
+		}
+	}
+}
+
+// evalCalls is how many EVALs and EVALSHAs the server ran.
+func evalCalls(t *testing.T, rdb *redis.Client, ctx context.Context) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(rdb.Info(ctx, "commandstats").Val(), "\n") {
+		if !strings.HasPrefix(line, "cmdstat_eval:") && !strings.HasPrefix(line, "cmdstat_evalsha:") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(line[strings.Index(line, ":")+1:], "calls="), ",")
+		c, _ := strconv.Atoi(calls)
+		n += c
+	}
+	return n
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndex(s, "\n")+1:]
+}
