@@ -127,7 +127,7 @@ func (s *single) setWith(ctx context.Context, rdb pipeSetter, l *Lock, fenced bo
 //   - ahead of it, the write of the name into its prefix's index, which
 //     List reads (admin_index.go), when this Client has not written it
 //     lately;
-//   - after it, with LockOptions.DetectLapse, the SET … GET of the lease
+//   - after it, with internal/lapse.Detect, the SET … GET of the lease
 //     mark (lease.go);
 //   - after it, on the Client's first acquisition, INFO memory, which says
 //     whether the server may evict the lock (client.go).

@@ -57,15 +57,10 @@ type LockOptions struct {
 	// subscription is refused, Acquire returns an error matching
 	// errors.ErrUnsupported.
 	Replace bool
-	// DetectLapse marks the lease in Redis beside the lock's key, with a
-	// SET in the acquiring command's round trip, so that Lock.Lapsed tells
-	// whether the lease before this one ended by a release or lapsed (its
-	// holder crashed or stopped, and its work may still run): consul
-	// lock's lock-delay waits on it. Every release clears the mark. A
-	// waiter handed the lock by the fair line marks it after, one round
-	// trip more. A quorum or semaphore Client, or a name with '}' and no
-	// hash tag, refuses it (errors.ErrUnsupported).
-	DetectLapse bool
+	// detectLapse marks the lease beside the lock's key and reads the
+	// mark the lease before left (lease.go): set by internal/lapse, for
+	// the command's --lock-delay.
+	detectLapse bool
 }
 
 // Client takes locks on one Redis deployment, or on a quorum of them
@@ -136,7 +131,7 @@ func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOption
 	l.relKeys[0] = l.key
 	l.relArgs = [2]any{&l.token, &l.mark}
 	if opts != nil {
-		l.minHold, l.lapse = opts.MinHold, opts.DetectLapse
+		l.minHold, l.lapse = opts.MinHold, opts.detectLapse
 	}
 	return l
 }

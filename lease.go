@@ -1,7 +1,7 @@
 package withlock
 
-// The lease mark (LockOptions.DetectLapse): did the lease before this one
-// end by a release, or lapse?
+// The lease mark (internal/lapse, for the command's --lock-delay): did the
+// lease before this one end by a release, or lapse?
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/keys"
+	"github.com/with-lock/with-lock/internal/lapse"
 )
 
 // A lease's end leaves a trace only if it was a release: the acquisition
@@ -36,16 +37,14 @@ const (
 	leaseLapsed = "2"
 )
 
-// Lapsed reports whether the lease before this one lapsed without a
-// release — its holder crashed, was stopped, lost Redis or could not
-// renew in time, so its work may still be running — or whether that could
-// not be told. It is false when the lock was free or released, and
-// always false without LockOptions.DetectLapse. A lease that a run without
-// DetectLapse took, and that lapsed before anyone with DetectLapse tried
-// the lock, leaves no mark.
-func (l *Lock) Lapsed() bool { return l.lapsed }
+func init() {
+	lapse.Implement(lapse.Backend{
+		Detect: func(opts any) { opts.(*LockOptions).detectLapse = true },
+		Lapsed: func(lock any) bool { return lock.(*Lock).lapsed },
+	})
+}
 
-// leaseRefused is the error of an acquisition with DetectLapse where the
+// leaseRefused is the error of an acquisition that marks its lease (internal/lapse) where the
 // lock cannot keep a lease mark, or nil.
 func (l *Lock) leaseRefused(b backend) error {
 	if !l.lapse {
@@ -55,11 +54,11 @@ func (l *Lock) leaseRefused(b backend) error {
 	_, single := b.(*single)
 	switch {
 	case semaphore:
-		return unsupported(fmt.Sprintf("acquire %s: a semaphore keeps no lease mark (DetectLapse)", l.key))
+		return unsupported(fmt.Sprintf("acquire %s: a semaphore keeps no lease mark (--lock-delay)", l.key))
 	case !single:
-		return unsupported(fmt.Sprintf("acquire %s: no lease mark on a quorum of independent masters (DetectLapse)", l.key))
+		return unsupported(fmt.Sprintf("acquire %s: no lease mark on a quorum of independent masters (--lock-delay)", l.key))
 	case !hasLine(l.key):
-		return unsupported(fmt.Sprintf("acquire %s: a name with '}' and no hash tag has no room for a lease mark (DetectLapse)", l.key))
+		return unsupported(fmt.Sprintf("acquire %s: a name with '}' and no hash tag has no room for a lease mark (--lock-delay)", l.key))
 	}
 	return nil
 }

@@ -9,10 +9,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/lapse"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-var detect = &withlock.LockOptions{DetectLapse: true}
+// detecting returns opts (new ones for nil) with internal/lapse's Detect.
+func detecting(opts *withlock.LockOptions) *withlock.LockOptions {
+	if opts == nil {
+		opts = &withlock.LockOptions{}
+	}
+	lapse.Detect(opts)
+	return opts
+}
+
+var detect = detecting(nil)
 
 // untilGone polls until key has expired, within a deadline far above the
 // TTLs the tests give.
@@ -27,7 +37,7 @@ func untilGone(t *testing.T, rdb *redis.Client, key string) {
 	}
 }
 
-// Lapsed tells a lease that ended by a release (or never was) from one
+// lapse.Lapsed tells a lease that ended by a release (or never was) from one
 // that expired, whoever held it and however it was released.
 func TestLapsedTellsAnExpiredLeaseFromAReleasedOne(t *testing.T) {
 	ctx := context.Background()
@@ -49,7 +59,7 @@ func TestLapsedTellsAnExpiredLeaseFromAReleasedOne(t *testing.T) {
 			untilGone(t, rdb, key)
 		}, true},
 		{"released after its min-hold", func(t *testing.T, c *withlock.Client, rdb *redis.Client, key string) {
-			l := mustTake(t, c, time.Minute, &withlock.LockOptions{DetectLapse: true, MinHold: short})
+			l := mustTake(t, c, time.Minute, detecting(&withlock.LockOptions{MinHold: short}))
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -59,22 +69,22 @@ func TestLapsedTellsAnExpiredLeaseFromAReleasedOne(t *testing.T) {
 			mustTake(t, c, short, detect)
 			untilGone(t, rdb, key)
 			l := mustTake(t, c, time.Minute, detect)
-			if !l.Lapsed() {
+			if !lapse.Lapsed(l) {
 				t.Error("the lease after the expiry does not say it lapsed")
 			}
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
-		// A holder without DetectLapse: a try with it marks the lease.
-		{"expired under a holder without DetectLapse, tried meanwhile", func(t *testing.T, c *withlock.Client, rdb *redis.Client, key string) {
+		// A holder without lapse.Detect: a try with it marks the lease.
+		{"expired under a holder that marks no lease, tried meanwhile", func(t *testing.T, c *withlock.Client, rdb *redis.Client, key string) {
 			mustTake(t, c, short, nil)
 			if _, err := c.TryAcquire(ctx, "job", time.Minute, detect); !errors.Is(err, withlock.ErrNotObtained) {
 				t.Fatalf("try on a held lock: %v", err)
 			}
 			untilGone(t, rdb, key)
 		}, true},
-		{"released by a holder without DetectLapse, tried meanwhile", func(t *testing.T, c *withlock.Client, _ *redis.Client, _ string) {
+		{"released by a holder that marks no lease, tried meanwhile", func(t *testing.T, c *withlock.Client, _ *redis.Client, _ string) {
 			l := mustTake(t, c, time.Minute, nil)
 			if _, err := c.TryAcquire(ctx, "job", time.Minute, detect); !errors.Is(err, withlock.ErrNotObtained) {
 				t.Fatalf("try on a held lock: %v", err)
@@ -90,8 +100,8 @@ func TestLapsedTellsAnExpiredLeaseFromAReleasedOne(t *testing.T) {
 			trips := &tripLog{}
 			rdb.AddHook(trips)
 			l := mustTake(t, c, time.Minute, detect)
-			if l.Lapsed() != tc.want {
-				t.Errorf("Lapsed() = %v, want %v", l.Lapsed(), tc.want)
+			if lapse.Lapsed(l) != tc.want {
+				t.Errorf("Lapsed = %v, want %v", lapse.Lapsed(l), tc.want)
 			}
 			// The lease mark rides in the SET's round trip.
 			if got := trips.reset(); len(got) != 1 || !slices.Contains(got[0], "set") {
@@ -170,8 +180,8 @@ func TestWaiterHandedTheLockLearnsWhetherTheLeaseLapsed(t *testing.T) {
 			if o.err != nil {
 				t.Fatalf("Acquire: %v", o.err)
 			}
-			if o.lock.Lapsed() != tc.lapsed {
-				t.Errorf("Lapsed() = %v after the holder's lease was %s, want %v", o.lock.Lapsed(), tc.name, tc.lapsed)
+			if lapse.Lapsed(o.lock) != tc.lapsed {
+				t.Errorf("Lapsed = %v after the holder's lease was %s, want %v", lapse.Lapsed(o.lock), tc.name, tc.lapsed)
 			}
 			if err := o.lock.Release(ctx); err != nil {
 				t.Fatal(err)
@@ -180,8 +190,8 @@ func TestWaiterHandedTheLockLearnsWhetherTheLeaseLapsed(t *testing.T) {
 	}
 }
 
-// Where no lease mark can be kept, DetectLapse is refused, not ignored.
-func TestDetectLapseIsRefusedWhereNoMarkIsKept(t *testing.T) {
+// Where no lease mark can be kept, lapse.Detect's acquisition is refused, not ignored.
+func TestLapseDetectionIsRefusedWhereNoMarkIsKept(t *testing.T) {
 	ctx := context.Background()
 	rdb := startRedis(t)
 	sem, err := withlock.NewSemaphore(rdb, 2, nil)
@@ -208,7 +218,7 @@ func TestDetectLapseIsRefusedWhereNoMarkIsKept(t *testing.T) {
 			}
 			l, err := acquire(ctx, tc.name, time.Minute, detect)
 			if !errors.Is(err, errors.ErrUnsupported) {
-				t.Errorf("%s (wait %v): DetectLapse gave %v, %v; want errors.ErrUnsupported", tc.what, wait, l, err)
+				t.Errorf("%s (wait %v): lapse.Detect gave %v, %v; want errors.ErrUnsupported", tc.what, wait, l, err)
 			}
 		}
 	}

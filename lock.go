@@ -47,7 +47,7 @@ type Lock struct {
 	indexed atomic.Bool // a renewal put it into its prefix's index (admin_index.go)
 
 	// The lease mark (lease.go), written by the acquisition before the
-	// Lock is returned: lapse is LockOptions.DetectLapse, leaseSent says
+	// Lock is returned: lapse is internal/lapse.Detect's, leaseSent says
 	// the mark went with an acquiring command, lapsed is Lapsed.
 	lapse, leaseSent, lapsed bool
 

@@ -15,13 +15,13 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// clockJumpTTL is the holders' --ttl: 3s, or WITH_LOCK_CLOCK_JUMP_TTL to
+// clockJumpTTL is the holders' --ttl: 3s, or CLOCK_JUMP_TTL to
 // measure another (docs/reliability.md gives the default's figures).
 func clockJumpTTL(t *testing.T) time.Duration {
-	if v := os.Getenv("WITH_LOCK_CLOCK_JUMP_TTL"); v != "" {
+	if v := os.Getenv("CLOCK_JUMP_TTL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			t.Fatalf("WITH_LOCK_CLOCK_JUMP_TTL: %v", err)
+			t.Fatalf("CLOCK_JUMP_TTL: %v", err)
 		}
 		return d
 	}

@@ -8,12 +8,13 @@ import (
 
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/config"
+	"github.com/with-lock/with-lock/internal/lapse"
 )
 
 // --lock-delay: a lease that expired without a release (its holder
 // crashed, was stopped, lost Redis or could not renew) may leave a job
 // running somewhere, which the holder stops only once it notices. A run
-// that takes such a lock (Lock.Lapsed) holds it, renewed, for DUR before
+// that takes such a lock (internal/lapse) holds it, renewed, for DUR before
 // its command starts; after a release it starts at once.
 
 // keptAlive is a lock's renewal and what hold learns from it.
@@ -39,7 +40,7 @@ func (r *runner) keepAlive(lock *withlock.Lock) *keptAlive {
 // (125).
 func (r *runner) lockDelay(lock *withlock.Lock) (result, bool) {
 	d := r.cfg.LockDelay
-	if d <= 0 || !lock.Lapsed() {
+	if d <= 0 || !lapse.Lapsed(lock) {
 		return result{}, true
 	}
 	r.log.warn("lock_delay", fields{DurationMs: ms(d)},

@@ -11,6 +11,7 @@ import (
 
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/lapse"
 )
 
 // A run that takes a lock whose last lease expired holds it --lock-delay
@@ -30,7 +31,9 @@ func TestLockDelayWaitsOnlyAfterAnExpiredLease(t *testing.T) {
 			ctx := context.Background()
 			// The last holder: a lease that a crash lets expire, or one
 			// released at the end of its run.
-			last, err := withlock.New(e.rdb, nil).TryAcquire(ctx, "x", 300*time.Millisecond, &withlock.LockOptions{DetectLapse: true})
+			opts := &withlock.LockOptions{}
+			lapse.Detect(opts)
+			last, err := withlock.New(e.rdb, nil).TryAcquire(ctx, "x", 300*time.Millisecond, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 
 // validateLockDelay checks --lock-delay against the settings it cannot
 // serve. The lapse is told by a lease mark beside the lock's key, which
-// every release deletes (the library's LockOptions.DetectLapse): one
+// every release deletes (internal/lapse): one
 // deployment's plain lock keeps it; a semaphore's slots and a quorum's
 // independent masters do not. The wait holds the lock, so it needs the
 // renewal.

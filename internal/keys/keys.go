@@ -80,7 +80,7 @@ func Pause(key string) (string, bool) {
 }
 
 // Lease is key's lease mark, "<base>:lease": an acquisition that asks
-// for it (LockOptions.DetectLapse) sets it, and every release of key
+// for it (internal/lapse, for --lock-delay) sets it, and every release of key
 // deletes it, so that one found set when the lock is taken tells of a
 // holder whose lease lapsed without a release. The release script builds
 // it from the waiting mark's base. False for a key without a line base.
