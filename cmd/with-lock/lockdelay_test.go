@@ -62,6 +62,44 @@ func TestLockDelayWaitsOnlyAfterAnExpiredLease(t *testing.T) {
 	}
 }
 
+// A run ended during --lock-delay's wait never runs its command: by a
+// signal (128+N), the lock released, or by losing the lock (125).
+func TestRunEndedDuringLockDelayDoesNotRunItsCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(p *clitest.Proc, e *env)
+		code int
+		says string
+	}{
+		{"signal", func(p *clitest.Proc, _ *env) { p.Signal(syscall.SIGTERM) }, 128 + int(syscall.SIGTERM), "during --lock-delay on lock:x; command not run"},
+		{"lost", func(_ *clitest.Proc, e *env) { e.rdb.Del(context.Background(), "lock:x") }, 125, "during --lock-delay; command not run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t)
+			ctx := context.Background()
+			opts := &withlock.LockOptions{}
+			lapse.Detect(opts)
+			if _, err := withlock.New(e.rdb, nil).TryAcquire(ctx, "x", 300*time.Millisecond, opts); err != nil {
+				t.Fatal(err)
+			}
+			clitest.Eventually(t, clitest.WaitTimeout, "the last lease expires", func() bool {
+				return e.rdb.Exists(ctx, "lock:x").Val() == 0
+			})
+			marker, ran := marker(t)
+			p := clitest.Start(t, redisEnv(e.srv), append([]string{"--ttl", "1s", "--lock-delay", "1m", "x"}, marker...)...)
+			p.WaitStderr("(--lock-delay) before the command starts")
+			tc.end(p, e)
+			r := p.Wait(clitest.WaitTimeout)
+			if r.Code != tc.code || ran() || !strings.Contains(r.Stderr, tc.says) {
+				t.Errorf("exit %d, command ran %v; stderr:\n%s", r.Code, ran(), r.Stderr)
+			}
+			if n := e.rdb.Exists(ctx, "lock:x").Val(); n != 0 {
+				t.Error("the lock was left behind")
+			}
+		})
+	}
+}
+
 // --lock-delay is refused, exit 64, where no lease mark can tell an expiry
 // from a release, and where the wait could not hold the lock.
 func TestLockDelayRefusesWhatCannotKeepTheLeaseMark(t *testing.T) {
