@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,6 +98,38 @@ func TestRunEndedDuringLockDelayDoesNotRunItsCommand(t *testing.T) {
 				t.Error("the lock was left behind")
 			}
 		})
+	}
+}
+
+// With --lock-delay the lock is still taken by one SET NX EX and given up
+// by one EVAL: the lease mark is one more SET, of its own key, in the
+// SET's round trip (TestLapsedTellsAnExpiredLeaseFromAReleasedOne counts
+// the round trips).
+func TestLockDelayKeepsTheOneSetAndOneEval(t *testing.T) {
+	e := setup(t)
+	mon := e.srv.Monitor()
+	if r := e.run("--lock-delay", "1s", "--no-record", "x", "true"); r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var sent []string
+	var sets [][]string
+	for _, c := range mon.Commands() {
+		if c.Client == "lua" {
+			continue
+		}
+		sent = append(sent, c.Args[0])
+		if c.Args[0] == "set" {
+			sets = append(sets, c.Args)
+		}
+	}
+	if !slices.Equal(sent, []string{"hello", "hset", "set", "set", "info", "eval"}) || len(sets) != 2 {
+		t.Fatalf("sent %q, want hello, hset, set, set (the lease mark), info and eval", sent)
+	}
+	if want := []string{"set", "lock:x", sets[0][2], "ex", "30", "nx"}; !slices.Equal(sets[0], want) {
+		t.Errorf("the lock's SET is %q, want %q", sets[0], want)
+	}
+	if want := []string{"set", "{lock:x}:lease", "1", "get"}; !slices.Equal(sets[1], want) {
+		t.Errorf("the lease mark's SET is %q, want %q", sets[1], want)
 	}
 }
 
