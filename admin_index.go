@@ -205,11 +205,13 @@ var extendIndexScript = lazyScript("extend_index.lua")
 func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
 	var v any
 	var err error
+	sent := time.Now()
 	if indexApart(s.rdb) {
-		v, err = indexBeside(indexKey(l.c.prefix), l.key).eval(ctx, s.rdb, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
+		v, err = indexBeside(indexKey(l.c.prefix), l.key).eval(ctx, s.rdb, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	} else {
-		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix), replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
+		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix), replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	}
+	v = l.clock.note(v, sent, time.Now()) // serverclock.go
 	if err := extended(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
 		return err
 	}

@@ -121,7 +121,8 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 // KEYS[2] its break marker (brokenKey). It returns the token it removed, or
 // nil when the key was missing; like the line's check it hands a plain
 // lock to the first live waiter of the fair line (handKey, scripts.go;
-// ARGV[1] is the key's line base, "" for none), and a semaphore's slots to
+// ARGV[1] is the key's line base, "" for none; a lease mark left then
+// reads "2", lapsed: lease.go), and a semaphore's slots to
 // the first live waiters (handSlot), and publishes on the key's channel,
 // so that waiters outside the line try at once. When it removed a token
 // it sets the marker to "<ARGV[2]> <SHA-1 of each token removed>…" for the
@@ -167,12 +168,12 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 }
 
 // isSideKey reports whether key is the fencing counter, last-run record,
-// history, last success, once-per marker, break or replace marker or leftovers note
-// of another key (see sideKey), or one of the keys beside it that have its
+// history, last success, once-per marker, break or replace marker, leftovers note
+// or lease mark of another key (see sideKey), or one of the keys beside it that have its
 // line base (lineBase): its fair line, its waiting mark, a waiting Client's
 // liveness or far key, a semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
-	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "replaced", "left", "pause"} {
+	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "replaced", "left", "pause", "lease"} {
 		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
 			return true
 		}

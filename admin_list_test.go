@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/clitest"
+	"github.com/with-lock/with-lock/internal/keys"
+	"github.com/with-lock/with-lock/internal/lapse"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -119,7 +121,7 @@ func TestListSkipsANameWhoseKeysAnotherProgramUses(t *testing.T) {
 	}
 }
 
-// List shows locks, never their fencing counters or last-run records, even
+// List shows locks, never their fencing counters, last-run records or lease marks, even
 // where those match the prefix's SCAN pattern: beside a name with a hash tag
 // ("lock:{tag}x:fence"), a name with '}' and no tag ("lock:a}b:fence:<n>"),
 // and under a prefix that is a hash tag ("{jobs}:x:last"). With All, a free
@@ -150,7 +152,12 @@ func TestListSkipsFenceAndRecordKeys(t *testing.T) {
 			if err := errors.Join(l.ReleaseAndRecord(ctx, withlock.Run{}, time.Hour)); err != nil {
 				t.Fatal(err)
 			}
-			l, err = c.TryAcquire(ctx, name, time.Minute, fenced)
+			// Held with a lease mark beside it, where the key has room.
+			opts := &withlock.LockOptions{Fence: true}
+			if keys.HasLine(c.Key(name)) {
+				lapse.Detect(opts)
+			}
+			l, err = c.TryAcquire(ctx, name, time.Minute, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -108,6 +108,9 @@ func (s *single) setWith(ctx context.Context, rdb pipeSetter, l *Lock, fenced bo
 		ok, err = set.Result()
 	}
 	if err == nil && !ok {
+		// The lease's mark was of another holder's lease: one that hands
+		// the lock over marks its own (lease.go).
+		l.leaseSent = false
 		if err := markRefused(l.key, markErr); err != nil {
 			return false, err
 		}
@@ -124,17 +127,19 @@ func (s *single) setWith(ctx context.Context, rdb pipeSetter, l *Lock, fenced bo
 //   - ahead of it, the write of the name into its prefix's index, which
 //     List reads (admin_index.go), when this Client has not written it
 //     lately;
+//   - after it, with internal/lapse.Detect, the SET … GET of the lease
+//     mark (lease.go);
 //   - after it, on the Client's first acquisition, INFO memory, which says
 //     whether the server may evict the lock (client.go).
 //
 // With none of them the command goes alone: a long-lived Client's
 // uncontended acquisition is one SET.
 
-// goesWithSet reports whether the mark or the index's write goes with l's
+// goesWithSet reports whether the mark, the lease mark or the index's write goes with l's
 // acquiring command, sent at now; the probe is claimed apart
 // (serverCheck.due), as asking claims it.
 func (s *single) goesWithSet(l *Lock, now time.Time) bool {
-	return l.announce > 0 && l.waitMark() != "" || s.names.due(l.key, now)
+	return l.announce > 0 && l.waitMark() != "" || l.lapse || s.names.due(l.key, now)
 }
 
 // sendWith sends, in one round trip on rdb, what goes with l's acquiring
@@ -144,6 +149,7 @@ func (s *single) goesWithSet(l *Lock, now time.Time) bool {
 func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time.Time, probe bool, send func(redis.Pipeliner)) error {
 	var mark *redis.StatusCmd
 	var index *redis.IntCmd
+	var lease *redis.StatusCmd
 	queue := func(p redis.Pipeliner) {
 		if l.announce > 0 && l.waitMark() != "" {
 			mark = p.Set(ctx, l.waitMark(), 1, l.announce)
@@ -152,6 +158,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 			index = s.names.queue(ctx, p, l)
 		}
 		send(p)
+		lease = queueLease(ctx, p, l) // lease.go: after it, so that a release in send has cleared it
 	}
 	if probe {
 		s.server.pipelined(ctx, rdb, queue) // INFO memory after the command
@@ -164,6 +171,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 	if index != nil {
 		s.names.answered(l.key, now, index)
 	}
+	l.leaseRead(lease, false)
 	if mark == nil {
 		return nil
 	}
@@ -277,8 +285,10 @@ func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() {
 		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
-	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds()).Result()
-	return extended(l.key, v, err) // replace.go
+	sent := time.Now()
+	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
+	v = l.clock.note(v, sent, time.Now()) // serverclock.go
+	return extended(l.key, v, err)        // replace.go
 }
 
 func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {
@@ -394,6 +404,7 @@ func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err er
 		s.abandon(ctx, to, false)
 	}
 	got = got && serr == nil
+	to.leaseSent = to.leaseSent && got
 	n, err := release.Int64()
 	switch {
 	case err != nil:

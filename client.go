@@ -57,6 +57,10 @@ type LockOptions struct {
 	// subscription is refused, Acquire returns an error matching
 	// errors.ErrUnsupported.
 	Replace bool
+	// detectLapse marks the lease beside the lock's key and reads the
+	// mark the lease before left (lease.go): set by internal/lapse, for
+	// the command's --lock-delay.
+	detectLapse bool
 }
 
 // Client takes locks on one Redis deployment, or on a quorum of them
@@ -127,7 +131,7 @@ func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOption
 	l.relKeys[0] = l.key
 	l.relArgs = [2]any{&l.token, &l.mark}
 	if opts != nil {
-		l.minHold = opts.MinHold
+		l.minHold, l.lapse = opts.MinHold, opts.detectLapse
 	}
 	return l
 }
@@ -156,6 +160,9 @@ func hasBrace(s string) bool {
 // it will wait with, so that the uncontended path allocates one Lock.
 func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions, now time.Time) (*Lock, error) {
 	l.acquired = now
+	if err := l.leaseRefused(c.b); err != nil {
+		return nil, err
+	}
 	if err := c.b.acquire(ctx, l, opts); err != nil {
 		return nil, err
 	}

@@ -64,6 +64,14 @@ type KeepAliveOptions struct {
 	// one, and only the KeepAlive knows the local deadline: a reacquisition
 	// after it would take back a lock already reported lost.
 	Reacquire bool
+	// OnServerClock, if not nil, is called, as OnRenew is and before it,
+	// when the Redis server's clock (its TIME, read in each renewal's
+	// round trip) moved unlike this host's monotonic clock between two
+	// renewals, by more than a second, or a tenth of the TTL when that is
+	// less: moved is how far it ran ahead (negative: behind). Redis
+	// expires keys by that clock, so a step forward expires every lock
+	// early. A lock of a quorum or a semaphore does not read it.
+	OnServerClock func(moved time.Duration)
 }
 
 // defaultMargin is the KeepAlive margin for a lock with the given TTL: a
@@ -81,6 +89,11 @@ type KeepAlive struct {
 	margin      time.Duration
 	onRenew     func(time.Duration, error)
 	onReacquire func(time.Duration)
+	// onServerClock is KeepAliveOptions.OnServerClock; clockSeen, the
+	// server's clock as the last renewal read it (serverclock.go), is
+	// the loop's alone.
+	onServerClock func(time.Duration)
+	clockSeen     serverSample
 	// reacquire is KeepAliveOptions.Reacquire.
 	reacquire bool
 
@@ -129,6 +142,7 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 	}
 	if opts != nil {
 		k.onRenew, k.onReacquire, k.reacquire = opts.OnRenew, opts.OnReacquire, opts.Reacquire
+		k.onServerClock = opts.OnServerClock
 	}
 	k.interval = max(min(k.interval, (l.ttl-k.margin)/2), time.Millisecond)
 	k.deadline = l.acquired.Add(l.ttl - k.margin)
@@ -255,6 +269,9 @@ func (k *KeepAlive) run(ctx context.Context) {
 			}(lossAt)
 		case r := <-results:
 			busy = false
+			if ctx.Err() == nil {
+				k.serverClockMoved() // serverclock.go
+			}
 			// A replaced lock was extended all the same: it stays ours,
 			// renewed, until Release hands it to the replacer, so that the
 			// replacer starts only once the work has stopped.

@@ -51,6 +51,13 @@ type Lock struct {
 
 	indexed atomic.Bool // a renewal put it into its prefix's index (admin_index.go)
 
+	// The lease mark (lease.go), written by the acquisition before the
+	// Lock is returned: lapse is internal/lapse.Detect's, leaseSent says
+	// the mark went with an acquiring command, lapsed is Lapsed.
+	lapse, leaseSent, lapsed bool
+
+	clock serverClock // the server's TIME, as the last renewal read it (serverclock.go)
+
 	// The release script's KEYS and ARGV for a plain release (no min-hold
 	// left, no Client id), built once by newLock so that an uncontended
 	// Release allocates nothing of its own: the token and the waiting mark

@@ -83,9 +83,18 @@ var (
 	// left, a short job keeps the key until it passes, so a server whose
 	// cron fires late does not run the same job again; it returns 1.
 	//
-	// Otherwise, without ARGV[4], one DEL removes the key and its mark: when
-	// there was no mark, nobody waits, and it returns 2 (releasedUnwatched)
-	// having run only GET and DEL, as a bare compare-and-delete does. Every
+	// A release deletes the key's lease mark "<base>:lease" (keys.Lease,
+	// built from the mark's base; lease.go), which says a lease is out: one
+	// found when the lock is taken tells of a lease that lapsed. With
+	// ARGV[4] a hand-over leaves it for the waiter to read, which costs
+	// that frequent hand-over no command; a release that hands nothing
+	// deletes it with the key.
+	//
+	// Otherwise, without ARGV[4], one DEL removes the key, its mark and its
+	// lease mark: when there were neither, nobody waits, and it returns 2
+	// (releasedUnwatched) having run only GET and DEL, as a bare
+	// compare-and-delete does; a lease mark alone costs an empty line's
+	// LPOP and the release message, as a mark does. Every
 	// waiter keeps the mark while it waits: one in the fair line with its
 	// liveness key, one outside it with each try (Lock.announce).
 	//
@@ -147,7 +156,9 @@ var (
 	// ARGV[5:] entries of that Client's waiters. If the key is free (its
 	// holder crashed or a min-hold ran out, so no release served the line)
 	// it hands the lock to the first live waiter as releaseScript does
-	// (handKey), publishing to it even when that is the caller. It returns the key's holder ("" if free),
+	// (handKey), publishing to it even when that is the caller, and turns
+	// the key's lease mark, if one was left, into "2" (lease.go: the lease
+	// lapsed). It returns the key's holder ("" if free),
 	// its PTTL (1, not 0, in its last millisecond, so that the head waiter
 	// checks again rather than wait for the poll), and each entry's position in the line (-1 when absent).
 	lineCheckScript = withHands("line_check.lua", keyHand)

@@ -75,6 +75,9 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 		// its fencing number or waits for replicas once it has the lock
 		// (replace.go).
 		l, err := ln.fair.wait(ctx, tctx, c, fl, want, lineOptions(opts))
+		if l != nil && err == nil {
+			c.leaseAfterHandOver(tctx, l) // lease.go
+		}
 		if l != nil && err == nil && replace {
 			return c.confirmReplacer(tctx, l, opts)
 		}

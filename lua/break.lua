@@ -42,8 +42,9 @@ if n and ARGV[1] ~= '' then
 end
 -- A plain lock goes to the first live waiter in the fair line at once, as
 -- the release script hands it over (handKey, key_hand.lua, comes before).
-if not n and ARGV[1] ~= '' then
-  handKey(KEYS[1], ARGV[1])
+-- Its holder may still run: a lease mark left says so ('2').
+if not n and ARGV[1] ~= '' and handKey(KEYS[1], ARGV[1]) then
+  redis.call('set', ARGV[1] .. ':lease', '2', 'XX')
 end
 redis.call('publish', KEYS[1], '')
 return out

@@ -1,14 +1,19 @@
 -- Extend a lock only if it is still ours; never recreates a missing key.
 -- KEYS[1]: the lock key[, KEYS[2]: its replace marker].  ARGV[1]: our
--- token.  ARGV[2]: new TTL in ms. Returns 1 when extended, 0 when the lock
--- is gone or someone else's; extended, and the replacer's "<host>:<pid>"
--- when the marker names our token.
+-- token.  ARGV[2]: new TTL in ms[, ARGV[3]: any, to have the server's
+-- TIME too]. Returns 1 when extended, 0 when the lock is gone or someone
+-- else's; extended, and the replacer's "<host>:<pid>" when the marker names
+-- our token. With ARGV[3]: {that, TIME's seconds, TIME's microseconds}.
+local r = 0
 if redis.call('get', KEYS[1]) == ARGV[1] then
-  local n = redis.call('pexpire', KEYS[1], ARGV[2])
-  local r = KEYS[2] and redis.call('get', KEYS[2])
-  if r and string.sub(r, -40) == redis.sha1hex(ARGV[1]) then
-    return string.sub(r, 1, -42)
+  r = redis.call('pexpire', KEYS[1], ARGV[2])
+  local m = KEYS[2] and redis.call('get', KEYS[2])
+  if m and string.sub(m, -40) == redis.sha1hex(ARGV[1]) then
+    r = string.sub(m, 1, -42)
   end
-  return n
 end
-return 0
+if ARGV[3] then
+  local t = redis.call('time')
+  return {r, t[1], t[2]}
+end
+return r

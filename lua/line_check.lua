@@ -13,8 +13,9 @@ end
 if redis.call('set', b .. ':w', 1, 'PX', life, 'GET') == 'p' then
   redis.call('set', b .. ':w', 'p')
 end
-if redis.call('exists', k) == 0 then
-  handKey(k, b)
+-- Handing on a key that expired: a lease mark left says so ('2').
+if redis.call('exists', k) == 0 and handKey(k, b) then
+  redis.call('set', b .. ':lease', '2', 'XX')
 end
 -- A key in its last millisecond reads PTTL 0: say 1, so the head checks again.
 local p = redis.call('pttl', k)

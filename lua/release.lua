@@ -6,13 +6,20 @@ local k, m, keep, cid = KEYS[1], ARGV[2], ARGV[3], ARGV[4] or ''
 if redis.call('get', k) ~= ARGV[1] then
   return 0
 end
+-- A release ends the lease: its lease mark (<base>:lease) goes, but for a
+-- hand-over by a Client with waiters of its own (cid), which leaves it for
+-- the waiter to read (lease.go).
+local l = m ~= '' and string.sub(m, 1, -2) .. 'lease'
 if keep and tonumber(keep) > 0 then
   redis.call('pexpire', k, keep)
+  if l then
+    redis.call('del', l)
+  end
   return 1
 end
 local gone = false
 if m ~= '' and cid == '' then
-  if redis.call('del', k, m) == 1 then
+  if redis.call('del', k, m, l) == 1 then
     return 2
   end
   gone = true
@@ -29,7 +36,9 @@ if m ~= '' then
     return tok
   end
 end
-if not gone then
+if l and not gone then
+  redis.call('del', k, l)
+elseif not gone then
   redis.call('del', k)
 end
 redis.call('publish', k, '')

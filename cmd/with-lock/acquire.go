@@ -8,6 +8,7 @@ import (
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/lapse"
 )
 
 // acquire takes the lock, or returns nil and how the run ended.
@@ -98,10 +99,10 @@ func (r *runner) waitedLonger(err error, took time.Duration) string {
 // lockOptions are the per-acquisition options of this run; nil when there
 // are none, which keeps the acquisition a single SET.
 func (r *runner) lockOptions() *withlock.LockOptions {
-	if r.cfg.MinReplicas == 0 && !r.cfg.Fence && r.cfg.MinHold == 0 && !r.cfg.Replace {
+	if r.cfg.MinReplicas == 0 && !r.cfg.Fence && r.cfg.MinHold == 0 && !r.cfg.Replace && r.cfg.LockDelay == 0 {
 		return nil
 	}
-	return &withlock.LockOptions{
+	opts := &withlock.LockOptions{
 		Replace:     r.cfg.Replace, // --replace
 		Fence:       r.cfg.Fence,   // --fence
 		MinHold:     r.cfg.MinHold, // --min-hold
@@ -109,4 +110,8 @@ func (r *runner) lockOptions() *withlock.LockOptions {
 		// WAIT must answer well within the client's read timeout.
 		ReplicaTimeout: r.cfg.RedisTimeout / 2,
 	}
+	if r.cfg.LockDelay > 0 {
+		lapse.Detect(opts) // --lock-delay (lockdelay.go)
+	}
+	return opts
 }

@@ -104,10 +104,12 @@ func (r *runner) newHolding(child *supervise.Child, lock *withlock.Lock) *holdin
 	h := &holding{r: r, child: child, lock: lock, commandDone: child.Done(),
 		renew: &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}}
 	if !r.cfg.NoRenew {
-		h.ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
-			OnRenew: h.renew.report, OnReacquire: h.renew.reacquired, Reacquire: r.cfg.OnLost == config.OnLostReacquire})
+		k := r.kept // renewing since --lock-delay's wait began
+		if k == nil {
+			k = r.keepAlive(lock)
+		}
+		h.ka, h.renew = k.ka, k.renew
 		h.lost = h.ka.Lost()
-		h.renew.started(h.ka)
 	}
 	if d := r.cfg.MaxRun; d > 0 {
 		h.alarms.set(alarmMaxRun, d-time.Since(child.Started()))

@@ -208,6 +208,10 @@ func (h *holding) lostReason() (string, fields) {
 			lock.Key(), round(lastSent.Sub(lastOK)), ttl), fields{}
 	}
 	early := round(max(lastOK.Add(ttl).Sub(lastSent), 0))
+	if j := h.renew.jump(); j > 0 {
+		return fmt.Sprintf("lock %s lost: the key expired %s before it was due by this host's clock: Redis's clock jumped %s ahead",
+			lock.Key(), early, round(j)), fields{}
+	}
 	if policy := cmp.Or(st.EvictionPolicy, r.locker.EvictionPolicy()); policy != "" {
 		// The run was warned of it already: the likeliest cause.
 		return fmt.Sprintf("lock %s lost: the key vanished %s before it was due to expire (evicted? Redis may evict keys under memory pressure: maxmemory-policy %s; set noeviction)",

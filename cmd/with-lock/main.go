@@ -121,7 +121,8 @@ type runner struct {
 	// the time it held the lock. Lock.Acquired is earlier for a run that
 	// waited (the command that won the lock was sent while another held
 	// it), and is kept for what the key's expiry needs.
-	got time.Time
+	got  time.Time
+	kept *keptAlive // the lock's renewal, when --lock-delay started it before the command: lockdelay.go
 }
 
 // warnLocalOnly notes that the Redis is the default, local one, which no

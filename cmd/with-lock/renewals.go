@@ -24,6 +24,7 @@ type renewals struct {
 	lastOK   time.Time           // when the last successful renewal, or the acquisition, was sent
 	lastSent time.Time           // when the last renewal that got an outcome was sent
 	failed   int                 // attempts failed since lastOK
+	jumped   time.Duration       // how far Redis's clock last stepped ahead of ours (serverClock), 0 if it has not
 }
 
 // started notes the KeepAlive that reports.
@@ -98,4 +99,29 @@ func (rn *renewals) snapshot() (lastOK, lastSent time.Time, margin time.Duration
 		margin = rn.lastOK.Add(rn.r.cfg.TTL).Sub(rn.ka.Deadline())
 	}
 	return rn.lastOK, rn.lastSent, margin
+}
+
+// serverClock is KeepAliveOptions.OnServerClock: between two renewals
+// Redis's clock moved by moved more than this host's. Said at every such
+// renewal, as a warning: the lock's expiry moved with it.
+func (rn *renewals) serverClock(moved time.Duration) {
+	rn.mu.Lock()
+	rn.jumped = max(moved, 0)
+	rn.mu.Unlock()
+	what := "jumped " + round(moved).String() + " ahead"
+	effect := "a step forward expires every lock early"
+	if moved < 0 {
+		what = "went " + round(-moved).String() + " back"
+		effect = "a step back keeps a crashed holder's lock longer"
+	}
+	rn.r.log.warn("server_clock", fields{DurationMs: ms(moved)},
+		"Redis's clock %s of this host's between two renewals of %s: Redis expires keys by its own clock, and %s", what, rn.key, effect)
+}
+
+// jump is how far Redis's clock last stepped ahead of this host's, 0 when
+// it has not: the loss that follows such a step is its doing.
+func (rn *renewals) jump() time.Duration {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.jumped
 }

@@ -72,6 +72,9 @@ func (r *runner) run() result {
 	if skip {
 		return res
 	}
+	if res, ok := r.lockDelay(lock); !ok { // lockdelay.go: after a lapsed lease, --lock-delay
+		return res
+	}
 	r.out = r.captureOutput(job) // output.go: what the command prints, when asked for
 	child, err := job.Start(path, r.cfg.Command, r.env(lock))
 	r.outputStarted(err == nil)

@@ -94,6 +94,7 @@ type Lock struct {
 	MinReplicas  int           // WAIT for this many replicas after acquiring
 	Slots        int           // holders allowed at once; 1 is the plain lock
 	Replace      bool          // stop the holder and run next (replace.go)
+	LockDelay    time.Duration // wait this long after a lapsed lease (lockdelay.go)
 
 	OncePer       time.Duration // 0, or run at most once per window of this length
 	OncePerOffset time.Duration // shift of the --once-per windows
@@ -342,6 +343,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.validateReplace(); err != nil { // replace.go
+		return err
+	}
+	if err := c.validateLockDelay(); err != nil { // lockdelay.go
 		return err
 	}
 	return c.validateConnection()

@@ -350,6 +350,20 @@ then
 		"min-replicas": `After acquiring, wait (Redis WAIT, up to half of \-\-redis\-timeout) until N
 replicas have the lock. If fewer do, release it and exit 69 without running
 the command.`,
+		"lock-delay": `When the lease before this run's expired without a release (its holder
+crashed, was stopped, lost Redis or could not renew in time, so its job may
+still be running), hold the lock DUR, renewed, before the command starts, as
+consul lock's lock\-delay does. After a release there is no wait. What tells
+the two apart is the lease mark
+.BI {lock: name }:lease
+beside the key: the acquisition sets it in its SET's round trip, every release
+deletes it, and an expiry leaves it. A run handed the lock by the fair line
+(\-w) sets it once it has the lock, one round trip more. The wait counts
+neither against \-w nor against \-\-max\-run; a signal during it releases
+the lock and the command is not run. Give every run of a name the same
+\-\-lock\-delay: a run without it neither sets the mark nor waits. Refused,
+exit 64, with \-\-slots, a quorum of \-\-redis masters, \-\-no\-renew, and a
+name with '}' but no hash tag. 0, the default, turns it off.`,
 		"version": `Print the version.`,
 		"help":    `Print help with examples.`,
 		"tls-cert": `TLS client certificate (PEM), presented with the key of

@@ -87,6 +87,8 @@ func settings(c *Config) []group {
 				help: "let up to `N` holders run at once (a semaphore); every run of a name must use the same N"},
 			{name: "min-replicas", env: "WITH_LOCK_MIN_REPLICAS", field: &c.MinReplicas,
 				help: "after acquiring, wait until `N` replicas have the lock, else exit 69"},
+			{name: "lock-delay", env: "WITH_LOCK_LOCK_DELAY", field: &c.LockDelay,
+				help: "when the last holder's lease expired unreleased (it crashed or stalled; its job may still run), hold the lock `DUR` before the command starts"},
 		}},
 		{"Command supervision", []setting{
 			{name: "no-renew", env: "WITH_LOCK_NO_RENEW", field: &c.NoRenew, help: "do not renew the lock while the command runs"},

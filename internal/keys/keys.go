@@ -79,6 +79,16 @@ func Pause(key string) (string, bool) {
 	return b + ":pause", ok
 }
 
+// Lease is key's lease mark, "<base>:lease": an acquisition that asks
+// for it (internal/lapse, for --lock-delay) sets it, and every release of key
+// deletes it, so that one found set when the lock is taken tells of a
+// holder whose lease lapsed without a release. The release script builds
+// it from the waiting mark's base. False for a key without a line base.
+func Lease(key string) (string, bool) {
+	b, ok := LineBase(key)
+	return b + ":lease", ok
+}
+
 // Slot is the key of slot i of the semaphore whose lock key (or line
 // base) is key: "<base>:s:<i>".
 func Slot(key string, i int) string { return onBase(key, ":s:"+strconv.Itoa(i)) }

@@ -1,6 +1,9 @@
 package keys
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestLineBaseFollowsTheHashTagRule checks the one place that decides where
 // a key's side keys and fair line live: beside a hash tag the key has
@@ -79,6 +82,19 @@ func TestKeysAreWhereTheDocsSay(t *testing.T) {
 	}
 	if _, ok := Pause("a}b"); ok {
 		t.Error("a key with '}' and no hash tag has a pause key")
+	}
+	if l, ok := Lease(key); l != "{lock:name}:lease" || !ok {
+		t.Errorf("Lease = %q, %v; want {lock:name}:lease", l, ok)
+	}
+	// The release script builds the lease mark from the waiting mark's
+	// base: the two must share it.
+	for _, k := range []string{key, "lock:{jobs}:a", "a{b"} {
+		if l, _ := Lease(k); l != strings.TrimSuffix(Mark(k), ":w")+":lease" {
+			t.Errorf("Lease(%q) = %q, not beside the waiting mark %q", k, l, Mark(k))
+		}
+	}
+	if _, ok := Lease("a}b"); ok {
+		t.Error("a key with '}' and no hash tag has a lease mark")
 	}
 }
 

@@ -44,6 +44,7 @@ type Server struct {
 	Port int
 	Dir  string
 	args []string
+	env  []string // beside this process's environment (StartSteppedClock)
 	cmd  *exec.Cmd
 	// exited is closed once cmd has exited and been reaped.
 	exited chan struct{}
@@ -142,6 +143,7 @@ type launchOptions struct {
 	dir   string      // "": a new temporary directory
 	first []string    // arguments before all others (a config file)
 	extra []string    // "name", "value" config directives
+	env   []string    // "NAME=value" beside this process's environment
 }
 
 func launch(t tb, o launchOptions) *Server {
@@ -155,7 +157,7 @@ func launch(t tb, o launchOptions) *Server {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (make test installs it): %v", err)
 	}
-	s := &Server{t: t, Dir: o.dir, Port: o.port, tls: o.tls}
+	s := &Server{t: t, Dir: o.dir, Port: o.port, tls: o.tls, env: o.env}
 	if s.Dir == "" {
 		s.Dir = t.TempDir()
 	}
@@ -215,6 +217,9 @@ func (s *Server) startOnce() error {
 	s.t.Helper()
 	s.cmd = exec.Command("redis-server", s.args...)
 	s.cmd.SysProcAttr = serverProcAttr()
+	if len(s.env) > 0 {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}

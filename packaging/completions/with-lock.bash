@@ -18,7 +18,7 @@ _with_lock()
             --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
                 --min-hold | -w | --wait | --jitter | -E | --conflict-exit-code | --tls-cacert | --tls-cert | \
                 --tls-key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
-                --sentinel-password-file | --min-replicas | --slots | --config | --log-format | --record-ttl | \
+                --sentinel-password-file | --min-replicas | --lock-delay | --slots | --config | --log-format | --record-ttl | \
                 --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
                 --record-output | --ping-output | --stop-timeout | --stop-signal | \
                 --tracking | --memory-max | --cpu-quota | --metrics-push | \
@@ -73,7 +73,7 @@ _with_lock()
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | --jitter | \
             -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --slots | --record-ttl | --max-run | --history-size | --once-per | \
+            --min-replicas | --lock-delay | --slots | --record-ttl | --max-run | --history-size | --once-per | \
             --once-per-offset | --done-exit-code | --record-output | --ping-output | --stop-timeout | \
             --memory-max | --cpu-quota | --metrics-push)
             return
@@ -86,7 +86,7 @@ _with_lock()
             --record-ttl --no-record --history --history-size --record-output --output-on-failure -w --wait --jitter --leftovers --max-run --no-cgroup --tracking --memory-max --cpu-quota --stop-timeout --stop-signal
             -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --tls-cacert --tls-cert --tls-key
             --tls-insecure --password-file --sentinel --sentinel-master --sentinel-user
-            --sentinel-password-file --cluster --min-replicas --slots --config --print-config
+            --sentinel-password-file --cluster --min-replicas --lock-delay --slots --config --print-config
             --version -h --help
             --replace
             --metrics-dir --metrics-push --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok

@@ -8,7 +8,7 @@ function __with_lock_command_start
     set -l words (commandline -opc)
     set -l takes_value --redis --redis-timeout --prefix --ttl --on-lost --kill-after \
         --min-hold -w --wait --jitter -E --conflict-exit-code --tls-cacert --tls-cert --tls-key --password-file \
-        --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --slots --config \
+        --sentinel --sentinel-master --sentinel-user --sentinel-password-file --min-replicas --lock-delay --slots --config \
         --log-format --leftovers --max-run --history-size --once-per --once-per-offset --done-exit-code \
         --record-output --ping-output --stop-timeout --stop-signal \
         --tracking --memory-max --cpu-quota --metrics-push \
@@ -103,6 +103,7 @@ complete -c with-lock -n $flags -l sentinel-user -x -d 'ACL user for the sentine
 complete -c with-lock -n $flags -l sentinel-password-file -r -F -d 'read the sentinels password from FILE'
 complete -c with-lock -n $flags -l cluster -d 'the --redis URLs are Redis Cluster seeds'
 complete -c with-lock -n $flags -l min-replicas -x -d 'wait until N replicas have the lock'
+complete -c with-lock -n $flags -l lock-delay -x -d 'after an expired lease, hold the lock DUR before the command'
 complete -c with-lock -n $flags -l slots -x -d 'let up to N holders run at once'
 complete -c with-lock -n $flags -l config -r -F -d 'read settings from the TOML FILE'
 complete -c with-lock -n $flags -l print-config -d 'print the effective settings and where each came from'
