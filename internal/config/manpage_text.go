@@ -258,7 +258,9 @@ success took far less or longer than the ones before it), 2 CRITICAL (the
 last run failed or lost the lock, or no success within \-\-max\-age, or none
 recorded, or the last success took less than \-\-min\-duration or longer
 than \-\-max\-duration),
-3 UNKNOWN (Redis unreachable). With \-\-json, the same as an object.`,
+3 UNKNOWN (Redis unreachable). With \-\-json, the same as an object; with
+a duration judgement, its prior_successes (successes, min_ms, median_ms,
+max_ms) are those before the last success.`,
 		"max-age": `With \-\-check, CRITICAL when no run succeeded in the last DUR.`,
 		"warn-age": `With \-\-check, WARNING when no run succeeded in the last DUR (below
 \-\-max\-age).`,
@@ -280,8 +282,9 @@ the command has exited and processes of its job hold the lock: exit_code,
 exited, processes), and for \-\-slots slots
 and holders; eviction_policy when the server may evict the lock (its
 maxmemory\-policy, not noeviction); paused while \-\-pause holds (by, since, until, reason,
-pending). With \-\-list, one such object per line for each lock, with its
-name. With \-\-print\-config, one object: config_file, config_file_source,
+pending); success_durations (successes, min_ms, median_ms, max_ms: how long
+the successes the history keeps took; \-\-status only). With \-\-list, one
+such object per line for each lock, with its name. With \-\-print\-config, one object: config_file, config_file_source,
 config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
 		"config": `Read the settings from
 .I FILE
