@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -235,4 +236,58 @@ func equalGauges(a, b map[string]float64) bool {
 		}
 	}
 	return true
+}
+
+// The monitoring guide's duration alert fires, as --check --duration-outlier
+// judges, for the last success of a name (whichever host ran it) that took
+// under a third or over 3 times the median of the 5 or more before it: not
+// for an odd success older than another host's, nor one with too few before it.
+func TestReadmeDurationAlertFiresOnTheLastSuccessOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "durations.rules.yml"), []byte(readmeBlock(t, "WithLockSuccessDurationOutlier")), 0o644)
+	// Per lock and host: the last success's end and duration, how many
+	// successes before it, their median.
+	var series strings.Builder
+	for _, s := range []struct {
+		lock, host           string
+		end, took, n, median float64
+	}{
+		{"nightly-report", "db1", 2000, 0.05, 9, 40}, // the last success, far too short
+		{"nightly-report", "db2", 1000, 41, 9, 40},
+		{"backup", "db1", 1000, 500, 9, 40}, // the last success, far too long
+		{"sync", "db1", 1000, 0.05, 9, 40},  // odd, but db2's success came after
+		{"sync", "db2", 2000, 39, 9, 40},
+		{"young", "db1", 1000, 0.05, 4, 40}, // too few before it
+		{"steady", "db1", 1000, 38, 9, 40},
+	} {
+		for name, v := range map[string]float64{"with_lock_last_success_timestamp_seconds": s.end,
+			"with_lock_last_success_duration_seconds": s.took, "with_lock_prior_successes": s.n,
+			"with_lock_prior_success_duration_median_seconds": s.median} {
+			series.WriteString("      - series: '" + name + `{lock="` + s.lock + `",host="` + s.host + `"}'` + "\n")
+			series.WriteString("        values: '" + strconv.FormatFloat(v, 'f', -1, 64) + "x20'\n")
+		}
+	}
+	tests := `rule_files: [durations.rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+` + series.String() + `    alert_rule_test:
+      - eval_time: 10m
+        alertname: WithLockSuccessDurationOutlier
+        exp_alerts:
+          - exp_labels: {lock: nightly-report, host: db1}
+            exp_annotations:
+              summary: "the last success of nightly-report, on db1, took 50ms: far from the median of the successes before it"
+          - exp_labels: {lock: backup, host: db1}
+            exp_annotations:
+              summary: "the last success of backup, on db1, took 8m 20s: far from the median of the successes before it"
+`
+	writeFile(t, filepath.Join(dir, "tests.yml"), []byte(tests), 0o644)
+	cmd := exec.Command(promtool(t), "test", "rules", "tests.yml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool test rules: %v\n%s", err, out)
+	}
 }
