@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/with-lock/with-lock/internal/clitest"
 )
 
 // How long a name's successes take, judged against its history: --check's
@@ -290,4 +293,45 @@ tests:
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool test rules: %v\n%s", err, out)
 	}
+}
+
+// A history that cannot be read (an ACL user without LRANGE) costs each
+// reader of it what it adds, said in one line, and nothing else: a run's
+// metrics are written without the successes before it, --status shows no
+// usual duration, and --check, asked to judge a duration, is UNKNOWN.
+func TestAHistoryThatCannotBeReadIsSaidOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	rules := strings.Replace(LeastPrivilegeACL, " +lrange", "", 1)
+	if rules == LeastPrivilegeACL {
+		t.Fatal("the least-privilege ACL has no +lrange")
+	}
+	args := []any{"ACL", "SETUSER", "nolrange", "reset", "on", ">pw"}
+	for _, r := range strings.Fields(rules) {
+		args = append(args, r)
+	}
+	if err := e.rdb.Do(context.Background(), args...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"WITH_LOCK_REDIS=redis://nolrange@" + e.srv.Addr() + "/0", "WITH_LOCK_PASSWORD=pw"}
+	dir := t.TempDir()
+
+	res := clitest.Run(t, env, "--metrics-dir", dir, "job", "true")
+	if res.Code != 0 || strings.Count(res.Stderr, "\n") != 1 ||
+		!hasLine(res.Stderr, "the metrics of job say nothing of the successes before this one", "NOPERM") {
+		t.Errorf("run: exit %d, stderr %q; want 0 and one warning", res.Code, res.Stderr)
+	}
+	m := readMetrics(t, filepath.Join(dir, "with-lock-job.prom"), "job")
+	if n := m.value(t, "with_lock_prior_successes", ""); n != 0 || m.value(t, "with_lock_last_success_duration_seconds", "") <= 0 {
+		t.Errorf("metrics: %v successes before, want 0 and the run's own duration", n)
+	}
+
+	res = clitest.Run(t, env, "--status", "job")
+	if res.Code != 1 || !strings.HasPrefix(res.Stdout, "lock:job is free\nlast run: ") || strings.Contains(res.Stdout, "usual duration") ||
+		strings.Count(res.Stderr, "\n") != 1 || !hasLine(res.Stderr, "the usual duration is not shown", "NOPERM") {
+		t.Errorf("--status: exit %d, stdout %q, stderr %q; want 1, the status without the usual duration, one warning", res.Code, res.Stdout, res.Stderr)
+	}
+
+	checkLine(t, clitest.Run(t, env, "--check", "job", "--duration-outlier"), 3, `^WITH-LOCK UNKNOWN - cannot read the records: .*NOPERM`)
+	checkLine(t, clitest.Run(t, env, "--check", "job"), 0, `^WITH-LOCK OK - job succeeded on `)
 }
