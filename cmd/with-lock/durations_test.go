@@ -65,6 +65,7 @@ func TestCheckJudgesTheLastSuccessDurationAgainstTheSuccessesBeforeIt(t *testing
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			e := &env{t: t, srv: e.srv, rdb: e.rdb, dir: e.dir} // the server, shared; failures this subtest's
 			name := "job-" + strconv.Itoa(i)
 			for range tc.before {
 				e.mustRun(0, append([]string{name}, usualRun...)...)
