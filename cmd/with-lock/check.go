@@ -148,7 +148,7 @@ func (r *runner) judge(st *withlock.Status, prior durationRange, now time.Time) 
 	case r.cfg.WarnAge > 0 && ago > r.cfg.WarnAge:
 		v = verdict{checkWarning, fmt.Sprintf("no success of %s for %s (--warn-age %s); last on %s", name, age(ago), age(r.cfg.WarnAge), host)}
 	}
-	return r.judgeDuration(v, success, prior)
+	return r.judgeDuration(v, v.code == checkOK, success, prior)
 }
 
 // judgesDuration reports whether --check judges the last success's
@@ -170,8 +170,9 @@ func priorSuccesses(ctx context.Context, locker *withlock.Client, name string, s
 // judgeDuration is v, made worse when the last success's duration is out
 // of bounds: CRITICAL under --min-duration or over --max-duration, WARNING
 // for --duration-outlier (durations.go), its message saying why and how
-// long the successes before it (prior) took.
-func (r *runner) judgeDuration(v verdict, success *withlock.Run, prior durationRange) verdict {
+// long the successes before it (prior) took; and how long the success
+// took, unless v's message says so (said).
+func (r *runner) judgeDuration(v verdict, said bool, success *withlock.Run, prior durationRange) verdict {
 	if !r.judgesDuration() {
 		return v
 	}
@@ -188,6 +189,9 @@ func (r *runner) judgeDuration(v verdict, success *withlock.Run, prior durationR
 		code, why = checkWarning, fmt.Sprintf("over %d times its usual time (--duration-outlier)", outlierFactor)
 	}
 	v.code = max(v.code, code)
+	if why != "" && !said {
+		why = fmt.Sprintf("it took %s, %s", age(took), why)
+	}
 	switch {
 	case why != "" && prior.n > 0:
 		v.msg += fmt.Sprintf("; %s: the %s before it took %s", why, successes(prior.n), prior)

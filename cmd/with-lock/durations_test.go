@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/with-lock/with-lock/internal/clitest"
 )
@@ -60,6 +62,8 @@ func TestCheckJudgesTheLastSuccessDurationAgainstTheSuccessesBeforeIt(t *testing
 			`; over --max-duration 100ms`, 0},
 		{"--max-duration beats --duration-outlier", 5, 0, []string{"sleep", "1.5"}, []string{"--duration-outlier", "--max-duration", "1s"}, 2,
 			`; over --max-duration 1s: the 5 successes before it took ` + rangeRE, 5},
+		{"a success too old and too short says both", 0, 0, []string{"true"}, []string{"--warn-age", "10ms", "--min-duration", "100ms"}, 2,
+			`; it took [\d.]+ms, under --min-duration 100ms`, 0},
 		{"a success within the thresholds is OK", 0, 0, usualRun, []string{"--min-duration", "100ms", "--max-duration", "1h"}, 0,
 			``, 0},
 	} {
@@ -76,6 +80,10 @@ func TestCheckJudgesTheLastSuccessDurationAgainstTheSuccessesBeforeIt(t *testing
 			e.mustRun(0, append([]string{name}, tc.last...)...)
 			state := [...]string{"OK", "WARNING", "CRITICAL"}[tc.code]
 			message := name + ` succeeded on ` + host + ` \d+m?s ago in [\d.]+m?s` + tc.message
+			if slices.Contains(tc.flags, "--warn-age") { // the message begins "no success of <name> for <age>"
+				time.Sleep(settle)
+				message = `no success of ` + name + ` for \d+m?s \(--warn-age 10ms\); last on ` + host + tc.message
+			}
 			res := e.run(append([]string{"--check", name}, tc.flags...)...)
 			checkLine(t, res, tc.code, `^WITH-LOCK `+state+` - `+message+`$`)
 
