@@ -29,7 +29,8 @@ import (
 // the last-run record is a SET of {lock:<name>}:last. RPUSH, LPOP, LREM,
 // LPOS, EXISTS, SPUBLISH and SSUBSCRIBE keep the fair line; MGET reads a
 // semaphore's slots. LPUSH and LTRIM keep a name's history in the release's
-// script, LRANGE reads it for --history. HSET writes a name into the index
+// script, LRANGE reads it for --history, --status, --check's duration
+// judgement and the metrics' duration gauges. HSET writes a name into the index
 // of the prefix's names with each acquisition, HKEYS reads it for --list,
 // HGET and HDEL prune it (in a script).
 const LeastPrivilegeACL = "resetkeys ~lock:* ~{lock:* resetchannels &lock:* &{lock:* -@all " +

@@ -48,6 +48,10 @@ type checkJSON struct {
 	EvictionPolicy string `json:"eviction_policy,omitempty"`
 	// Paused: --pause's, which makes the verdict at least WARNING.
 	Paused *pauseJSON `json:"paused,omitempty"`
+	// PriorSuccesses: how long the successes before the last took, as
+	// --duration-outlier judges it (durations.go); read with a duration
+	// judgement only.
+	PriorSuccesses *durationsJSON `json:"prior_successes,omitempty"`
 }
 
 type checkRunning struct {
@@ -59,6 +63,9 @@ type checkThreshold struct {
 	MaxAgeSeconds    float64 `json:"max_age_seconds,omitempty"`
 	WarnAgeSeconds   float64 `json:"warn_age_seconds,omitempty"`
 	RunningOKSeconds float64 `json:"running_ok_seconds,omitempty"`
+	MinDurationSecs  float64 `json:"min_duration_seconds,omitempty"`
+	MaxDurationSecs  float64 `json:"max_duration_seconds,omitempty"`
+	DurationOutlier  bool    `json:"duration_outlier,omitempty"`
 }
 
 // check reads the lock's records and prints the verdict; its exit code is
@@ -66,12 +73,16 @@ type checkThreshold struct {
 // known of the job then.
 func (r *runner) check() int {
 	var st *withlock.Status
+	var prior durationRange
 	locker, closeRedis, err := newLocker(r.cfg)
 	if err == nil {
 		defer closeRedis()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
 		defer cancel()
 		st, err = locker.Status(ctx, r.cfg.Name)
+		if err == nil && r.judgesDuration() && lastSuccess(st) != nil {
+			prior, err = priorSuccesses(ctx, locker, r.cfg.Name, lastSuccess(st))
+		}
 	}
 	v := verdict{checkUnknown, ""}
 	switch {
@@ -80,13 +91,13 @@ func (r *runner) check() int {
 	case err != nil:
 		v.msg = "cannot read the records: " + r.inUserWords(err)
 	default:
-		v = mayEvict(whilePaused(r.judge(st, time.Now()), st), st) // pause.go
+		v = mayEvict(whilePaused(r.judge(st, prior, time.Now()), st), st) // pause.go
 	}
 	if !r.cfg.JSON {
 		fmt.Printf("WITH-LOCK %s - %s\n", checkStates[v.code], escapeBreaks(v.msg))
 		return v.code
 	}
-	if err := printJSON(r.checkJSON(v, st, time.Now())); err != nil {
+	if err := printJSON(r.checkJSON(v, st, prior, time.Now())); err != nil {
 		fmt.Printf("WITH-LOCK UNKNOWN - %v\n", err)
 		return checkUnknown
 	}
@@ -99,8 +110,10 @@ func (r *runner) check() int {
 //   - a last run that failed, or lost the lock, is CRITICAL;
 //   - no success kept, or none within --max-age, is CRITICAL;
 //   - none within --warn-age is WARNING;
-//   - else OK.
-func (r *runner) judge(st *withlock.Status, now time.Time) verdict {
+//   - else OK;
+//   - and then the last success's duration, against the thresholds and
+//     the successes before it (prior): judgeDuration.
+func (r *runner) judge(st *withlock.Status, prior durationRange, now time.Time) verdict {
 	name := r.cfg.Name
 	if ok := r.cfg.RunningOK; ok > 0 && st.Held && !st.KeptByMinHold && !st.Holder.Since.IsZero() && now.Sub(st.Holder.Since) < ok {
 		host, _ := splitHolder(st.Holder.ID)
@@ -128,13 +141,70 @@ func (r *runner) judge(st *withlock.Status, now time.Time) verdict {
 	}
 	host, _ := splitHolder(success.Holder)
 	ago := now.Sub(success.Finished)
+	v := verdict{checkOK, fmt.Sprintf("%s succeeded on %s %s ago in %s", name, host, age(ago), age(success.Finished.Sub(success.Started)))}
 	switch {
 	case r.cfg.MaxAge > 0 && ago > r.cfg.MaxAge:
-		return verdict{checkCritical, fmt.Sprintf("no success of %s for %s (--max-age %s); last on %s", name, age(ago), age(r.cfg.MaxAge), host)}
+		v = verdict{checkCritical, fmt.Sprintf("no success of %s for %s (--max-age %s); last on %s", name, age(ago), age(r.cfg.MaxAge), host)}
 	case r.cfg.WarnAge > 0 && ago > r.cfg.WarnAge:
-		return verdict{checkWarning, fmt.Sprintf("no success of %s for %s (--warn-age %s); last on %s", name, age(ago), age(r.cfg.WarnAge), host)}
+		v = verdict{checkWarning, fmt.Sprintf("no success of %s for %s (--warn-age %s); last on %s", name, age(ago), age(r.cfg.WarnAge), host)}
 	}
-	return verdict{checkOK, fmt.Sprintf("%s succeeded on %s %s ago in %s", name, host, age(ago), age(success.Finished.Sub(success.Started)))}
+	return r.judgeDuration(v, v.code == checkOK, success, prior)
+}
+
+// judgesDuration reports whether --check judges the last success's
+// duration: --min-duration, --max-duration or --duration-outlier.
+func (r *runner) judgesDuration() bool {
+	return r.cfg.MinDuration > 0 || r.cfg.MaxDuration > 0 || r.cfg.DurationOutlier
+}
+
+// priorSuccesses reads the history of name for the range of the successes
+// recorded before success.
+func priorSuccesses(ctx context.Context, locker *withlock.Client, name string, success *withlock.Run) (durationRange, error) {
+	runs, err := locker.History(ctx, name, 0)
+	if err != nil {
+		return durationRange{}, err
+	}
+	return successRange(runs, success.Finished, success), nil
+}
+
+// judgeDuration is v, made worse when the last success's duration is out
+// of bounds: CRITICAL under --min-duration or over --max-duration, WARNING
+// for --duration-outlier (durations.go), its message saying why and how
+// long the successes before it (prior) took; and how long the success
+// took, unless v's message says so (said).
+func (r *runner) judgeDuration(v verdict, said bool, success *withlock.Run, prior durationRange) verdict {
+	if !r.judgesDuration() {
+		return v
+	}
+	took := success.Finished.Sub(success.Started)
+	code, why := checkOK, ""
+	switch {
+	case r.cfg.MinDuration > 0 && took < r.cfg.MinDuration:
+		code, why = checkCritical, "under --min-duration "+age(r.cfg.MinDuration)
+	case r.cfg.MaxDuration > 0 && took > r.cfg.MaxDuration:
+		code, why = checkCritical, "over --max-duration "+age(r.cfg.MaxDuration)
+	case r.cfg.DurationOutlier && prior.outlier(took) == "under":
+		code, why = checkWarning, "under a third of its usual time (--duration-outlier)"
+	case r.cfg.DurationOutlier && prior.outlier(took) == "over":
+		code, why = checkWarning, fmt.Sprintf("over %d times its usual time (--duration-outlier)", outlierFactor)
+	}
+	v.code = max(v.code, code)
+	if why != "" && !said {
+		why = fmt.Sprintf("it took %s, %s", age(took), why)
+	}
+	switch {
+	case why != "" && prior.n > 0:
+		v.msg += fmt.Sprintf("; %s: the %s before it took %s", why, successes(prior.n), prior)
+	case why != "":
+		v.msg += "; " + why
+	case prior.n > 0:
+		v.msg += fmt.Sprintf("; the %s before it took %s", successes(prior.n), prior)
+	}
+	if r.cfg.DurationOutlier && prior.n < outlierMinRuns {
+		v.msg += fmt.Sprintf("; too few successes recorded before it to judge its duration (%d; --duration-outlier needs %d)",
+			prior.n, outlierMinRuns)
+	}
+	return v
 }
 
 // mayEvict is v for a lock whose server may evict it (Status.EvictionPolicy):
@@ -165,9 +235,11 @@ func lastSuccess(st *withlock.Status) *withlock.Run {
 // the end, as its record's outcome says.
 func succeeded(run *withlock.Run) bool { return run.Outcome == withlock.OutcomeOK }
 
-func (r *runner) checkJSON(v verdict, st *withlock.Status, now time.Time) checkJSON {
+func (r *runner) checkJSON(v verdict, st *withlock.Status, prior durationRange, now time.Time) checkJSON {
 	out := checkJSON{Status: checkStates[v.code], Code: v.code, Message: v.msg, Name: r.cfg.Name,
-		Thresholds: checkThreshold{r.cfg.MaxAge.Seconds(), r.cfg.WarnAge.Seconds(), r.cfg.RunningOK.Seconds()}}
+		Thresholds: checkThreshold{r.cfg.MaxAge.Seconds(), r.cfg.WarnAge.Seconds(), r.cfg.RunningOK.Seconds(),
+			r.cfg.MinDuration.Seconds(), r.cfg.MaxDuration.Seconds(), r.cfg.DurationOutlier},
+		PriorSuccesses: newDurationsJSON(prior)}
 	if st == nil {
 		return out
 	}

@@ -42,7 +42,7 @@ func (j *listJSON) add(out *statusJSON) error {
 // lock; false, and b as it was, for any other.
 func appendPlainJSON(b []byte, out *statusJSON) ([]byte, bool) {
 	if out.Finished || out.LastRun != nil || out.Slots != 0 || len(out.Holders) > 0 || out.LastSuccess != nil ||
-		out.Done != nil || out.Leftovers != nil || out.EvictionPolicy != "" || out.Paused != nil ||
+		out.Done != nil || out.Leftovers != nil || out.EvictionPolicy != "" || out.Paused != nil || out.SuccessDurations != nil ||
 		!plainJSON(out.Name) || !plainJSON(out.Key) || !plainJSON(out.Holder) || !plainJSON(out.Host) {
 		return b, false
 	}

@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -34,11 +36,39 @@ type runMetrics struct {
 	lastSuccess  float64            // Unix seconds; 0: no success known on this host
 	runs         map[string]float64 // with_lock_runs_total by outcome
 	waitTotal    float64            // with_lock_wait_seconds_total
+	success      successMetrics     // this host's last success's duration, and the successes before it
+}
+
+// successMetrics are the gauges that judge a success's duration, as
+// --check --duration-outlier does (durations.go): how long this host's last
+// success held the lock, and how long the successes before it took, by
+// the name's history in Redis (every host's). An alert compares the first
+// with the median.
+type successMetrics struct {
+	known bool    // a run succeeded on this host; else none of these is written
+	took  float64 // with_lock_last_success_duration_seconds
+	// The successes the history kept from before it: how many, and the
+	// shortest, median and longest duration; NaN when there were none,
+	// which no comparison in an alert's expression is true of.
+	prior                    float64
+	priorMin, median, maxDur float64
+}
+
+// newSuccessMetrics is the gauges of a success that held the lock for held,
+// against the successes before it (prior).
+func newSuccessMetrics(held time.Duration, prior durationRange) successMetrics {
+	m := successMetrics{known: true, took: held.Seconds(), prior: float64(prior.n),
+		priorMin: math.NaN(), median: math.NaN(), maxDur: math.NaN()}
+	if prior.n > 0 {
+		m.priorMin, m.median, m.maxDur = prior.min.Seconds(), prior.median.Seconds(), prior.max.Seconds()
+	}
+	return m
 }
 
 // newRunMetrics is what the run that began at begun, ended at end as res
-// says, says of itself.
-func (r *runner) newRunMetrics(res result, begun, end time.Time) *runMetrics {
+// says, says of itself; prior is the range of the successes before it, for
+// a success (priorForMetrics).
+func (r *runner) newRunMetrics(res result, begun, end time.Time, prior durationRange) *runMetrics {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
@@ -50,13 +80,34 @@ func (r *runner) newRunMetrics(res result, begun, end time.Time) *runMetrics {
 	} else {
 		m.waited, m.held = res.acquired.Sub(begun), end.Sub(res.acquired)
 	}
+	if res.outcome == outcomeOK {
+		m.success = newSuccessMetrics(m.held, prior)
+	}
 	return m
+}
+
+// priorForMetrics is, for a run that succeeded, the range of the successes
+// that the name's history kept from before it took the lock: one LRANGE,
+// after the release. A run not recorded has none to read; a history that
+// cannot be read is a warning, and a range of none.
+func (r *runner) priorForMetrics(res result) durationRange {
+	if res.outcome != outcomeOK || r.cfg.NoRecord || r.cfg.HistorySize == 0 || r.locker == nil {
+		return durationRange{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
+	defer cancel()
+	runs, err := r.locker.History(ctx, r.cfg.Name, 0)
+	if err != nil {
+		r.log.warn("warning", fields{}, "the metrics of %s say nothing of the successes before this one: %s", r.cfg.Name, r.inUserWords(err))
+		return durationRange{}
+	}
+	return successRange(runs, res.acquired, nil)
 }
 
 // writeMetrics writes the run's metrics file; a failure is one warning and
 // changes nothing else.
-func (r *runner) writeMetrics(res result, begun, end time.Time) {
-	m := r.newRunMetrics(res, begun, end)
+func (r *runner) writeMetrics(res result, begun, end time.Time, prior durationRange) {
+	m := r.newRunMetrics(res, begun, end, prior)
 	if err := writeMetricsFile(r.cfg.MetricsDir, m); err != nil {
 		r.log.warn("warning", fields{}, "metrics of %s not written: %v (--metrics-dir)", r.cfg.Name, metricsDirError(r.cfg.MetricsDir, err))
 	}
@@ -158,9 +209,10 @@ func metricsFileName(name string) string {
 }
 
 // carry adds to m what the previous file of its lock says: the counters,
-// and the last success unless this run is one. Lines it does not know are
-// ignored; a missing file (nil) is a first run.
+// and the last success and its duration unless this run is one. Lines it
+// does not know are ignored; a missing file (nil) is a first run.
 func (m *runMetrics) carry(prev []byte) {
+	var success successMetrics // the previous file's
 	sc := bufio.NewScanner(bytes.NewReader(prev))
 	for sc.Scan() {
 		line := sc.Text()
@@ -185,7 +237,20 @@ func (m *runMetrics) carry(prev []byte) {
 			m.waitTotal += v
 		case "with_lock_last_success_timestamp_seconds":
 			m.lastSuccess = max(m.lastSuccess, v)
+		case "with_lock_last_success_duration_seconds":
+			success.known, success.took = true, v
+		case "with_lock_prior_successes":
+			success.prior = v
+		case "with_lock_prior_success_duration_min_seconds":
+			success.priorMin = v
+		case "with_lock_prior_success_duration_median_seconds":
+			success.median = v
+		case "with_lock_prior_success_duration_max_seconds":
+			success.maxDur = v
 		}
+	}
+	if m.outcome != outcomeOK {
+		m.success = success
 	}
 	m.runs[m.outcome]++
 	m.waitTotal += m.waited.Seconds()
@@ -233,17 +298,37 @@ func (m *runMetrics) renderFor(push bool) []byte {
 		if m.outcome == outcomeOK {
 			one("with_lock_last_success_timestamp_seconds", "gauge",
 				"When a run of the lock last succeeded (exit 0), in Unix seconds.", unixSeconds(m.end))
+			m.success.render(one)
 		}
 		return b.Bytes()
 	}
 	one("with_lock_last_success_timestamp_seconds", "gauge",
 		"When a run of the lock last succeeded (exit 0) on this host, in Unix seconds; 0 if it never did.", m.lastSuccess)
+	m.success.render(one)
 	family("with_lock_runs_total", "counter", "Runs of the lock on this host by outcome.")
 	for _, o := range outcomes {
 		sample("with_lock_runs_total", `,outcome="`+o+`"`, m.runs[o])
 	}
 	one("with_lock_wait_seconds_total", "counter", "Time the runs of the lock on this host spent acquiring it.", m.waitTotal)
 	return b.Bytes()
+}
+
+// render writes s's gauges with one, nothing when no success is known.
+func (s *successMetrics) render(one func(name, typ, help string, v float64)) {
+	if !s.known {
+		return
+	}
+	one("with_lock_last_success_duration_seconds", "gauge",
+		"How long the last success of the lock held it, from acquiring to releasing it.", s.took)
+	one("with_lock_prior_successes", "gauge",
+		"How many successes of the lock, on any host, its history in Redis kept from before the last success: what the with_lock_prior_success_duration gauges summarise.", s.prior)
+	for _, g := range []struct {
+		name, what string
+		v          float64
+	}{{"min", "shortest", s.priorMin}, {"median", "median", s.median}, {"max", "longest", s.maxDur}} {
+		one("with_lock_prior_success_duration_"+g.name+"_seconds", "gauge",
+			"The "+g.what+" duration of the successes before the last success, by the history in Redis; NaN when there were none.", g.v)
+	}
 }
 
 // escapeLabel escapes a label value for the text format.

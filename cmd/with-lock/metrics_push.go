@@ -39,12 +39,12 @@ const metricsPushTimeout = 5 * time.Second
 
 // pushMetrics pushes the run's metrics; a failure is one warning and
 // changes nothing else.
-func (r *runner) pushMetrics(res result, begun, end time.Time) {
+func (r *runner) pushMetrics(res result, begun, end time.Time, prior durationRange) {
 	if skipped(res.outcome) {
 		r.log.info("metrics", fields{}, "metrics of %s not pushed: the run was %s, and the last one that ran stays (--metrics-push)", r.cfg.Name, res.outcome)
 		return
 	}
-	m := r.newRunMetrics(res, begun, end)
+	m := r.newRunMetrics(res, begun, end, prior)
 	if err := pushMetricsTo(r.cfg.MetricsPush, m); err != nil {
 		r.log.warn("warning", fields{}, "metrics of %s not pushed: %v (--metrics-push)", r.cfg.Name, err)
 	}

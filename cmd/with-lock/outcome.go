@@ -34,11 +34,15 @@ func skipped(outcome string) bool {
 // (res), once the lock is released. Nothing here changes the exit code.
 func (r *runner) report(res result, begun time.Time) {
 	end := time.Now()
+	var prior durationRange // of the successes before this one, for the metrics
+	if r.cfg.MetricsDir != "" || r.cfg.MetricsPush != "" {
+		prior = r.priorForMetrics(res) // metrics.go
+	}
 	if r.cfg.MetricsDir != "" {
-		r.writeMetrics(res, begun, end) // metrics.go
+		r.writeMetrics(res, begun, end, prior) // metrics.go
 	}
 	if r.cfg.MetricsPush != "" {
-		r.pushMetrics(res, begun, end) // metrics_push.go
+		r.pushMetrics(res, begun, end, prior) // metrics_push.go
 	}
 	if r.cfg.PingURL != "" {
 		r.pingEnd(res) // ping.go

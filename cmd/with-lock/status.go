@@ -59,6 +59,10 @@ type statusJSON struct {
 	EvictionPolicy string `json:"eviction_policy,omitempty"`
 
 	Paused *pauseJSON `json:"paused,omitempty"` // --pause's, until --resume or --for (pause.go)
+
+	// SuccessDurations: how long the successes the history keeps took
+	// (durations.go); --status only, as --list does not read histories.
+	SuccessDurations *durationsJSON `json:"success_durations,omitempty"`
 }
 
 // spanJSON is a --once-per window.
@@ -161,8 +165,11 @@ func (r *runner) status() int {
 		return r.redisFailed(err)
 	}
 	r.warnUnanswered("the status is", st) // unanswered.go
+	usual := r.usualDurations(ctx)
 	if r.cfg.JSON {
-		if err := printJSON(newStatusJSON(st)); err != nil {
+		out := newStatusJSON(st)
+		out.SuccessDurations = newDurationsJSON(usual)
+		if err := printJSON(out); err != nil {
 			return r.log.failed(exitInternal, "%v", err)
 		}
 	} else {
@@ -180,6 +187,9 @@ func (r *runner) status() int {
 		if st.LastSuccess != nil && (st.LastRun == nil || !reflect.DeepEqual(st.LastSuccess, st.LastRun)) {
 			fmt.Println("last success: " + describeRun(st.LastSuccess, time.Now()))
 		}
+		if usual.n > 0 {
+			fmt.Printf("usual duration: %s, of the last %s kept\n", usual, successes(usual.n))
+		}
 		if st.EvictionPolicy != "" {
 			fmt.Println("warning: " + evictionWords(st.Key, st.EvictionPolicy))
 		}
@@ -188,6 +198,18 @@ func (r *runner) status() int {
 		return exitStatusHeld
 	}
 	return exitStatusFree
+}
+
+// usualDurations is how long the successes of the name that its history
+// keeps took. The status stands without it: a history that cannot be read
+// is a warning.
+func (r *runner) usualDurations(ctx context.Context) durationRange {
+	runs, err := r.locker.History(ctx, r.cfg.Name, 0)
+	if err != nil {
+		r.log.warn("warning", fields{}, "the usual duration is not shown: %s", r.inUserWords(err))
+		return durationRange{}
+	}
+	return successRange(runs, time.Time{}, nil)
 }
 
 // describeStatus is --status's first line: whether the lock st describes

@@ -253,14 +253,28 @@ for a run refused as busy or done.`,
 .I NAME
 in Redis as a Nagios plugin does and print one line on stdout; exit 0 OK,
 1 WARNING (also when the server may evict the lock: its
-maxmemory\-policy is not noeviction), 2 CRITICAL (the last run failed or
-lost the lock, or no success within \-\-max\-age, or none recorded),
-3 UNKNOWN (Redis unreachable). With \-\-json, the same as an object.`,
+maxmemory\-policy is not noeviction; or, with \-\-duration\-outlier, the last
+success took far less or longer than the ones before it), 2 CRITICAL (the
+last run failed or lost the lock, or no success within \-\-max\-age, or none
+recorded, or the last success took less than \-\-min\-duration or longer
+than \-\-max\-duration),
+3 UNKNOWN (Redis unreachable). With \-\-json, the same as an object; with
+a duration judgement, its prior_successes (successes, min_ms, median_ms,
+max_ms) are those before the last success.`,
 		"max-age": `With \-\-check, CRITICAL when no run succeeded in the last DUR.`,
 		"warn-age": `With \-\-check, WARNING when no run succeeded in the last DUR (below
 \-\-max\-age).`,
 		"running-ok": `With \-\-check, a run going on for less than DUR is OK, whatever the
 records say.`,
+		"min-duration": `With \-\-check, CRITICAL when the last success took less than DUR: a job
+that exits 0 in a tenth of its usual time has often done nothing.`,
+		"max-duration": `With \-\-check, CRITICAL when the last success took longer than DUR.`,
+		"duration-outlier": `With \-\-check, WARNING when the last success took under a third, or over
+3 times, the median duration of the successes recorded before it in the
+name's history (\-\-history\-size, default 10); the message gives their
+range. The median, unlike the range, is not moved by one odd run in the
+history. Fewer than 5 earlier successes are too few to judge: OK, with a
+note saying so.`,
 		"json": `With \-\-status, print one line of JSON: key, held, holder, host, pid, ttl_ms
 (\-1: no expiry), fence, since, finished, last_run, last_success, done_window
 (start and end of the \-\-once\-per window already done), leftovers (while
@@ -268,8 +282,9 @@ the command has exited and processes of its job hold the lock: exit_code,
 exited, processes), and for \-\-slots slots
 and holders; eviction_policy when the server may evict the lock (its
 maxmemory\-policy, not noeviction); paused while \-\-pause holds (by, since, until, reason,
-pending). With \-\-list, one such object per line for each lock, with its
-name. With \-\-print\-config, one object: config_file, config_file_source,
+pending); success_durations (successes, min_ms, median_ms, max_ms: how long
+the successes the history keeps took; \-\-status only). With \-\-list, one
+such object per line for each lock, with its name. With \-\-print\-config, one object: config_file, config_file_source,
 config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
 		"config": `Read the settings from
 .I FILE

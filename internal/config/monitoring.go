@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -19,6 +20,10 @@ type Monitoring struct {
 	MaxAge    time.Duration // --check: CRITICAL when the last success is older; 0: any age
 	WarnAge   time.Duration // --check: WARNING when the last success is older; 0: never
 	RunningOK time.Duration // --check: a run going on for less than this is OK; 0: not
+
+	MinDuration     time.Duration // --check: CRITICAL when the last success took less; 0: no bound
+	MaxDuration     time.Duration // --check: CRITICAL when the last success took longer; 0: no bound
+	DurationOutlier bool          // --check: WARNING when the last success took far less or longer than its history's median
 }
 
 // DefaultPingTimeout bounds a ping: the run's exit waits for its end ping
@@ -43,8 +48,10 @@ func (c *Config) validateMonitoring() error {
 	if c.PingTimeout <= 0 {
 		return c.bad("ping-timeout", "%s must be positive", c.PingTimeout)
 	}
-	for _, name := range []string{"max-age", "warn-age", "running-ok"} {
-		d := map[string]time.Duration{"max-age": c.MaxAge, "warn-age": c.WarnAge, "running-ok": c.RunningOK}[name]
+	durations := map[string]time.Duration{"max-age": c.MaxAge, "warn-age": c.WarnAge, "running-ok": c.RunningOK,
+		"min-duration": c.MinDuration, "max-duration": c.MaxDuration}
+	for _, name := range []string{"max-age", "warn-age", "running-ok", "min-duration", "max-duration"} {
+		d := durations[name]
 		switch {
 		case d < 0:
 			return c.bad(name, "%s is negative", d)
@@ -54,6 +61,12 @@ func (c *Config) validateMonitoring() error {
 	}
 	if c.WarnAge > 0 && c.MaxAge > 0 && c.WarnAge >= c.MaxAge {
 		return fmt.Errorf("--warn-age %s must be below --max-age %s", c.WarnAge, c.MaxAge)
+	}
+	if c.MinDuration > 0 && c.MaxDuration > 0 && c.MinDuration >= c.MaxDuration {
+		return fmt.Errorf("--min-duration %s must be below --max-duration %s", c.MinDuration, c.MaxDuration)
+	}
+	if c.DurationOutlier && c.Check == "" {
+		return errors.New("--duration-outlier goes with --check")
 	}
 	return nil
 }

@@ -22,6 +22,10 @@ func TestMonitoringSettingsRefuseWhatCannotWork(t *testing.T) {
 		{[]string{"--running-ok", "1h", "--status", "job"}, "--running-ok goes with --check"},
 		{[]string{"--check", "job", "--max-age", "1h", "--warn-age", "2h"}, "--warn-age 2h0m0s must be below --max-age 1h0m0s"},
 		{[]string{"--check", "job", "--max-age", "-1s"}, "--max-age -1s is negative"},
+		{[]string{"--min-duration", "1s", "job", "true"}, "--min-duration goes with --check"},
+		{[]string{"--duration-outlier", "--status", "job"}, "--duration-outlier goes with --check"},
+		{[]string{"--check", "job", "--max-duration", "-1s"}, "--max-duration -1s is negative"},
+		{[]string{"--check", "job", "--min-duration", "2s", "--max-duration", "1s"}, "--min-duration 2s must be below --max-duration 1s"},
 		{[]string{"--check", "job", "other"}, "--check NAME takes no other name and no command"},
 		{[]string{"--check", "job", "--status"}, "go alone"},
 	} {

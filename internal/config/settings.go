@@ -141,6 +141,12 @@ func settings(c *Config) []group {
 				help: "with --check, WARNING when no run succeeded in the last `DUR`"},
 			{name: "running-ok", field: &c.RunningOK,
 				help: "with --check, a run going on for less than `DUR` is OK"},
+			{name: "min-duration", field: &c.MinDuration,
+				help: "with --check, CRITICAL when the last success took less than `DUR`, as a run that did nothing may"},
+			{name: "max-duration", field: &c.MaxDuration,
+				help: "with --check, CRITICAL when the last success took longer than `DUR`"},
+			{name: "duration-outlier", field: &c.DurationOutlier,
+				help: "with --check, WARNING when the last success took under a third or over 3 times the median of the successes before it in --history, once there are 5"},
 		}},
 		{"Configuration", []setting{
 			{name: "config", env: EnvConfig, cli: true, field: &c.File, def: defaultFile,

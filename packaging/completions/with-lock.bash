@@ -23,7 +23,7 @@ _with_lock()
                 --record-output | --ping-output | --stop-timeout | --stop-signal | \
                 --tracking | --memory-max | --cpu-quota | --metrics-push | \
                 --once-per | --once-per-offset | --done-exit-code | --check | --max-age | --warn-age | --running-ok | \
-                --for | --reason)
+                --min-duration | --max-duration | --for | --reason)
                 ((i++))
                 ;;
             -*) ;;
@@ -68,7 +68,7 @@ _with_lock()
             _filedir -d
             return
             ;;
-        --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok | --for | --reason)
+        --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok | --min-duration | --max-duration | --for | --reason)
             return
             ;;
         --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | --jitter | \
@@ -90,6 +90,7 @@ _with_lock()
             --version -h --help
             --replace
             --metrics-dir --metrics-push --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok
+            --min-duration --max-duration --duration-outlier
             --pause --for --reason --resume' -- "$cur"))
     fi
 } &&
