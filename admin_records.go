@@ -374,11 +374,11 @@ func (s *single) history(ctx context.Context, key string, n int) ([]string, erro
 	return historyOn(ctx, s.rdb, key, n)
 }
 
+// history is the union of the nodes' runs once a majority has answered:
+// the same run is the same JSON on every node that stored it.
 func (q *quorum) history(ctx context.Context, key string, n int) ([]string, error) {
-	res := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeStrings {
+	return q.unionOfMajority(ctx, func(ctx context.Context, rdb redis.UniversalClient) nodeStrings {
 		raws, err := historyOn(ctx, rdb, key, n)
 		return nodeStrings{raws, err}
 	})
-	// The same run is the same JSON on every node that stored it.
-	return q.unionIfMajority(res)
 }

@@ -139,10 +139,18 @@ func column(res [][]nodeStatus, pending []bool, k int) []nodeStatus {
 // keys is the union of the keys of the nodes that answered, once a
 // majority did: a lock held on a majority is on one of any majority.
 func (q *quorum) keys(ctx context.Context, match string) ([]string, error) {
-	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, func(ctx context.Context, rdb redis.UniversalClient) nodeStrings {
+	return q.unionOfMajority(ctx, func(ctx context.Context, rdb redis.UniversalClient) nodeStrings {
 		keys, err := scanKeys(ctx, rdb, match)
 		return nodeStrings{keys, err}
-	}, func(res []nodeStrings, pending []bool) bool {
+	})
+}
+
+// unionOfMajority reads strings on every node and returns their union
+// (unionIfMajority) once a majority has answered, after adminGrace for the
+// others: what a majority stored is on one of any majority, so a stopped
+// node costs no more than the grace, as Status's does.
+func (q *quorum) unionOfMajority(ctx context.Context, read func(context.Context, redis.UniversalClient) nodeStrings) ([]string, error) {
+	res, pending := raceUntil(ctx, q.nodes, adminLimit(ctx), adminGrace, read, func(res []nodeStrings, pending []bool) bool {
 		ok, failed := 0, 0
 		for i, r := range res {
 			switch {

@@ -109,8 +109,8 @@ const (
 	quorumAdminBound   = 10 * time.Second
 )
 
-// With one of three masters stopped (SIGSTOP), --status, --list and
-// --break answer from the other two, a majority, without waiting for the
+// With one of three masters stopped (SIGSTOP), --status (with the
+// history it reads), --list, --history and --break answer from the other two, a majority, without waiting for the
 // stopped one up to --redis-timeout; they answer as with every node up,
 // and say on stderr which node did not answer. --break removes the key
 // from the two that answered at once, and from the stopped one when it
@@ -154,6 +154,10 @@ func TestQuorumCLIAdminAnswersFromAMajorityWithANodeStopped(t *testing.T) {
 		t.Errorf("--list: exit %d, stdout %q; want 0 and a row of qa held by %s", r.Code, r.Stdout, holder)
 	}
 	warned("--list", r)
+
+	if r = run("--history", "qa"); r.Code != 0 {
+		t.Errorf("--history: exit %d, stderr %q; want 0", r.Code, r.Stderr)
+	}
 
 	r = run("--break", "qa")
 	if want := "removed lock:qa, held by " + holder + "\n"; r.Code != 0 || r.Stdout != want {
