@@ -19,6 +19,8 @@ type Monitoring struct {
 	MaxAge    time.Duration // --check: CRITICAL when the last success is older; 0: any age
 	WarnAge   time.Duration // --check: WARNING when the last success is older; 0: never
 	RunningOK time.Duration // --check: a run going on for less than this is OK; 0: not
+
+	Doctor bool // --doctor [NAME]: check that the deployment can hold locks, run nothing
 }
 
 // DefaultPingTimeout bounds a ping: the run's exit waits for its end ping
