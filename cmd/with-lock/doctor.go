@@ -334,7 +334,7 @@ func (d *doctor) where() string {
 	case config.Quorum:
 		s = fmt.Sprintf("the quorum of %d masters", n)
 	default:
-		s = "Redis"
+		s = "the server"
 		if len(d.nodes) == 1 {
 			s += " at " + d.nodes[0].label
 		}

@@ -47,9 +47,13 @@ func (d *doctor) server(n *doctorNode) finding {
 			version = v
 		}
 	}
-	detail := fmt.Sprintf("%s %s, %s", name, version, f["redis_mode"])
+	mode := f["redis_mode"]
+	if mode == "" {
+		mode = f["server_mode"] // Valkey's word
+	}
+	detail := fmt.Sprintf("%s %s, %s", name, version, mode)
 	major, _ := strconv.Atoi(strings.SplitN(version, ".", 2)[0])
-	switch mode := f["redis_mode"]; {
+	switch {
 	case mode == "sentinel":
 		return finding{checkCritical, detail + ": a Sentinel, not the Redis that keeps the locks",
 			"give the sentinels with --sentinel and the master's name with --sentinel-master"}
@@ -245,7 +249,12 @@ func (d *doctor) clock(n *doctorNode) finding {
 		return finding{checkUnknown, "TIME refused: " + err.Error(), "allow the user +time (--fence and --once-per read the server's clock too)"}
 	}
 	half := t1.Sub(t0) / 2
-	off := server.Sub(t0.Add(half))
+	return clockFinding(server.Sub(t0.Add(half)), half)
+}
+
+// clockFinding judges the server's clock off from this host's by off,
+// measured within half.
+func clockFinding(off, half time.Duration) finding {
 	ahead := "ahead of"
 	if off < 0 {
 		off, ahead = -off, "behind"
@@ -254,7 +263,7 @@ func (d *doctor) clock(n *doctorNode) finding {
 		return finding{checkWarning, fmt.Sprintf("the server's clock is %s %s this host's: --once-per's windows follow the server's, cron and the records this host's", age(off), ahead),
 			"synchronise both clocks (NTP, chrony)"}
 	}
-	return ok("the server's clock is within %s of this host's (warned past %s)", (off + half).Round(time.Millisecond), clockSkewWarn)
+	return ok("the server's clock is within %s of this host's (warned past %s)", millis(off+half), clockSkewWarn)
 }
 
 // clusterSlot checks that every key of the name is in one Cluster slot, as
@@ -304,4 +313,9 @@ func hashSlot(key string) uint16 {
 		key = key[open+1 : open+1+end]
 	}
 	return keys.ClusterSlot(key)
+}
+
+// millis says d in whole milliseconds.
+func millis(d time.Duration) string {
+	return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds())
 }
