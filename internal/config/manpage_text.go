@@ -256,6 +256,24 @@ in Redis as a Nagios plugin does and print one line on stdout; exit 0 OK,
 maxmemory\-policy is not noeviction), 2 CRITICAL (the last run failed or
 lost the lock, or no success within \-\-max\-age, or none recorded),
 3 UNKNOWN (Redis unreachable). With \-\-json, the same as an object.`,
+		"doctor": `Run no command: check that the deployment the settings name (one Redis,
+Sentinel's master, each master of a Cluster or of a quorum) can hold locks,
+and print one line per check, OK, WARNING, CRITICAL or UNKNOWN (the check
+could not tell) with what to do, under a first line in \-\-check's form:
+reachable (the round trip of PING), server (Redis or Valkey, its version),
+eviction (maxmemory and maxmemory\-policy: WARNING when the server may evict
+a lock, CRITICAL when it has evicted keys or is full), persistence (WARNING
+with no AOF and no RDB snapshots: a restart forgets the locks), replication
+(CRITICAL on a replica, or when \-\-min\-replicas waits for more replicas
+than acknowledge), lua (CRITICAL when EVAL fails), acl (every command
+with-lock sends, with the keys of
+.IR NAME ,
+asked of ACL DRYRUN or redis.acl_check_cmd without running it), clock (WARNING
+past 1 s from this host's) and, with
+.IR NAME ,
+cluster\-slot (all its keys in one slot). Exit 0 OK, 1 WARNING, 2 CRITICAL,
+3 UNKNOWN, the worst line's. With \-\-json, one object: status, code,
+message, deployment, name, key and checks (name, state, detail, advice).`,
 		"max-age": `With \-\-check, CRITICAL when no run succeeded in the last DUR.`,
 		"warn-age": `With \-\-check, WARNING when no run succeeded in the last DUR (below
 \-\-max\-age).`,
@@ -269,7 +287,7 @@ exited, processes), and for \-\-slots slots
 and holders; eviction_policy when the server may evict the lock (its
 maxmemory\-policy, not noeviction); paused while \-\-pause holds (by, since, until, reason,
 pending). With \-\-list, one such object per line for each lock, with its
-name. With \-\-print\-config, one object: config_file, config_file_source,
+name. With \-\-doctor, see \-\-doctor. With \-\-print\-config, one object: config_file, config_file_source,
 config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
 		"config": `Read the settings from
 .I FILE

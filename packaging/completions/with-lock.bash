@@ -90,7 +90,8 @@ _with_lock()
             --version -h --help
             --replace
             --metrics-dir --metrics-push --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok
-            --pause --for --reason --resume' -- "$cur"))
+            --pause --for --reason --resume
+            --doctor' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock

@@ -116,6 +116,7 @@ complete -c with-lock -n $flags -l check -x -d 'judge the records of lock NAME a
 complete -c with-lock -n $flags -l max-age -x -d 'with --check, CRITICAL without a success in DUR'
 complete -c with-lock -n $flags -l warn-age -x -d 'with --check, WARNING without a success in DUR'
 complete -c with-lock -n $flags -l running-ok -x -d 'with --check, a run going on for less than DUR is OK'
+complete -c with-lock -n $flags -l doctor -d 'check that the Redis deployment can hold locks and exit'
 complete -c with-lock -n $flags -l pause -d 'pause the lock on every host and exit'
 complete -c with-lock -n $flags -l for -x -d 'with --pause, end the pause after DUR'
 complete -c with-lock -n $flags -l reason -x -d 'with --pause, why: every refused run prints it'
