@@ -235,8 +235,11 @@ func (d *doctor) reachable() doctorLine {
 
 // unreachableAdvice is what to do about a server that did not answer PING.
 func unreachableAdvice(err error) string {
-	if redisExit(err) == exitNoPerm {
+	switch redisExit(err) {
+	case exitNoPerm:
 		return "check the user and password (--redis URL, --password-file)"
+	case exitConfig:
+		return "fix the connection settings as the message says (with-lock --print-config shows them)"
 	}
 	return "check that Redis runs at that address and that this host may reach it (firewall, --redis-timeout)"
 }
