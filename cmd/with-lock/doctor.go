@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,8 +74,7 @@ type doctorNode struct {
 type doctor struct {
 	r     *runner
 	ctx   context.Context
-	name  string // NAME, or doctorName when none was given
-	key   string // its lock key
+	key   string // the lock key of NAME, or of doctorName when none was given
 	nodes []*doctorNode
 	// cluster is the Cluster's client, on a Cluster.
 	cluster *redis.ClusterClient
@@ -93,7 +93,7 @@ func (r *runner) doctor() int {
 	// whole is bounded by a few --redis-timeout per server.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(4+4*len(r.cfg.RedisURLs))*r.cfg.RedisTimeout)
 	defer cancel()
-	d := &doctor{r: r, ctx: ctx, name: name, key: keys.Lock(r.cfg.Prefix, name)}
+	d := &doctor{r: r, ctx: ctx, key: keys.Lock(r.cfg.Prefix, name)}
 	clients, err := r.cfg.RedisClients()
 	if err != nil {
 		return d.report([]doctorLine{line("configuration", finding{checkUnknown, r.inUserWords(err), "fix the connection settings (with-lock --print-config shows them)"})})
@@ -164,7 +164,8 @@ func (d *doctor) findNodes(clients []redis.UniversalClient) ([]*doctorNode, erro
 		if err != nil {
 			return nil, err
 		}
-		sortNodes(nodes)
+		// By address, so that two reports name them alike.
+		slices.SortFunc(nodes, func(a, b *doctorNode) int { return strings.Compare(a.label, b.label) })
 		return nodes, nil
 	}
 	var nodes []*doctorNode
@@ -179,16 +180,6 @@ func (d *doctor) findNodes(clients []redis.UniversalClient) ([]*doctorNode, erro
 		nodes = append(nodes, &doctorNode{label: label, rdb: rdb})
 	}
 	return nodes, nil
-}
-
-// sortNodes orders a Cluster's masters by address, so that two reports
-// name them alike.
-func sortNodes(nodes []*doctorNode) {
-	for i := 1; i < len(nodes); i++ {
-		for j := i; j > 0 && nodes[j].label < nodes[j-1].label; j-- {
-			nodes[j], nodes[j-1] = nodes[j-1], nodes[j]
-		}
-	}
 }
 
 // reachable PINGs each node three times (the best round trip is the
