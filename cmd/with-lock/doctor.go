@@ -134,14 +134,14 @@ func (d *doctor) examine(clients []redis.UniversalClient) []doctorLine {
 		{"replication", d.replication},
 		{"lua", d.lua},
 		{"acl", d.acl}, // doctor_acl.go
-		{"clock", d.clock},
 	} {
 		found := make([]finding, len(up))
 		for i, n := range up {
 			found[i] = c.check(n)
 		}
-		lines = append(lines, line(c.name, combine(up, found)))
+		lines = append(lines, line(c.name, d.combine(up, found)))
 	}
+	lines = append(lines, d.clocks(up)) // doctor_checks.go
 	if d.r.cfg.Name != "" {
 		lines = append(lines, line("cluster-slot", d.clusterSlot()))
 	}
@@ -216,7 +216,12 @@ func (d *doctor) reachable() doctorLine {
 				"use a Redis nearer this host, or a longer --ttl"}
 		}
 	}
-	f := combine(d.nodes, found)
+	if answered == len(d.nodes) && len(d.nodes) > 1 && !slices.ContainsFunc(found, func(f finding) bool { return f.code != checkOK }) {
+		// One line for all: the slowest round trip is the one to judge.
+		slowest := slices.MaxFunc(d.nodes, func(a, b *doctorNode) int { return int(a.rtt - b.rtt) })
+		return line("reachable", ok("all %d answered PING, the slowest (%s) in %s", len(d.nodes), slowest.label, roundTrip(slowest.rtt)))
+	}
+	f := d.combine(d.nodes, found)
 	if need := len(d.nodes)/2 + 1; d.r.cfg.Topology() == config.Quorum && answered < len(d.nodes) && answered >= need {
 		f.code = checkWarning
 		f.detail = fmt.Sprintf("%d of %d masters answered, a majority (%d): %s", answered, len(d.nodes), need, f.detail)
@@ -242,9 +247,14 @@ func roundTrip(d time.Duration) string {
 
 // combine makes one check's findings on nodes into one: the worst state,
 // the detail once when every node says the same, else each node's after
-// its name, and the advice of the first of the worst.
-func combine(nodes []*doctorNode, found []finding) finding {
+// its name, and the advice of the first of the worst. The finding of the
+// one server of the deployment is as it is; of the one that answered of
+// several, it is named.
+func (d *doctor) combine(nodes []*doctorNode, found []finding) finding {
 	if len(found) == 1 {
+		if len(d.nodes) > 1 {
+			found[0].detail = nodes[0].label + ": " + found[0].detail
+		}
 		return found[0]
 	}
 	worst := found[0]

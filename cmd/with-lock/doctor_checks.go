@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,8 +155,8 @@ func configGet(d *doctor, n *doctorNode, param string) (string, error) {
 
 // replication judges the server's role and replicas: a replica refuses the
 // lock's writes; a master whose min-replicas-to-write is not met refuses
-// them too; --min-replicas N waits for N acknowledgements (WAIT), which
-// WAIT 0 0, sent now, counts without waiting.
+// them too; --min-replicas N waits for N acknowledgements (WAIT, up to
+// half --redis-timeout), which a WAIT sent now counts as a run's would.
 func (d *doctor) replication(n *doctorNode) finding {
 	if n.info == nil {
 		return infoMissing(n)
@@ -175,9 +176,15 @@ func (d *doctor) replication(n *doctorNode) finding {
 	if count > 0 {
 		detail = fmt.Sprintf("%d replica(s) (%s)", count, strings.Join(replicas, "; "))
 	}
-	acked, werr := n.rdb.Do(d.ctx, "WAIT", 0, 0).Int()
-	if werr != nil {
-		acked = -1
+	want := d.r.cfg.MinReplicas
+	acked, werr := -1, error(nil)
+	if ask := max(want, count); ask > 0 {
+		// As --min-replicas waits: WAIT 0 0 would count only the replicas
+		// that acknowledged already, and they do so once a second.
+		acked, werr = n.rdb.Do(d.ctx, "WAIT", ask, (d.r.cfg.RedisTimeout / 2).Milliseconds()).Int()
+		if werr != nil {
+			acked = -1
+		}
 	}
 	if v, err := configGet(d, n, "min-replicas-to-write"); err == nil {
 		detail += ", min-replicas-to-write " + v
@@ -188,7 +195,6 @@ func (d *doctor) replication(n *doctorNode) finding {
 				"bring the replicas back, or lower min-replicas-to-write"}
 		}
 	}
-	want := d.r.cfg.MinReplicas
 	switch {
 	case want > 0 && werr != nil:
 		return finding{checkCritical, fmt.Sprintf("%s; --min-replicas %d needs WAIT: %v", detail, want, werr), "allow the user +wait"}
@@ -199,8 +205,13 @@ func (d *doctor) replication(n *doctorNode) finding {
 		return ok("%s; --min-replicas %d waits for %d, and WAIT counts %d now", detail, want, want, acked)
 	case count == 0 && d.r.cfg.Topology() == config.Sentinel:
 		return finding{checkWarning, detail + ": Sentinel has no replica to fail over to", "add a replica"}
-	case count > 0 && acked >= 0:
-		return ok("%s, asynchronous: a failover may lose a lock just taken; --min-replicas %d would wait for that many acknowledgements (WAIT counts %d now)", detail, max(acked, 1), acked)
+	case count > 0 && acked >= count:
+		return ok("%s, asynchronous: a failover may lose a lock just taken; --min-replicas %d would wait for them, and WAIT counts %d now", detail, count, acked)
+	case count > 0 && werr == nil:
+		return finding{checkWarning, fmt.Sprintf("%s, but WAIT counts %d acknowledging within %s: a failover may promote one that lacks the newest locks", detail, acked, d.r.cfg.RedisTimeout/2),
+			"see the replicas' links (INFO replication on each)"}
+	case werr != nil:
+		return ok("%s; WAIT: %v", detail, werr)
 	}
 	return ok("%s", detail)
 }
@@ -239,17 +250,33 @@ func (d *doctor) lua(n *doctorNode) finding {
 	return ok("EVAL runs scripts%s", cache)
 }
 
-// clock compares the server's clock (TIME) with this host's at the middle
-// of the round trip; half the round trip bounds the error.
-func (d *doctor) clock(n *doctorNode) finding {
-	t0 := time.Now()
-	server, err := n.rdb.Time(d.ctx).Result()
-	t1 := time.Now()
-	if err != nil {
-		return finding{checkUnknown, "TIME refused: " + err.Error(), "allow the user +time (--fence and --once-per read the server's clock too)"}
+// clocks is the clock line: each server's clock against this host's, the
+// farthest said once when none is off.
+func (d *doctor) clocks(up []*doctorNode) doctorLine {
+	found := make([]finding, len(up))
+	far := time.Duration(-1)
+	for i, n := range up {
+		t0 := time.Now()
+		server, err := n.rdb.Time(d.ctx).Result()
+		t1 := time.Now()
+		if err != nil {
+			found[i] = finding{checkUnknown, "TIME refused: " + err.Error(), "allow the user +time (--fence and --once-per read the server's clock too)"}
+			far = -2 // not all measured
+			continue
+		}
+		// Measured at the middle of the round trip; half of it bounds
+		// the error.
+		half := t1.Sub(t0) / 2
+		off := server.Sub(t0.Add(half))
+		found[i] = clockFinding(off, half)
+		if far != -2 && found[i].code == checkOK {
+			far = max(far, off.Abs()+half)
+		}
 	}
-	half := t1.Sub(t0) / 2
-	return clockFinding(server.Sub(t0.Add(half)), half)
+	if len(up) > 1 && far >= 0 && !slices.ContainsFunc(found, func(f finding) bool { return f.code != checkOK }) {
+		return line("clock", ok("the servers' clocks are within %s of this host's (warned past %s)", millis(far), clockSkewWarn))
+	}
+	return line("clock", d.combine(up, found))
 }
 
 // clockFinding judges the server's clock off from this host's by off,

@@ -45,9 +45,17 @@ func TestDoctorCombinesTheServersFindingsIntoTheWorst(t *testing.T) {
 		{[]finding{{checkCritical, "c", "now"}, {checkUnknown, "u", "look"}, ok("x")}, checkCritical, "a:1: c; b:2: u; c:3: x", "now"},
 		{[]finding{ok("x"), {checkUnknown, "u", "look"}, ok("x")}, checkUnknown, "b:2: u", "look"},
 	} {
-		f := combine(nodes, tc.found)
+		f := (&doctor{nodes: nodes}).combine(nodes, tc.found)
 		if f.code != tc.code || !strings.Contains(f.detail, tc.detail) || f.advice != tc.advice {
 			t.Errorf("%v: %s %q %q, want %s %q %q", tc.found, checkStates[f.code], f.detail, f.advice, checkStates[tc.code], tc.detail, tc.advice)
 		}
+	}
+	// The one server that answered of several is named; the one server of
+	// the deployment is not.
+	if f := (&doctor{nodes: nodes}).combine(nodes[1:2], []finding{ok("x")}); f.detail != "b:2: x" {
+		t.Errorf("the one that answered of 3: %q, want it named", f.detail)
+	}
+	if f := (&doctor{nodes: nodes[:1]}).combine(nodes[:1], []finding{ok("x")}); f.detail != "x" {
+		t.Errorf("the one server: %q, want it as it is", f.detail)
 	}
 }

@@ -166,6 +166,8 @@ func TestDoctorJudgesReplicasAndMinReplicas(t *testing.T) {
 		t.Parallel()
 		runDoctor(t, nil, "--redis", master.URL(), "nightly").
 			expect(t, "replication", "OK", "1 replica(s) (127.0.0.1:"+strconv.Itoa(replica.Port)+" online", 0)
+		runDoctor(t, nil, "--redis", master.URL(), "nightly").
+			expect(t, "replication", "OK", "--min-replicas 1 would wait for them, and WAIT counts 1 now", 0)
 	})
 	t.Run("--min-replicas above the replicas is CRITICAL", func(t *testing.T) {
 		t.Parallel()
@@ -271,6 +273,7 @@ func TestDoctorThroughSentinel(t *testing.T) {
 	d := runDoctor(t, nil, append(args, "nightly")...)
 	d.expect(t, "reachable", "OK", "answered PING", 1)
 	d.expect(t, "replication", "OK", "1 replica(s) (127.0.0.1:"+strconv.Itoa(g.Replica.Port), 1)
+	d.expect(t, "replication", "OK", "WAIT counts 1 now", 1)
 	if !strings.Contains(d.rep.Message, "Sentinel master "+redistest.MasterName) {
 		t.Errorf("message %q does not name the master", d.rep.Message)
 	}
