@@ -192,9 +192,11 @@ func (d *doctor) reachable() doctorLine {
 	for i, n := range d.nodes {
 		for range 3 {
 			t0 := time.Now()
-			if n.err = n.rdb.Ping(d.ctx).Err(); n.err != nil {
+			// A NOPERM is an answer too: the acl line says it.
+			if n.err = n.rdb.Ping(d.ctx).Err(); n.err != nil && !redis.IsPermissionError(n.err) {
 				break
 			}
+			n.err = nil
 			if rtt := time.Since(t0); n.rtt == 0 || rtt < n.rtt {
 				n.rtt = rtt
 			}

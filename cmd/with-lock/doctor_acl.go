@@ -50,6 +50,9 @@ func (d *doctor) aclProbes() []aclProbe {
 		{[]any{"TIME"}, "--fence and --once-per, the server's clock", c.Fence || c.OncePer > 0},
 		{[]any{"TYPE", k}, "naming another program's key in an error", false},
 		{[]any{"SUBSCRIBE", k}, "--wait, woken by the release", c.Wait > 0},
+		{[]any{"UNSUBSCRIBE", k}, "--wait, woken by the release", c.Wait > 0},
+		// HELLO and AUTH made the connection the doctor asks on.
+		{[]any{"PING"}, "the client's health checks", false},
 		{[]any{"WAIT", "1", "0"}, "--min-replicas", c.MinReplicas > 0},
 		{[]any{"INFO", "memory"}, "the warning of a server that may evict a lock", false},
 		{[]any{"SCAN", "0", "MATCH", c.Prefix + "*", "COUNT", "1000"}, "--list --scan", false},

@@ -214,6 +214,9 @@ func TestDoctorNamesTheCommandsTheACLUserMayNotSend(t *testing.T) {
 			"CRITICAL", "PEXPIRE lock:nightly 30000 (every run: renewal)", 2},
 		{"without +scan, which --list --scan needs, WARNING", "u-scan", strings.Replace(LeastPrivilegeACL, " +scan", "", 1),
 			"WARNING", "SCAN 0 MATCH lock:* COUNT 1000 (--list --scan)", 1},
+		// PING refused is still an answer: reachable stays OK (exit 1).
+		{"without +ping, WARNING", "u-ping", strings.Replace(LeastPrivilegeACL, " +ping", "", 1),
+			"WARNING", "PING (the client's health checks)", 1},
 		// A user who may run ACL DRYRUN is asked by it.
 		{"a user who may run ACL DRYRUN, without +scan, WARNING", "u-admin", "~* &* +@all -scan",
 			"WARNING", "SCAN 0 MATCH lock:* COUNT 1000 (--list --scan) (by ACL DRYRUN)", 1},
