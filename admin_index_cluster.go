@@ -30,10 +30,9 @@ func (w indexWrite) eval(ctx context.Context, rdb redis.UniversalClient, script 
 		return rdb.Eval(ctx, script, keys, args...)
 	}
 	var cmd *redis.Cmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_ = pipelined(ctx, rdb, func(p redis.Pipeliner) { // pipeline.go; each command has its error
 		p.HSet(ctx, w.index, w.key, "")
 		cmd = p.Eval(ctx, script, keys, args...)
-		return nil
 	})
 	return cmd
 }

@@ -26,7 +26,7 @@ import (
 // not know.
 type Run struct {
 	Holder   string    `json:"holder"`   // "<host>:<pid>" of the lock's owner
-	Started  time.Time `json:"started"`  // when the lock was acquired, unless the caller said otherwise
+	Started  time.Time `json:"started"`  // when the lock was obtained, unless the caller said otherwise
 	Finished time.Time `json:"finished"` // when the run ended
 	// ExitCode is how the run ended, as the caller defines it: a process's
 	// exit code, say.
@@ -223,7 +223,9 @@ func (w *recordWrite) args() []any {
 // name's last success (Status.LastSuccess), which a later failure does not
 // overwrite, and marks its Window done. History and last success live for
 // retention too. run's Holder and Fence are taken from the lock; a zero
-// Started becomes the time of acquisition, a zero Finished the present, an
+// Started becomes the time the lock was obtained (for a waiting Acquire,
+// when it returned: never before the run it waited for ended), a zero
+// Finished the present, an
 // empty Outcome OutcomeLost when Lost, OutcomeOK for exit code 0, else
 // OutcomeFailed. The record is stored even when the lock is no longer
 // ours, so that a lost run is recorded too. Unlike Release it never hands
@@ -261,6 +263,9 @@ func (l *Lock) releaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	run.Holder, run.Fence = holderOf(l.token), l.fence
 	if run.Started.IsZero() {
 		run.Started = l.acquired
+		if !l.obtained.IsZero() {
+			run.Started = l.obtained // not before the run it waited for ended
+		}
 	}
 	if run.Finished.IsZero() {
 		run.Finished = time.Now()

@@ -28,9 +28,12 @@ type Holder struct {
 	// TTL is the owner's remaining time: -1 when the key exists without an
 	// expiry (not set by this package), 0 when unknown.
 	TTL time.Duration
-	// Since is when the holder began to acquire the lock, by its own clock
-	// (a holder that waited for it shows the start of its wait); zero when
-	// unknown (a token from an older version or another program).
+	// Since is when the holder got the lock, as near as Redis tells: when
+	// it began to acquire it, by its own clock, or, for a holder of a plain
+	// lock that waited for it, when the run it waited for ended (that
+	// run's record's Finished, by that run's clock), whichever is later.
+	// Zero when unknown (a token from an older version or another
+	// program).
 	Since time.Time
 }
 
@@ -142,6 +145,7 @@ func (v lockView) status() (*Status, error) {
 			st.KeptByMinHold = st.Held && rec.Tag == tokenTag(v.token)
 		}
 	}
+	st.Holder.Since = gotSince(st)
 	for _, raw := range v.successes {
 		rec, err := decodeRecord(raw)
 		if err != nil {
@@ -152,6 +156,23 @@ func (v lockView) status() (*Status, error) {
 		}
 	}
 	return st, nil
+}
+
+// gotSince is since when st's holder holds the lock. Its token says when
+// it began to acquire it: for a waiter, the start of its wait. It got the
+// lock no earlier than the run before it ended, which the last-run record
+// says when that run is another holder's and ended holding the lock (a
+// lost run may have ended after the present holder took the lock over).
+// A semaphore's last run may be of another slot, held beside it.
+func gotSince(st *Status) time.Time {
+	since, last := st.Holder.Since, st.LastRun
+	if !st.Held || since.IsZero() || last == nil || st.KeptByMinHold || last.Lost || st.Slots > 0 {
+		return since
+	}
+	if last.Finished.After(since) {
+		return last.Finished
+	}
+	return since
 }
 
 // nodeStatus is one node's view of a lock. token is "" when the key is

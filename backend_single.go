@@ -156,10 +156,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 	if probe {
 		s.server.pipelined(ctx, rdb, queue) // INFO memory after the command
 	} else {
-		_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			queue(p)
-			return nil
-		})
+		_ = pipelined(ctx, rdb, queue) // each command has its error
 	}
 	if index == nil && s.names.due(l.key, now) { // admin_index_cluster.go: indexReached
 		index = s.names.queue(ctx, s.rdb, l)

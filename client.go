@@ -187,7 +187,11 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	if err != nil {
 		return nil, err
 	}
-	return c.line.wait(ctx, c, name, token, ttl, opts)
+	l, err := c.line.wait(ctx, c, name, token, ttl, opts)
+	if err == nil {
+		l.obtained = time.Now() // the run's start, which Acquired may precede by the wait
+	}
+	return l, err
 }
 
 // Client.Do: acquire, keep alive, run a function, release.
@@ -332,10 +336,9 @@ func (sc *serverCheck) due(rdb redis.UniversalClient) bool {
 // commands of send have their own replies.
 func (sc *serverCheck) pipelined(ctx context.Context, rdb pipeSetter, send func(redis.Pipeliner)) {
 	var info *redis.StringCmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_ = pipelined(ctx, rdb, func(p redis.Pipeliner) { // pipeline.go; each command has its error
 		send(p)
 		info = p.Info(ctx, "memory")
-		return nil
 	})
 	if text, err := info.Result(); err == nil {
 		if policy := evictingPolicy(text); policy != "" {

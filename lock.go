@@ -31,6 +31,11 @@ type Lock struct {
 	fence    int64
 	slot     int       // a semaphore's slot (backend_semaphore.go), 0 for a plain lock
 	acquired time.Time // when the acquiring command was sent (monotonic)
+	// obtained is when a waiting Acquire had the lock in hand, the start of
+	// its run's record; zero for a try, whose acquired is that moment.
+	// acquired is the earlier, conservative clock of the key's expiry: for
+	// a waiter, a command sent before the lock was handed over.
+	obtained time.Time
 	// renewBy is set by the backend: a time since acquired at which the
 	// lock should be renewed before its regular interval (a quorum repairs
 	// a node then), or 0 for none. KeepAlive reads it.
@@ -66,9 +71,11 @@ func (l *Lock) Token() string { return l.token }
 
 // Acquired returns when the command that obtained the lock was sent, with
 // a monotonic clock reading: the key lives at least until Acquired plus
-// the TTL. A caller that reports how long it held the lock, or works out
-// how much of the TTL is left, starts from it rather than keeping a clock
-// of its own.
+// the TTL. A caller that works out how much of the TTL is left starts from
+// it rather than keeping a clock of its own. For a waiting Acquire it may
+// be well before the lock was handed over (the command that won it was
+// sent while another held the lock): to say since when the lock is held,
+// take the time Acquire returned, as the run's record does (Run.Started).
 func (l *Lock) Acquired() time.Time { return l.acquired }
 
 // Fence returns the lock's fencing number, strictly greater than that of
@@ -216,10 +223,11 @@ func ownerPrefix() string {
 }
 
 // newToken returns prefix, the time now as base-36 Unix milliseconds, a dot
-// and 128 random bits in hex: "<host>:<pid>:<ms36>.<hex>". The time says
-// since when the lock is held (Holder.Since); it is the start of the
-// acquisition, which for a waiting Acquire is the start of the wait, since
-// every try of one acquisition sends the same token. The token is built in
+// and 128 random bits in hex: "<host>:<pid>:<ms36>.<hex>". The time is
+// the start of the acquisition, which for a waiting Acquire is the start of
+// the wait, since every try of one acquisition sends the same token:
+// Holder.Since takes the later end of the run before it for a waiter
+// (gotSince). The token is built in
 // one allocation: it is on the path of every acquisition.
 func newToken(prefix string, now time.Time) (string, error) {
 	var b [tokenRandomBytes]byte

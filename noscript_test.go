@@ -82,14 +82,23 @@ func (r *renewed) failed() []error {
 	return append([]error(nil), r.failures...)
 }
 
-// stopAndRelease stops the renewals and releases the lock, which must
-// succeed and leave its key gone from the server admin talks to.
-func (r *renewed) stopAndRelease(t *testing.T, admin *redis.Client) {
+// stop stops the renewals, which must not have lost the lock.
+func (r *renewed) stop(t *testing.T) {
 	t.Helper()
 	r.ka.Stop()
 	if err := r.ka.Err(); err != nil {
 		t.Fatalf("%s lost before its release: %v", r.l.Key(), err)
 	}
+}
+
+// stopAndRelease stops the renewals, then counts the commands of the
+// server admin talks to from zero (resetStats) and releases the lock,
+// which must succeed and leave its key gone there: the counts then hold
+// the release alone, no renewal's EVAL.
+func (r *renewed) stopAndRelease(t *testing.T, admin *redis.Client) {
+	t.Helper()
+	r.stop(t)
+	resetStats(t, admin)
 	releaseAndCheckGone(t, r.l, admin)
 }
 
@@ -169,6 +178,11 @@ func TestReleasesAndRenewalsSurviveScriptFlush(t *testing.T) {
 	for _, r := range held {
 		r.waitRenewals(t, 2, 4*ttl)
 	}
+	// Every renewal stops first: one left running would count its EVAL
+	// beside a release's.
+	for _, r := range held {
+		r.stop(t)
+	}
 	for i, r := range held {
 		// Each release finds the script flushed: the first by the flush
 		// above, the others by one just before them.
@@ -176,7 +190,7 @@ func TestReleasesAndRenewalsSurviveScriptFlush(t *testing.T) {
 			scriptFlush(t, admin)
 		}
 		resetStats(t, admin)
-		r.stopAndRelease(t, admin)
+		releaseAndCheckGone(t, r.l, admin)
 		checkResent(t, admin, "release after SCRIPT FLUSH", 1)
 	}
 	// The resend put the script back: the next release goes by digest.

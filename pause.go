@@ -160,11 +160,10 @@ func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, erro
 		}
 	}
 	var script *redis.Cmd
-	_, err = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err = pipelined(ctx, s.rdb, func(pipe redis.Pipeliner) { // pipeline.go: a refused connection is the script's error too
 		pipe.HSet(ctx, indexKey(c.prefix), key, "") // List shows the paused name, as it shows a taken one (admin_index.go)
 		script = pipe.Eval(ctx, pauseScript(), keys,
 			pauseValue(p), ms, pausePrefix, markerPrefix)
-		return nil
 	})
 	res, serr := script.Slice()
 	if err == nil || serr != nil {

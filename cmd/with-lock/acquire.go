@@ -57,7 +57,8 @@ func (r *runner) acquire() (*withlock.Lock, result) {
 		} else {
 			r.log.info("acquired", f, "acquired %s in %s, ttl %s", lock.Key(), round(took), r.cfg.TTL)
 		}
-		return lock, result{acquired: lock.Acquired()}
+		r.got = start.Add(took)
+		return lock, result{acquired: r.got}
 	case errors.Is(err, withlock.ErrNotObtained):
 		if code, skip := r.doneWhileBusy(); skip { // onceper.go: kept by --min-hold after a success
 			return nil, notRun(code, outcomeDone)

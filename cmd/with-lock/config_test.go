@@ -211,8 +211,9 @@ func TestOldTLSKeyInConfigFileExits78WithTheNewName(t *testing.T) {
 }
 
 // An empty --prefix is refused (64 on the command line, 78 in the config
-// file), as --print-config would otherwise show "" while the key gets
-// "lock:". An empty WITH_LOCK_PREFIX is unset, as every empty variable.
+// file), as the library would put "lock:" in its place; --print-config
+// shows it, and then the refusal. An empty WITH_LOCK_PREFIX is unset, as
+// every empty variable.
 func TestEmptyPrefixIsRefused(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -232,6 +233,12 @@ func TestEmptyPrefixIsRefused(t *testing.T) {
 			r := clitest.Run(t, tc.env, append([]string{"--redis", e.srv.URL()}, tc.args...)...)
 			if r.Code != tc.code {
 				t.Errorf("exit %d, want %d", r.Code, tc.code)
+			}
+			if strings.HasSuffix(tc.name, "--print-config") {
+				if !strings.Contains(r.Stdout, `prefix = ""`) || strings.Count(r.Stderr, "\n") != 1 || !strings.Contains(r.Stderr, tc.want) {
+					t.Errorf("stdout %q, stderr %q; want the empty prefix shown, then the refusal in one line", r.Stdout, r.Stderr)
+				}
+				return
 			}
 			oneLine(t, r, tc.want)
 		})
@@ -267,5 +274,42 @@ func TestFlagAfterTheNameSaysWhereFlagsGo(t *testing.T) {
 				t.Errorf("stderr %q: says where flags go %v, want %v", r.Stderr, got, tc.hint)
 			}
 		})
+	}
+}
+
+// --print-config prints settings a run would refuse (a quorum of two
+// masters) all the same, they being what needs mending, and then says the
+// refusal in one line on stderr with the exit code a run would give. A
+// flag that does not go with --print-config (another action) is refused
+// before anything is printed.
+func TestPrintConfigPrintsRefusedSettingsAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	r := clitest.Run(t, nil, "--redis", "redis://a.example:6379/0", "--redis", "redis://b.example:6379/0", "--print-config")
+	if r.Code != 64 {
+		t.Errorf("exit %d, want 64, as a run with these settings", r.Code)
+	}
+	if !strings.Contains(r.Stdout, `redis = ["redis://a.example:6379/0", "redis://b.example:6379/0"]`) {
+		t.Errorf("stdout %q does not show the two masters", r.Stdout)
+	}
+	if r.Stderr != "with-lock: usage error: a quorum needs an odd number of independent --redis masters, not 2 (see with-lock --help)\n" {
+		t.Errorf("stderr %q, want the refusal in one line", r.Stderr)
+	}
+	r = clitest.Run(t, nil, "--redis", "redis://a.example:6379/0", "--print-config", "--list")
+	if r.Code != 64 {
+		t.Errorf("--print-config --list: exit %d, want 64", r.Code)
+	}
+	oneLine(t, r, "go alone: pick one")
+}
+
+// A WITH_LOCK_* variable with-lock does not know is warned of once, in one
+// line naming the variable most likely meant, and changes nothing.
+func TestUnknownVariableIsWarnedOfOnce(t *testing.T) {
+	t.Parallel()
+	r := clitest.Run(t, []string{"WITH_LOCK_TTLL=5s"}, "--redis", "redis://a.example:6379/0", "--print-config")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `ttl = "30s"`) {
+		t.Errorf("exit %d, stdout %q; want 0 and the default ttl", r.Code, r.Stdout)
+	}
+	if r.Stderr != "with-lock: warning: WITH_LOCK_TTLL is not a with-lock variable and is ignored; did you mean WITH_LOCK_TTL?\n" {
+		t.Errorf("stderr %q, want one warning naming WITH_LOCK_TTL", r.Stderr)
 	}
 }

@@ -41,8 +41,10 @@ func TestTLS(t *testing.T) {
 		orReset bool
 	}{
 		{"trusted by --tls-cacert", []string{"--redis", srv.URL(), "--tls-cacert", ca.CertFile}, 0, "", false},
-		{"untrusted: the system roots do not know the test CA", []string{"--redis", srv.URL()}, 78, "certificate", false},
-		{"untrusted: another CA", []string{"--redis", srv.URL(), "--tls-cacert", otherCA.CertFile}, 78, "certificate", false},
+		{"untrusted: the system roots do not know the test CA", []string{"--redis", srv.URL()}, 78,
+			"'s certificate is not signed by a certificate authority this host trusts (tls: failed to verify certificate: x509: certificate signed by unknown authority", false},
+		{"untrusted: another CA", []string{"--redis", srv.URL(), "--tls-cacert", otherCA.CertFile}, 78,
+			"'s certificate is not signed by the CA of --tls-cacert (", false},
 		{"--tls-insecure skips verification, with a warning", []string{"--redis", srv.URL(), "--tls-insecure"}, 0, "warning: --tls-insecure", false},
 		{"skip_verify in the URL needs --tls-insecure", []string{"--redis", srv.URL() + "?skip_verify=true"}, 78, "--tls-insecure", false},
 		{"skip_verify with --tls-insecure", []string{"--redis", srv.URL() + "?skip_verify=true", "--tls-insecure"}, 0, "warning: --tls-insecure", false},
@@ -66,6 +68,12 @@ func TestTLS(t *testing.T) {
 			}
 			if (tc.stderr == "") != (res.Stderr == "") || !strings.Contains(res.Stderr, tc.stderr) {
 				t.Fatalf("stderr %q, want it to say %q", res.Stderr, tc.stderr)
+			}
+			if strings.HasPrefix(tc.name, "untrusted") && !strings.Contains(res.Stderr, "): give the CA that signed it with --tls-cacert; command not run") {
+				t.Errorf("stderr %q does not say to give the CA with --tls-cacert", res.Stderr)
+			}
+			if tc.name == "untrusted: the system roots do not know the test CA" {
+				matchesDoc(t, res, logsRow("a certificate from a CA this host does not trust"), "lock:x", "lock:tls-job")
 			}
 		})
 	}

@@ -232,6 +232,11 @@ func TestRedisRefusesCredentials(t *testing.T) {
 				return
 			}
 			oneLine(t, r, tc.want)
+			// One failure, one prefix: a wrong password is refused at the
+			// connection's handshake, a missing one at the first command.
+			if !strings.HasPrefix(r.Stderr, "with-lock: acquire lock:x: ") {
+				t.Errorf("stderr %q does not begin as every refused acquisition does: acquire lock:x: ", r.Stderr)
+			}
 			e.notRun(tc.name)
 			for _, secret := range []string{password, wrong, userPassword} {
 				if strings.Contains(r.Stderr, secret) {

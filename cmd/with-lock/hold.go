@@ -245,7 +245,7 @@ func (h *holding) finish() result {
 	if h.ka != nil {
 		h.ka.Stop()
 	}
-	res := result{code: h.code, acquired: h.lock.Acquired(), lost: h.ka != nil && h.ka.Err() != nil,
+	res := result{code: h.code, acquired: h.r.got, lost: h.ka != nil && h.ka.Err() != nil,
 		timedOut: h.timedOut, usage: h.child.Usage(), tracking: h.child.TrackingMode(), forwarded: h.forwarded}
 	switch h.stopping {
 	case stoppingLost:
@@ -300,7 +300,7 @@ func (h *holding) releaseAndRecord(res result) {
 	}
 	// The record names the outcome the exit code and the monitoring
 	// give: a loss while --max-run stopped the job is "lost", as it exits 125.
-	run := withlock.Run{ExitCode: res.code, Outcome: withlock.Outcome(res.outcome), Lost: lost != nil,
+	run := withlock.Run{Started: r.got, ExitCode: res.code, Outcome: withlock.Outcome(res.outcome), Lost: lost != nil,
 		Output: r.recordOutput(), Window: h.window,
 		Extra: recordFields{CPUMs: (res.usage.User + res.usage.System).Milliseconds(), MaxRSSKB: res.usage.MaxRSSKB,
 			TimedOut: res.timedOut, Tracking: res.tracking}.extra()}

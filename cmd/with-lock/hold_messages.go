@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -161,7 +162,9 @@ func (h *holding) sayLost() {
 //     when the renewal that found it gone came within twice the margin of
 //     the TTL (a clock running faster on Redis could then explain it);
 //     earlier, the key "vanished": a restart without persistence, a
-//     FLUSHALL, a DEL or --break, a failover to a replica that lacked it.
+//     FLUSHALL, a DEL or --break, a failover to a replica that lacked it,
+//     or, on a server whose maxmemory-policy may evict it (of which the
+//     run warned), an eviction, which is then named.
 func (h *holding) lostReason() (string, fields) {
 	r, lock, err := h.r, h.lock, h.ka.Err()
 	ttl := r.cfg.TTL
@@ -205,6 +208,11 @@ func (h *holding) lostReason() (string, fields) {
 			lock.Key(), round(lastSent.Sub(lastOK)), ttl), fields{}
 	}
 	early := round(max(lastOK.Add(ttl).Sub(lastSent), 0))
+	if policy := cmp.Or(st.EvictionPolicy, r.locker.EvictionPolicy()); policy != "" {
+		// The run was warned of it already: the likeliest cause.
+		return fmt.Sprintf("lock %s lost: the key vanished %s before it was due to expire (evicted? Redis may evict keys under memory pressure: maxmemory-policy %s; set noeviction)",
+			lock.Key(), early, policy), fields{}
+	}
 	return fmt.Sprintf("lock %s lost: the key vanished %s before it was due to expire (Redis restarted or flushed, or the key deleted?)",
 		lock.Key(), early), fields{}
 }
@@ -233,9 +241,9 @@ func (r *runner) sayReleased(lock *withlock.Lock, err, lost error, usage supervi
 		// Said with -v only: a quiet run need not format it, which costs
 		// fmt's first use.
 	case err == nil:
-		held := time.Since(lock.Acquired())
+		held := time.Since(r.got)
 		f, cost := jobCost(fields{DurationMs: ms(held)}, usage)
-		if left := r.cfg.MinHold - held; left > 0 {
+		if left := r.cfg.MinHold - time.Since(lock.Acquired()); left > 0 { // counted as the library keeps it
 			r.log.info("released", f, "released %s after %s%s; its key stays %s more (--min-hold %s)",
 				lock.Key(), round(held), cost, round(left), r.cfg.MinHold)
 			return

@@ -359,7 +359,8 @@ func TestWithLockAsInitOfItsPidNamespaceTakesItsJobWhenKilledWithItsGuard(t *tes
 }
 
 // with-lock is killed with SIGKILL: its command — the whole tree — is
-// dead within 100ms, and the lock is free again within the TTL.
+// dead within 100ms, and the lock is free again within the TTL (each
+// measured to the last moment it was seen otherwise).
 //
 // Not parallel: it holds a bound in time, kept clear of the parallel
 // tests' load.
@@ -372,21 +373,21 @@ func TestKilledHolderTakesCommandTreeAndFreesLockWithinTTL(t *testing.T) {
 	p.Signal(syscall.SIGKILL)
 	deadAt := clitest.WaitDead(t, 5*time.Second, pids...)
 	st := lookAt(rdb, "lock:killed-holder")
-	var freeAt time.Time
-	clitest.Eventually(t, ttl+5*time.Second, "lock freed after with-lock was killed", func() bool {
-		freeAt = time.Now()
-		return rdb.Exists(context.Background(), "lock:killed-holder").Val() == 0
+	heldAt := clitest.LastSeen(t, ttl+5*time.Second, func() string { return "the lock is not freed after with-lock was killed" }, func() bool {
+		return rdb.Exists(context.Background(), "lock:killed-holder").Val() == 1
 	})
-	took, free := deadAt.Sub(killedAt), freeAt.Sub(killedAt)
-	t.Logf("with-lock killed -9: command tree dead after %s; key had PTTL %s then, free after %s (TTL %s)",
-		took, st.pttl, free.Round(time.Millisecond), ttl)
+	// Both are the last moments the tree was seen alive and the key
+	// held: a breach shows however late the polls were on a busy machine.
+	took, held := deadAt.Sub(killedAt), heldAt.Sub(killedAt)
+	t.Logf("with-lock killed -9: command tree last seen alive after %s; key had PTTL %s then, last seen held after %s (TTL %s)",
+		took, st.pttl, held.Round(time.Millisecond), ttl)
 	if took > 100*time.Millisecond {
-		t.Errorf("command tree dead %s after with-lock was killed, want within 100ms", took)
+		t.Errorf("command tree alive %s after with-lock was killed, want dead within 100ms", took)
 	}
 	if st.pttl > ttl {
 		t.Errorf("PTTL %s after the kill exceeds the TTL %s", st.pttl, ttl)
 	}
-	if free > ttl+250*time.Millisecond {
-		t.Errorf("lock free %s after the kill, want within the TTL %s (+250ms to observe)", free, ttl)
+	if held > ttl {
+		t.Errorf("lock still held %s after the kill, want free within the TTL %s", held, ttl)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	withlock "github.com/with-lock/with-lock"
@@ -69,7 +70,7 @@ func (r *runner) list() int {
 	rows := make(table, 0, len(locks)+1)
 	rows = append(rows, [6]string{"NAME", "HOLDER", "HELD FOR", "EXPIRES IN", "FENCE", "LAST RUN"})
 	for _, st := range locks {
-		name := strings.TrimPrefix(st.Key, r.cfg.Prefix)
+		name := listName(strings.TrimPrefix(st.Key, r.cfg.Prefix))
 		for _, h := range st.Holders { // a semaphore: a row per holder
 			rows = append(rows, [6]string{fmt.Sprintf("%s (slot %d/%d)", name, h.Slot, st.Slots), h.ID,
 				now.Sub(h.Since).Round(time.Second).String(), h.TTL.Round(time.Millisecond).String(), "-", "-"})
@@ -117,6 +118,18 @@ func (r *runner) list() int {
 		r.printIndexNote()
 	}
 	return 0
+}
+
+// listName is a name as --list's first column shows it: quoted, as Go
+// quotes a string, when it has a space, a character that does not print,
+// or starts with a quote, so that it reads as one cell and the columns
+// after it stay in place. Such names are not refused: a name is any
+// string, and one already in a crontab keeps its key and keeps working.
+func listName(name string) string {
+	if strings.HasPrefix(name, `"`) || strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 // table is --list's rows, header first, aligned as text/tabwriter aligns

@@ -7,6 +7,7 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -104,5 +105,27 @@ func TestLostLockSaysWhy(t *testing.T) {
 			}
 			matchesDoc(t, r, tc.doc, "lock:x", "lock:"+name, "web2:4711", "otherhost:4242")
 		})
+	}
+}
+
+// A lock whose key vanishes from a server that may evict it (of which the
+// run warned as it began) names eviction as the likely cause, not a
+// restart or a flush. The key is deleted here: which of the two removed
+// it, the server's policy is what the run can tell.
+func TestLostLockOnAnEvictingRedisNamesEviction(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "maxmemory", "100mb", "maxmemory-policy", "allkeys-lru")
+	started := e.path("started")
+	p := clitest.Start(t, nil, "--redis", e.srv.URL(), "--ttl", "1s", "evicted",
+		"sh", "-c", `touch "$1"; exec sleep 30`, "sh", started)
+	p.WaitFile(started)
+	e.rdb.Del(context.Background(), "lock:evicted")
+	r := p.Wait(clitest.RunTimeout)
+	want := regexp.MustCompile(`lost: the key vanished \S+ before it was due to expire \(evicted\? Redis may evict keys under memory pressure: maxmemory-policy allkeys-lru; set noeviction\); stopping`)
+	if r.Code != 125 || !want.MatchString(r.Stderr) || strings.Contains(r.Stderr, "restarted") {
+		t.Errorf("exit %d, stderr %q; want 125 and a line matching %s", r.Code, r.Stderr, want)
+	}
+	if !strings.Contains(r.Stderr, evictionWarning("evicted", "allkeys-lru")) {
+		t.Errorf("stderr %q: the run did not warn of the policy as it began", r.Stderr)
 	}
 }

@@ -75,10 +75,24 @@ func run(args []string) int {
 	case cfg.Version:
 		fmt.Println("with-lock", buildVersion())
 		return 0
-	case cfg.PrintConfig:
-		return printConfig(os.Stdout, cfg, newLogger(cfg, os.Stderr)) // printconfig.go
 	}
-	r := &runner{cfg: cfg, sigs: sigs, notified: notified, log: newLogger(cfg, os.Stderr)}
+	log := newLogger(cfg, os.Stderr)
+	// A mistyped variable would be ignored without a word: one line each,
+	// before anything else is said (-q hides them, as other warnings).
+	for _, w := range config.UnknownVariables(os.Environ()) {
+		log.warn("warning", fields{}, "warning: %s", w)
+	}
+	if cfg.PrintConfig {
+		code := printConfig(os.Stdout, cfg, log) // printconfig.go
+		switch {
+		case code != 0 || cfg.Refused == nil:
+			return code
+		case errors.Is(cfg.Refused, config.ErrConfig):
+			return log.failed(exitConfig, "%v", cfg.Refused)
+		}
+		return log.failed(exitUsage, "%v (see with-lock --help)", cfg.Refused)
+	}
+	r := &runner{cfg: cfg, sigs: sigs, notified: notified, log: log}
 	r.warnLocalOnly()
 	if code, ok := r.admin(); ok { // --status, --list, --break, ...: no command
 		return code
@@ -103,6 +117,11 @@ type runner struct {
 	// heldSaid is what with-lock said that --output-on-failure holds
 	// back with the output (heldLog, output.go).
 	heldSaid bytes.Buffer
+	// got is when this run got the lock: the start of its record and of
+	// the time it held the lock. Lock.Acquired is earlier for a run that
+	// waited (the command that won the lock was sent while another held
+	// it), and is kept for what the key's expiry needs.
+	got time.Time
 }
 
 // warnLocalOnly notes that the Redis is the default, local one, which no

@@ -24,7 +24,7 @@ func (r *runner) window() withlock.Window {
 // before its release. An error reading the marker releases the lock and
 // runs nothing.
 func (r *runner) oncePer(lock *withlock.Lock) (window *withlock.Span, res result, skip bool) {
-	res.acquired = lock.Acquired()
+	res.acquired = r.got
 	if r.cfg.OncePer == 0 {
 		return nil, res, false
 	}

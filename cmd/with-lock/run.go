@@ -18,7 +18,7 @@ import (
 type result struct {
 	code     int
 	outcome  string          // one of outcomes (outcome.go)
-	acquired time.Time       // when the lock was taken (Lock.Acquired); zero when it was not
+	acquired time.Time       // when this run got the lock (runner.got); zero when it did not
 	lost     bool            // the lock was lost while the command ran
 	timedOut bool            // --max-run stopped the job
 	usage    supervise.Usage // what the job's processes cost, once it ended
@@ -77,7 +77,7 @@ func (r *runner) run() result {
 	r.outputStarted(err == nil)
 	if err != nil {
 		r.release(lock)
-		return result{code: r.startFailed(err), outcome: outcomeFailed, acquired: lock.Acquired()}
+		return result{code: r.startFailed(err), outcome: outcomeFailed, acquired: r.got}
 	}
 	r.ping = r.pingStart()             // ping.go: --ping's start, sent beside the command
 	return r.hold(child, lock, window) // hold.go: renew, stop the job when due, release

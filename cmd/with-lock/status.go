@@ -41,7 +41,7 @@ type statusJSON struct {
 	PID      int        `json:"pid,omitempty"`
 	TTLMs    int64      `json:"ttl_ms"`             // remaining time; -1: no expiry
 	Fence    int64      `json:"fence,omitempty"`    // last fencing number drawn
-	Since    *time.Time `json:"since,omitempty"`    // when the holder began acquiring, if known
+	Since    *time.Time `json:"since,omitempty"`    // when the holder got the lock, if known (withlock.Holder.Since)
 	Finished bool       `json:"finished,omitempty"` // the holder's run ended; only --min-hold keeps the key
 	LastRun  *runJSON   `json:"last_run,omitempty"`
 	Slots    int        `json:"slots,omitempty"`   // a semaphore's number of slots

@@ -20,6 +20,7 @@ func (r *runner) inUserWords(err error) string {
 	said := fmt.Sprintf("timed out after %s (--redis-timeout)", r.cfg.RedisTimeout)
 	msg = unresolvedInWords(err, msg, said)
 	msg = oomInWords(err, msg)
+	msg = unauthenticatedInWords(msg)
 	for _, t := range timeouts(err, nil) {
 		words := said
 		var op *net.OpError
@@ -149,6 +150,18 @@ func outermost(err error, match func(error) bool, found []error) []error {
 func oomInWords(err error, msg string) string {
 	for _, e := range outermost(err, isOOM, nil) {
 		msg = strings.ReplaceAll(msg, e.Error(), "Redis refuses to write while its used memory is above maxmemory")
+	}
+	return msg
+}
+
+// unauthenticatedInWords says, as a missing password is said on the other
+// paths (NOAUTH), Redis's answer to a long command (a script, a
+// pipeline's array) from a client that gave no password: it reads as a
+// bug of the client's ("Protocol error"), but means a password is wanted.
+func unauthenticatedInWords(msg string) string {
+	for _, what := range []string{"multibulk", "bulk"} {
+		said := "ERR Protocol error: unauthenticated " + what + " length"
+		msg = strings.Replace(msg, said, "NOAUTH Authentication required (Redis said: "+said+")", 1)
 	}
 	return msg
 }

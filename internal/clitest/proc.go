@@ -264,24 +264,45 @@ func Alive(pid int) bool {
 	return true
 }
 
-// WaitDead polls every millisecond until none of pids is alive and returns
-// when that was first seen, or fails the test after timeout.
+// WaitDead polls every millisecond until none of pids is alive, or fails
+// the test after timeout. It returns the start of the last poll that still
+// found one alive (of the first poll, if none did): the processes died
+// after it, so a bound on how soon they die is breached if that time is
+// past it, however late this poller itself was scheduled (LastSeen).
 func WaitDead(t testing.TB, timeout time.Duration, pids ...int) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		now := time.Now()
-		alive := ""
+	alive := ""
+	return LastSeen(t, timeout, func() string { return "processes still alive:" + alive }, func() bool {
+		alive = ""
 		for _, pid := range pids {
 			if Alive(pid) {
 				alive += fmt.Sprintf(" %d", pid)
 			}
 		}
-		if alive == "" {
-			return now
+		return alive != ""
+	})
+}
+
+// LastSeen polls still every millisecond until it is false, or fails the
+// test after timeout with what() said. It returns the start of the last
+// poll at which still was true (of the first poll, if none was): the state
+// ended after that moment. A test that bounds how soon a state ends (a
+// process dead, a key gone) compares that moment with the bound: a breach
+// fails it, and the poller's own lateness on a loaded machine, which only
+// delays the poll that sees the state ended, does not.
+func LastSeen(t testing.TB, timeout time.Duration, what func() string, still func() bool) time.Time {
+	t.Helper()
+	first := time.Now()
+	deadline := first.Add(timeout)
+	last := first
+	for {
+		at := time.Now()
+		if !still() {
+			return last
 		}
-		if now.After(deadline) {
-			t.Fatalf("after %s, processes still alive:%s", timeout, alive)
+		last = at
+		if at.After(deadline) {
+			t.Fatalf("after %s, %s", timeout, what())
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -71,6 +71,11 @@ type Config struct {
 	// Warnings are printed once by the CLI before it connects.
 	Warnings []string
 
+	// Refused is, with --print-config, why the settings would be refused
+	// (an error as Parse returns it): --print-config prints them all the
+	// same, as they are what needs mending, and then says why.
+	Refused error
+
 	nonblock  bool              // -n: --wait's opposite
 	fileRead  bool              // File existed and was read
 	fileLines map[string]int    // the line of each key in File
@@ -150,7 +155,7 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, ErrHelp
 		}
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, fmt.Errorf("%w: %w", ErrUsage, unknownFlag(fs, err)) // suggest.go
 	}
 	// pflag reports ErrHelp only when no help flag is defined; ours is,
 	// so that it shows in the usage.
@@ -179,6 +184,14 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 			}
 			return nil, fmt.Errorf("%w: %s takes no lock name or command", ErrUsage, only)
 		}
+		if c.PrintConfig {
+			var bad *badValue
+			if err := c.validateActions(); err != nil && !errors.As(err, &bad) {
+				return c.validated() // flags that do not go with it: nothing to print
+			}
+			_, c.Refused = c.validated()
+			return c, nil
+		}
 		return c.validated()
 	}
 	if c.Doctor { // --doctor [NAME]: the name is optional
@@ -198,6 +211,11 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		return c.validated()
 	}
 	if action := c.action(); action != "" {
+		if len(rest) > 1 && IsFlag(rest[1]) {
+			// "--pause pz --for 30s": flags stop at the name.
+			return nil, fmt.Errorf("%w: %s takes one lock name and no command, and flags go before the name: %s is after %q",
+				ErrUsage, action, rest[1], rest[0])
+		}
 		if len(rest) != 1 {
 			return nil, fmt.Errorf("%w: %s takes one lock name and no command", ErrUsage, action)
 		}

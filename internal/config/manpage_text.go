@@ -300,8 +300,12 @@ line per setting, followed by a comment saying where it came from
 .BI "env " VARIABLE\fR,
 .BI "flag \-\-" NAME\fR).
 The output is itself a valid config file. Passwords never show: one in a URL
-reads ***, and those from variables are only named. Bad settings fail as they
-would for a run, so it also checks a configuration.`,
+reads ***, and those from variables are only named. Settings a run would
+refuse (an even number of quorum masters, a TTL below the minimum) are
+printed all the same, then the refusal is said on standard error with the
+exit code a run would give (64, or 78 for the config file), so it also
+checks a configuration; a flag, variable or file that cannot be read at all
+fails as for a run.`,
 		"wait": `Wait up to
 .I DUR
 for a busy lock instead of failing; exit 75 if it is still busy then.`,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -265,13 +266,26 @@ func (c *Config) applyEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 				// Value.Set, not fs.Set: the flag stays unchanged, and
 				// the error does not call the variable a flag.
 				if err := f.Value.Set(v); err != nil {
-					return fmt.Errorf("%s: %q: %w", s.env, v, err)
+					return fmt.Errorf("%s: %q: %w", s.env, v, envValueError(s, err))
 				}
 			}
 			c.sources[s.name] = fromEnv
 		}
 	}
 	return nil
+}
+
+// envValueError says what a variable of s takes, for the types whose
+// parser's error names only itself (strconv.ParseBool: parsing "yes":
+// invalid syntax), as the durations' error does; others are err.
+func envValueError(s setting, err error) error {
+	switch s.field.(type) {
+	case *bool:
+		return errors.New("expected true or false (or 1 or 0)")
+	case *int:
+		return errors.New("expected a whole number")
+	}
+	return err
 }
 
 // source says where the setting named by its flag came from.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -63,7 +64,7 @@ func tlsDialer(cfg *tls.Config, timeout time.Duration) func(context.Context, str
 			conf.ServerName = host
 		}
 		conn := tls.Client(raw, conf)
-		if err := handshake(ctx, conn, network, addr, probeAfter(timeout)); err != nil {
+		if err := handshake(ctx, conn, network, addr, probeAfter(timeout), cfg.RootCAs != nil); err != nil {
 			_ = raw.Close()
 			if errors.Is(err, ErrConfig) {
 				notTLS.Store(addr, err)
@@ -76,8 +77,10 @@ func tlsDialer(cfg *tls.Config, timeout time.Duration) func(context.Context, str
 
 // handshake runs conn's TLS handshake. If it has not finished after
 // probeIn, a second, plain connection to addr asks whether a plain
-// Redis listens there; if so the handshake is abandoned at once.
-func handshake(ctx context.Context, conn *tls.Conn, network, addr string, probeIn time.Duration) error {
+// Redis listens there; if so the handshake is abandoned at once. ownCA
+// says the certificate is verified against --tls-cacert's CA, not the
+// system's.
+func handshake(ctx context.Context, conn *tls.Conn, network, addr string, probeIn time.Duration, ownCA bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -97,6 +100,16 @@ func handshake(ctx context.Context, conn *tls.Conn, network, addr string, probeI
 					return plainRedisError(addr)
 				}
 				return fmt.Errorf("%w: %s does not speak TLS (%w): check the port, or use redis://", ErrConfig, addr, err)
+			}
+			var unknown x509.UnknownAuthorityError
+			if errors.As(err, &unknown) {
+				// Go's words name x509, not the setting that mends it.
+				what := "a certificate authority this host trusts"
+				if ownCA {
+					what = "the CA of --tls-cacert"
+				}
+				return fmt.Errorf("%w: %s's certificate is not signed by %s (%w): give the CA that signed it with --tls-cacert",
+					ErrConfig, addr, what, err)
 			}
 			return err
 		case <-probe.C:
