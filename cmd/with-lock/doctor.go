@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -81,9 +80,8 @@ type doctor struct {
 }
 
 func (r *runner) doctor() int {
-	log := newLogger(r.cfg, os.Stderr)
 	for _, w := range r.cfg.Warnings {
-		log.warn("warning", fields{}, "warning: %s", w)
+		r.log.warn("warning", fields{}, "warning: %s", w)
 	}
 	name := r.cfg.Name
 	if name == "" {

@@ -333,6 +333,7 @@ func TestDoctorRefusesWhatItCannotDo(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--doctor", "a", "b"}, "--doctor takes at most one lock name and no command"},
+		{[]string{"--doctor", "a", "--json"}, `flags go before the name: --json is after "a"`},
 		{[]string{"--doctor", "--status", "a"}, "go alone"},
 	} {
 		res := clitest.Run(t, nil, tc.args...)

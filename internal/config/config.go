@@ -195,6 +195,10 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		return c.validated()
 	}
 	if c.Doctor { // --doctor [NAME]: the name is optional
+		if len(rest) > 1 && IsFlag(rest[1]) {
+			return nil, fmt.Errorf("%w: --doctor takes at most one lock name and no command, and flags go before the name: %s is after %q",
+				ErrUsage, rest[1], rest[0])
+		}
 		if len(rest) > 1 {
 			return nil, fmt.Errorf("%w: --doctor takes at most one lock name and no command", ErrUsage)
 		}
