@@ -200,7 +200,11 @@ func (d *doctor) reachable() doctorLine {
 			}
 		}
 		if n.err != nil {
-			found[i] = finding{checkCritical, "no answer: " + d.r.inUserWords(n.err), unreachableAdvice(n.err)}
+			said := d.r.inUserWords(n.err)
+			if code := redisExit(n.err); code != exitNoPerm && code != exitConfig {
+				said = "no answer: " + said // else the server answered, and refused
+			}
+			found[i] = finding{checkCritical, said, unreachableAdvice(n.err)}
 			continue
 		}
 		answered++

@@ -264,6 +264,9 @@ func TestDoctorOnACluster(t *testing.T) {
 	if d.rep.Deployment != "cluster" || d.rep.Key != "lock:nightly" {
 		t.Errorf("deployment %q, key %q", d.rep.Deployment, d.rep.Key)
 	}
+	// One of its nodes named as a server of its own.
+	runDoctor(t, nil, "--redis", c.Nodes[0].URL(), "nightly").
+		expect(t, "reachable", "CRITICAL", c.Nodes[0].Addr()+" is a Redis Cluster node (it answered HELLO with mode cluster): add --cluster", 2)
 }
 
 func TestDoctorThroughSentinel(t *testing.T) {
@@ -280,6 +283,9 @@ func TestDoctorThroughSentinel(t *testing.T) {
 	if !strings.Contains(d.rep.Message, "Sentinel master "+redistest.MasterName) {
 		t.Errorf("message %q does not name the master", d.rep.Message)
 	}
+	// A sentinel named as the server.
+	runDoctor(t, nil, "--redis", g.Sentinels[0].URL(), "nightly").
+		expect(t, "server", "CRITICAL", "sentinel: a Sentinel, not the Redis that keeps the locks", 2)
 }
 
 func TestDoctorOnAQuorumOfThree(t *testing.T) {
