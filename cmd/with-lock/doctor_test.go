@@ -154,6 +154,19 @@ func TestDoctorJudgesPersistence(t *testing.T) {
 			runDoctor(t, nil, "--redis", srv.URL(), "nightly").expect(t, "persistence", tc.state, tc.detail, tc.code)
 		})
 	}
+	t.Run("AOF off is UNKNOWN to a user who may not read the RDB schedule", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		args := []any{"ACL", "SETUSER", "locker", "reset", "on", ">pw"}
+		for _, rule := range strings.Fields(LeastPrivilegeACL) {
+			args = append(args, rule)
+		}
+		if err := srv.Client().Do(context.Background(), args...).Err(); err != nil {
+			t.Fatalf("ACL SETUSER: %v", err)
+		}
+		runDoctor(t, []string{"WITH_LOCK_PASSWORD=pw"}, "--redis", "redis://locker@"+srv.Addr()+"/0", "nightly").
+			expect(t, "persistence", "UNKNOWN", "AOF off, and whether RDB snapshots are scheduled is unknown: CONFIG GET save: NOPERM", 3)
+	})
 }
 
 func TestDoctorJudgesReplicasAndMinReplicas(t *testing.T) {
