@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/keys"
+	"github.com/with-lock/with-lock/internal/serverinfo"
 )
 
 // defaultPrefix is put before a lock's name to make its Redis key.
@@ -362,23 +363,6 @@ func (sc *serverCheck) learnt() string {
 }
 
 // evictingPolicy reads the text of INFO memory: its maxmemory_policy when
-// the server may evict keys that have a TTL, as every lock has (any policy
-// but noeviction, volatile-* and allkeys-* alike), with a maxmemory set;
-// else "". A 64-bit server with maxmemory 0 never evicts; a 32-bit one
-// reports the 3 GB it then sets itself.
-func evictingPolicy(info string) string {
-	var maxmemory, policy string
-	for line := range strings.Lines(info) {
-		name, value, _ := strings.Cut(strings.TrimRight(line, "\r\n"), ":")
-		switch name {
-		case "maxmemory":
-			maxmemory = value
-		case "maxmemory_policy":
-			policy = value
-		}
-	}
-	if maxmemory == "" || maxmemory == "0" || policy == "" || policy == "noeviction" {
-		return ""
-	}
-	return policy
-}
+// the server may evict a lock, else "" (serverinfo.EvictingPolicy, which
+// --doctor judges by too).
+func evictingPolicy(info string) string { return serverinfo.EvictingPolicy(info) }

@@ -144,6 +144,9 @@ func (r *runner) warnLocalOnly() {
 func (r *runner) admin() (code int, ok bool) {
 	var action func() int
 	switch {
+	case r.cfg.Doctor:
+		r.defaultSignals()
+		return r.doctor(), true // doctor.go: the deployment's fitness, in --check's exit codes
 	case r.cfg.Check != "":
 		r.defaultSignals()
 		return r.check(), true // check.go: its own connection, and the plugin's exit codes

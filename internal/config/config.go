@@ -195,6 +195,19 @@ func Parse(args []string, getenv func(string) string) (*Config, error) {
 		}
 		return c.validated()
 	}
+	if c.Doctor { // --doctor [NAME]: the name is optional
+		if len(rest) > 1 && IsFlag(rest[1]) {
+			return nil, fmt.Errorf("%w: --doctor takes at most one lock name and no command, and flags go before the name: %s is after %q",
+				ErrUsage, rest[1], rest[0])
+		}
+		if len(rest) > 1 {
+			return nil, fmt.Errorf("%w: --doctor takes at most one lock name and no command", ErrUsage)
+		}
+		if len(rest) == 1 {
+			c.Name = rest[0]
+		}
+		return c.validated()
+	}
 	if c.Check != "" { // --check NAME: the name is the flag's, so that its options may follow it
 		if len(rest) != 0 {
 			return nil, fmt.Errorf("%w: --check NAME takes no other name and no command", ErrUsage)
@@ -273,7 +286,7 @@ func (c *Config) validate() error {
 	if err := c.validateActions(); err != nil {
 		return err
 	}
-	if !c.PrintConfig && !c.List {
+	if !c.PrintConfig && !c.List && !(c.Doctor && c.Name == "") {
 		if err := c.validateRun(); err != nil {
 			return err
 		}
@@ -431,6 +444,8 @@ func (c *Config) action() string {
 		return "--pause"
 	case c.Resume:
 		return "--resume"
+	case c.Doctor:
+		return "--doctor"
 	}
 	return ""
 }
@@ -438,16 +453,16 @@ func (c *Config) action() string {
 // validateActions refuses flags that contradict the action requested.
 func (c *Config) validateActions() error {
 	n := 0
-	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History, c.Check != "", c.Pause, c.Resume} {
+	for _, on := range []bool{c.Status, c.List, c.Break, c.PrintConfig, c.History, c.Check != "", c.Pause, c.Resume, c.Doctor} {
 		if on {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return errors.New("--status, --list, --break, --history, --check, --pause, --resume and --print-config go alone: pick one")
-	case c.JSON && !c.Status && !c.List && !c.PrintConfig && !c.History && c.Check == "":
-		return errors.New("--json goes with --status, --list, --history, --check or --print-config")
+		return errors.New("--status, --list, --break, --history, --check, --pause, --resume, --doctor and --print-config go alone: pick one")
+	case c.JSON && !c.Status && !c.List && !c.PrintConfig && !c.History && c.Check == "" && !c.Doctor:
+		return errors.New("--json goes with --status, --list, --history, --check, --doctor or --print-config")
 	case c.All && !c.List:
 		return errors.New("--all goes with --list")
 	case c.Scan && !c.List:

@@ -261,6 +261,24 @@ than \-\-max\-duration),
 3 UNKNOWN (Redis unreachable). With \-\-json, the same as an object; with
 a duration judgement, its prior_successes (successes, min_ms, median_ms,
 max_ms) are those before the last success.`,
+		"doctor": `Run no command: check that the deployment the settings name (one Redis,
+Sentinel's master, each master of a Cluster or of a quorum) can hold locks,
+and print one line per check, OK, WARNING, CRITICAL or UNKNOWN (the check
+could not tell) with what to do, under a first line in \-\-check's form:
+reachable (the round trip of PING), server (Redis or Valkey, its version),
+eviction (maxmemory and maxmemory\-policy: WARNING when the server may evict
+a lock, CRITICAL when it has evicted keys or is full), persistence (WARNING
+with no AOF and no RDB snapshots: a restart forgets the locks), replication
+(CRITICAL on a replica, or when \-\-min\-replicas waits for more replicas
+than acknowledge), lua (CRITICAL when EVAL fails), acl (every command
+with-lock sends, with the keys of
+.IR NAME ,
+asked of ACL DRYRUN or redis.acl_check_cmd without running it), clock (WARNING
+past 1 s from this host's) and, with
+.IR NAME ,
+cluster\-slot (all its keys in one slot). Exit 0 OK, 1 WARNING, 2 CRITICAL,
+3 UNKNOWN, the worst line's. With \-\-json, one object: status, code,
+message, deployment, name, key and checks (name, state, detail, advice).`,
 		"max-age": `With \-\-check, CRITICAL when no run succeeded in the last DUR.`,
 		"warn-age": `With \-\-check, WARNING when no run succeeded in the last DUR (below
 \-\-max\-age).`,
@@ -284,7 +302,7 @@ and holders; eviction_policy when the server may evict the lock (its
 maxmemory\-policy, not noeviction); paused while \-\-pause holds (by, since, until, reason,
 pending); success_durations (successes, min_ms, median_ms, max_ms: how long
 the successes the history keeps took; \-\-status only). With \-\-list, one
-such object per line for each lock, with its name. With \-\-print\-config, one object: config_file, config_file_source,
+such object per line for each lock, with its name. With \-\-doctor, see \-\-doctor. With \-\-print\-config, one object: config_file, config_file_source,
 config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
 		"config": `Read the settings from
 .I FILE

@@ -24,6 +24,7 @@ type Monitoring struct {
 	MinDuration     time.Duration // --check: CRITICAL when the last success took less; 0: no bound
 	MaxDuration     time.Duration // --check: CRITICAL when the last success took longer; 0: no bound
 	DurationOutlier bool          // --check: WARNING when the last success took far less or longer than its history's median
+	Doctor          bool          // --doctor [NAME]: check that the deployment can hold locks, run nothing
 }
 
 // DefaultPingTimeout bounds a ping: the run's exit waits for its end ping

@@ -147,6 +147,8 @@ func settings(c *Config) []group {
 				help: "with --check, CRITICAL when the last success took longer than `DUR`"},
 			{name: "duration-outlier", field: &c.DurationOutlier,
 				help: "with --check, WARNING when the last success took under a third or over 3 times the median of the successes before it in --history, once there are 5"},
+			{name: "doctor", field: &c.Doctor,
+				help: "check that the Redis deployment can hold locks (of lock [NAME]: its keys, ACL, Cluster slot) and exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN"},
 		}},
 		{"Configuration", []setting{
 			{name: "config", env: EnvConfig, cli: true, field: &c.File, def: defaultFile,
@@ -169,7 +171,7 @@ func settings(c *Config) []group {
 			{name: "history", field: &c.History, help: "print the last runs of lock <name>, newest first, and exit (no command)"},
 			{name: "break", field: &c.Break,
 				help: "remove lock <name> whoever holds it and exit: 0 removed, 1 nothing held; the holder stops with 125"},
-			{name: "json", field: &c.JSON, help: "with --status, --list, --history, --check or --print-config, print JSON"},
+			{name: "json", field: &c.JSON, help: "with --status, --list, --history, --check, --doctor or --print-config, print JSON"},
 			{name: "version", field: &c.Version, help: "print the version and exit"},
 			{name: "help", short: "h", field: new(bool), help: "show this help"},
 		}},

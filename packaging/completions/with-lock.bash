@@ -91,7 +91,8 @@ _with_lock()
             --replace
             --metrics-dir --metrics-push --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok
             --min-duration --max-duration --duration-outlier
-            --pause --for --reason --resume' -- "$cur"))
+            --pause --for --reason --resume
+            --doctor' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock

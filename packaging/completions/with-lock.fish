@@ -124,5 +124,6 @@ complete -c with-lock -n $flags -l pause -d 'pause the lock on every host and ex
 complete -c with-lock -n $flags -l for -x -d 'with --pause, end the pause after DUR'
 complete -c with-lock -n $flags -l reason -x -d 'with --pause, why: every refused run prints it'
 complete -c with-lock -n $flags -l resume -d 'end the pause of the lock and exit'
+complete -c with-lock -n $flags -l doctor -d 'check that the Redis deployment can hold locks and exit'
 complete -c with-lock -n $flags -l version -d 'print the version and exit'
 complete -c with-lock -n $flags -s h -l help -d 'show the help'
