@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -51,7 +52,7 @@ func startCluster(t tb, dir string, n int, extra ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	args := []string{"--cluster", "create"}
-	for i, port := range clusterPorts(t, n) {
+	for i := range n {
 		nodeDir := ""
 		if dir != "" {
 			nodeDir = filepath.Join(dir, strconv.Itoa(i))
@@ -59,7 +60,7 @@ func startCluster(t tb, dir string, n int, extra ...string) *Cluster {
 				t.Fatalf("start a cluster: %v", err)
 			}
 		}
-		s := launch(t, launchOptions{port: port, dir: nodeDir, extra: append([]string{
+		s := launch(t, launchOptions{dir: nodeDir, extra: append([]string{
 			"cluster-enabled", "yes", "cluster-config-file", "nodes.conf",
 			"cluster-node-timeout", "2000",
 		}, extra...)})
@@ -141,29 +142,22 @@ func (c *Cluster) NodeFor(key string) *Server {
 	return nil
 }
 
-// clusterPorts finds n distinct loopback ports p whose cluster bus port
-// p+10000 is free as well. They come from 20000-45000 so the bus port stays
-// below 65536 and away from the ephemeral range's usual start.
-func clusterPorts(t tb, n int) []int {
-	t.Helper()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 1000 {
-			t.Fatalf("no free pairs of ports p, p+10000 for a cluster")
-		}
+// clusterPort finds a loopback port p whose cluster bus port p+10000 is
+// free as well, neither handed out before in this process (freePort). It
+// comes from 20000-45000, so that the bus port stays below 65536 and away
+// from the ephemeral range's usual start.
+func clusterPort() (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 1000 {
 		p := 20000 + rand.N(25000)
-		if p == 6379 || !portFree(p) || !portFree(p+10000) {
+		if p == 6379 || handedOut.ports[p] || handedOut.ports[p+10000] || !portFree(p) || !portFree(p+10000) {
 			continue
 		}
-		dup := false
-		for _, q := range ports {
-			dup = dup || q == p || q+10000 == p || p+10000 == q
-		}
-		if !dup {
-			ports = append(ports, p)
-		}
+		handedOut.note(p, p+10000)
+		return p, nil
 	}
-	return ports
+	return 0, fmt.Errorf("no free pair of ports p, p+10000 for a cluster node")
 }
 
 func portFree(p int) bool {

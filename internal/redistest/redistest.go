@@ -167,7 +167,11 @@ func launch(t tb, o launchOptions) *Server {
 	// server then exits, and a free port chosen here is chosen again.
 	for attempt := 1; ; attempt++ {
 		if s.ownPort {
-			port, err := freePort()
+			choose := freePort
+			if isClusterNode(o.extra) {
+				choose = clusterPort // its bus port is p+10000
+			}
+			port, err := choose()
 			if err != nil {
 				t.Fatalf("%v", err)
 			}
@@ -371,7 +375,9 @@ func FreePort(t testing.TB) int {
 // handedOut holds the ports freePort gave this test process: tests run in
 // parallel, and a port one of them was given must not go to another
 // before its server binds it.
-var handedOut struct {
+var handedOut portsHandedOut
+
+type portsHandedOut struct {
 	sync.Mutex
 	ports map[int]bool
 }
@@ -387,11 +393,29 @@ func freePort() (int, error) {
 		port := l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
 		if port != 6379 && !handedOut.ports[port] {
-			if handedOut.ports == nil {
-				handedOut.ports = map[int]bool{}
-			}
-			handedOut.ports[port] = true
+			handedOut.note(port)
 			return port, nil
 		}
 	}
+}
+
+// note records ports as handed out; the caller holds handedOut's lock.
+func (h *portsHandedOut) note(ports ...int) {
+	if h.ports == nil {
+		h.ports = map[int]bool{}
+	}
+	for _, p := range ports {
+		h.ports[p] = true
+	}
+}
+
+// isClusterNode reports whether extra, "name", "value" config directives,
+// make a cluster node.
+func isClusterNode(extra []string) bool {
+	for i := 0; i+1 < len(extra); i += 2 {
+		if extra[i] == "cluster-enabled" && extra[i+1] == "yes" {
+			return true
+		}
+	}
+	return false
 }
