@@ -1,0 +1,169 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The alerting rules and the Grafana dashboard shipped in packaging/ (and
+// the .deb's examples): the rules pass their promtool unit tests, and
+// both read only series that with-lock writes, as a real run writes them.
+
+// packagingFile is the path of a file of packaging/.
+func packagingFile(name string) string { return filepath.Join("..", "..", "packaging", name) }
+
+// Every alert fires when it should and stays quiet when it should not:
+// promtool check rules, then promtool test rules on the unit tests beside
+// the rules.
+func TestShippedAlertRulesPassTheirUnitTests(t *testing.T) {
+	t.Parallel()
+	promtool := promtool(t)
+	for _, args := range [][]string{
+		{"check", "rules", "with-lock.rules.yml"},
+		{"test", "rules", "with-lock.rules.test.yml"},
+	} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = packagingFile("")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// seriesName is a with-lock series in PromQL or a test's input; a recorded
+// threshold (with_lock:...) is not one.
+var seriesName = regexp.MustCompile(`\bwith_lock_[a-zA-Z0-9_]*`)
+
+// outcomeMatcher is a matcher on the outcome label: outcome="lost",
+// outcome=~"failed|lost".
+var outcomeMatcher = regexp.MustCompile(`outcome\s*=~?\s*\\?"([^"\\]*)\\?"`)
+
+// The rules, their unit tests' input and the dashboard name only the
+// families a run writes to its metrics file (the Pushgateway gets some of
+// them), and only the outcomes it labels them with; the dashboard's
+// queries are valid PromQL.
+func TestShippedRulesAndDashboardReadOnlySeriesWithLockWrites(t *testing.T) {
+	t.Parallel()
+	promtool := promtool(t)
+	e := setup(t)
+	dir := t.TempDir()
+	if res := e.run("--metrics-dir", dir, "written", "true"); res.Code != 0 {
+		t.Fatalf("exit %d: %q", res.Code, res.Stderr)
+	}
+	written := map[string]bool{}
+	outcomes := map[string]bool{}
+	for name, fam := range parseMetrics(t, filepath.Join(dir, "with-lock-written.prom")) {
+		written[name] = true
+		for _, m := range fam.GetMetric() {
+			if o := label(m, "outcome"); o != "" {
+				outcomes[o] = true
+			}
+		}
+	}
+	if len(written) == 0 || len(outcomes) == 0 {
+		t.Fatalf("the run wrote families %v with outcomes %v", written, outcomes)
+	}
+
+	dashboard := dashboardQueries(t)
+	texts := map[string]string{
+		"with-lock.rules.yml":      readFile(t, packagingFile("with-lock.rules.yml")),
+		"with-lock.rules.test.yml": readFile(t, packagingFile("with-lock.rules.test.yml")),
+		"with-lock.dashboard.json": strings.Join(dashboard, "\n"),
+	}
+	for file, text := range texts {
+		used := map[string]bool{}
+		for _, name := range seriesName.FindAllString(text, -1) {
+			used[name] = true
+			if !written[name] {
+				t.Errorf("%s reads %s, which with-lock does not write (it writes %v)", file, name, slices.Sorted(maps.Keys(written)))
+			}
+		}
+		if len(used) < 4 {
+			t.Errorf("%s reads %d series of with-lock's, want most of them: %v", file, len(used), used)
+		}
+		for _, m := range outcomeMatcher.FindAllStringSubmatch(text, -1) {
+			for _, o := range strings.Split(m[1], "|") {
+				if !outcomes[o] {
+					t.Errorf("%s matches outcome %q, which with-lock does not write (it writes %v)", file, o, slices.Sorted(maps.Keys(outcomes)))
+				}
+			}
+		}
+	}
+
+	// Each query, with Grafana's variables given values, as a recording
+	// rule: promtool check rules parses it as Prometheus would.
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	vars := strings.NewReplacer("$__rate_interval", "5m", "$__range", "1d", "$lock", ".*")
+	for i, q := range dashboard {
+		fmt.Fprintf(&rules, "      - record: dashboard_query_%d\n        expr: %q\n", i, vars.Replace(q))
+	}
+	path := writeFile(t, filepath.Join(t.TempDir(), "dashboard.rules.yml"), []byte(rules.String()), 0o644)
+	if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
+		t.Errorf("the dashboard's queries are not valid PromQL: %v\n%s\n%s", err, out, rules.String())
+	}
+}
+
+// dashboardQueries parses the dashboard and returns every query in it:
+// each panel target's expr, and each variable's query.
+func dashboardQueries(t *testing.T) []string {
+	t.Helper()
+	var dash struct {
+		Title  string `json:"title"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Type       string `json:"type"`
+				Definition string `json:"definition"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	b, err := os.ReadFile(packagingFile("with-lock.dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("with-lock.dashboard.json: %v", err)
+	}
+	var queries []string
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			if tg.Expr == "" {
+				t.Errorf("panel %q has a target without expr", p.Title)
+			}
+			queries = append(queries, tg.Expr)
+		}
+	}
+	for _, v := range dash.Templating.List {
+		if v.Type == "query" {
+			// label_values(series, label) is Grafana's, not PromQL: the
+			// series is what it reads.
+			if m := regexp.MustCompile(`^label_values\((.+), *\w+\)$`).FindStringSubmatch(v.Definition); m != nil {
+				queries = append(queries, m[1])
+			} else {
+				t.Errorf("variable %s: query %q, want label_values(series, label)", v.Name, v.Definition)
+			}
+		}
+	}
+	if dash.Title == "" || len(queries) == 0 {
+		t.Fatalf("with-lock.dashboard.json: title %q, %d queries", dash.Title, len(queries))
+	}
+	return queries
+}
