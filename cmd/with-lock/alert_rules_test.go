@@ -167,3 +167,65 @@ func dashboardQueries(t *testing.T) []string {
 	}
 	return queries
 }
+
+// The monitoring guide's prometheus.yml and limits file, written beside a
+// copy of the shipped rules as the guide says, pass promtool check config,
+// and the limits reach the alerts: hourly-sync fires past its max age of
+// 2h, not the default 25h, and daily-export once a 1d window from 02:00
+// has passed without a success, not before.
+func TestMonitoringGuideLoadsTheShippedRules(t *testing.T) {
+	t.Parallel()
+	promtool := promtool(t)
+	dir := t.TempDir()
+	for _, marker := range []string{"# prometheus.yml\n", "# with-lock.limits.yml\n"} {
+		body := readmeBlock(t, marker)
+		writeFile(t, filepath.Join(dir, strings.TrimSpace(strings.TrimPrefix(marker, "# "))), []byte(body), 0o644)
+	}
+	writeFile(t, filepath.Join(dir, "with-lock.rules.yml"), []byte(readFile(t, packagingFile("with-lock.rules.yml"))), 0o644)
+	cmd := exec.Command(promtool, "check", "config", "prometheus.yml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+	// hourly-sync last succeeded at 01:00; daily-export at 03:00 on day 0,
+	// in the window that ends at 02:00 on day 1, so the one that ends at
+	// 02:00 on day 2 is the first without a success (its max age is the
+	// default, long passed by then).
+	tests := `rule_files: [with-lock.rules.yml, with-lock.limits.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'with_lock_last_success_timestamp_seconds{lock="hourly-sync",host="db1"}'
+        values: '3600x3100'
+      - series: 'with_lock_last_success_timestamp_seconds{lock="daily-export",host="db1"}'
+        values: '10800x3100'
+    promql_expr_test:
+      - expr: ALERTS{alertstate="firing"}
+        eval_time: 2h50m
+        exp_samples: []
+      - expr: ALERTS{alertstate="firing"}
+        eval_time: 3h10m
+        exp_samples:
+          - labels: '{__name__="ALERTS", alertname="WithLockNoRecentSuccess", alertstate="firing", lock="hourly-sync", severity="critical"}'
+            value: 1
+      - expr: ALERTS{alertstate="firing", lock="daily-export"}
+        eval_time: 50h30m
+        exp_samples:
+          - labels: '{__name__="ALERTS", alertname="WithLockNoRecentSuccess", alertstate="firing", lock="daily-export", severity="critical"}'
+            value: 1
+          - labels: '{__name__="ALERTS", alertname="WithLockOncePerWindowMissed", alertstate="firing", lock="daily-export", severity="critical"}'
+            value: 1
+      - expr: ALERTS{alertstate="firing", lock="daily-export"}
+        eval_time: 49h50m
+        exp_samples:
+          - labels: '{__name__="ALERTS", alertname="WithLockNoRecentSuccess", alertstate="firing", lock="daily-export", severity="critical"}'
+            value: 1
+`
+	writeFile(t, filepath.Join(dir, "limits.test.yml"), []byte(tests), 0o644)
+	cmd = exec.Command(promtool, "test", "rules", "limits.test.yml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool test rules with the guide's limits: %v\n%s", err, out)
+	}
+}
