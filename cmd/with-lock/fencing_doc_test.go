@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,6 +202,27 @@ func TestFencingGuideRefusesTheStaleWrite(t *testing.T) {
 				t.Errorf("stored %q, want the second run's %q (the first's fence was %d)", got, want, fa)
 			}
 		})
+	}
+}
+
+// The guide's PostgreSQL trigger refuses an UPDATE that would lower the
+// fence, whatever its WHERE clause, and lets one that keeps or raises it.
+func TestFencingGuidePostgresTriggerRefusesALowerFence(t *testing.T) {
+	t.Parallel()
+	pg := startPostgres(t)
+	pg.must("postgres", fencingBlock(t, "-- reports, for PostgreSQL"))
+	pg.must("postgres", fencingBlock(t, "-- refuse stale writes, for PostgreSQL"))
+	for _, tc := range []struct {
+		fence   int64
+		refused bool
+	}{{5, false}, {5, false}, {7, false}, {6, true}, {0, true}, {8, false}} {
+		_, err := pg.query("postgres", fmt.Sprintf("UPDATE reports SET body = 'by %d', fence = %d WHERE name = 'nightly'", tc.fence, tc.fence))
+		if refused := err != nil; refused != tc.refused || refused && !strings.Contains(err.Error(), "stale fence") {
+			t.Errorf("an UPDATE with fence %d: %v; want refused %v, for a stale fence", tc.fence, err, tc.refused)
+		}
+	}
+	if got := pg.must("postgres", "SELECT fence, body FROM reports"); got != "8|by 8" {
+		t.Errorf("stored %q, want the last write that was not refused, 8|by 8", got)
 	}
 }
 
