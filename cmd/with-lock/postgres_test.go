@@ -67,6 +67,9 @@ type postgres struct {
 // to run as root: as root, the cluster belongs to nobody.
 func startPostgres(t *testing.T) *postgres {
 	t.Helper()
+	if testing.Short() { // as redistest: go test -short runs what needs no server
+		t.Skip("starts a PostgreSQL server: not run under go test -short")
+	}
 	bin := postgresBin(t)
 	psql := needTool(t, "psql", "make postgresql (the Debian package postgresql-client)")
 	// Not t.TempDir: that is root's alone, and nobody must reach the data.
