@@ -46,10 +46,13 @@ var seriesName = regexp.MustCompile(`\bwith_lock_[a-zA-Z0-9_]*`)
 // outcome=~"failed|lost".
 var outcomeMatcher = regexp.MustCompile(`outcome\s*=~?\s*\\?"([^"\\]*)\\?"`)
 
+// grouping is the labels of a by (...) or on (...) clause.
+var grouping = regexp.MustCompile(`\b(?:by|on)\s*\(([^)]*)\)`)
+
 // The rules, their unit tests' input and the dashboard name only the
 // families a run writes to its metrics file (the Pushgateway gets some of
-// them), and only the outcomes it labels them with; the dashboard's
-// queries are valid PromQL.
+// them), group by the labels it writes, and match only the outcomes it
+// labels them with; the dashboard's queries are valid PromQL.
 func TestShippedRulesAndDashboardReadOnlySeriesWithLockWrites(t *testing.T) {
 	t.Parallel()
 	promtool := promtool(t)
@@ -58,11 +61,13 @@ func TestShippedRulesAndDashboardReadOnlySeriesWithLockWrites(t *testing.T) {
 	if res := e.run("--metrics-dir", dir, "written", "true"); res.Code != 0 {
 		t.Fatalf("exit %d: %q", res.Code, res.Stderr)
 	}
-	written := map[string]bool{}
-	outcomes := map[string]bool{}
+	written, labels, outcomes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for name, fam := range parseMetrics(t, filepath.Join(dir, "with-lock-written.prom")) {
 		written[name] = true
 		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = true
+			}
 			if o := label(m, "outcome"); o != "" {
 				outcomes[o] = true
 			}
@@ -88,6 +93,13 @@ func TestShippedRulesAndDashboardReadOnlySeriesWithLockWrites(t *testing.T) {
 		}
 		if len(used) < 4 {
 			t.Errorf("%s reads %d series of with-lock's, want most of them: %v", file, len(used), used)
+		}
+		for _, m := range grouping.FindAllStringSubmatch(text, -1) {
+			for _, l := range strings.Split(m[1], ",") {
+				if l = strings.TrimSpace(l); l != "" && !labels[l] {
+					t.Errorf("%s groups by %q, a label with-lock does not write (it writes %v)", file, l, slices.Sorted(maps.Keys(labels)))
+				}
+			}
 		}
 		for _, m := range outcomeMatcher.FindAllStringSubmatch(text, -1) {
 			for _, o := range strings.Split(m[1], "|") {
