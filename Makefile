@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test test-short test-servers test-cron churn replace-churn bench redis promtool pushgateway groff cron-tools dist check-dist clean
+.PHONY: build install demo test test-short test-servers test-cron churn replace-churn bench redis promtool pushgateway groff postgresql sqlite cron-tools dist check-dist clean
 .PHONY: image beds beds-deps
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
@@ -56,6 +56,23 @@ groff:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends groff-base >/dev/null; \
 	fi
 
+## postgresql: install Debian's PostgreSQL server and psql if missing, for docs/fencing.md's tests (which start their own), without leaving its server running
+postgresql:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v psql >/dev/null 2>&1; then \
+		echo "installing postgresql with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql postgresql-client >/dev/null && \
+		{ $(SUDO) systemctl disable --now postgresql >/dev/null 2>&1 || $(SUDO) service postgresql stop >/dev/null 2>&1 || true; }; \
+	fi
+
+## sqlite: install the sqlite3 shell (Debian package sqlite3) if missing, for docs/fencing.md's tests
+sqlite:
+	@if ! command -v sqlite3 >/dev/null 2>&1; then \
+		echo "installing sqlite3 with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sqlite3 >/dev/null; \
+	fi
+
 ## cron-tools: install Debian's cron, faketime and ip if missing, for test-cron, without leaving cron's own daemon running
 cron-tools:
 	@if ! command -v cron >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1 || ! dpkg -s libfaketime >/dev/null 2>&1; then \
@@ -75,13 +92,13 @@ demo: redis install
 PARALLEL ?= 8
 
 ## test: go vet and the race-enabled test suite against real redis-server processes
-test: redis promtool pushgateway groff
+test: redis promtool pushgateway groff postgresql sqlite
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -parallel $(PARALLEL) -timeout 20m ./...
 
 ## test-servers: the tests that start a server, against each server of the matrix in turn: Redis 7.0, Valkey 8.0, Redis 8.0, Valkey 8.1 (Debian's packages, cached by tools/servers.sh; root, minutes the first time). SERVERS= picks some.
 SERVERS ?= $(shell tools/servers.sh ids)
-test-servers: redis promtool pushgateway groff
+test-servers: redis promtool pushgateway groff postgresql sqlite
 	@failed=""; for id in $(SERVERS); do \
 		bin=$$(tools/servers.sh bin $$id) || exit 1; \
 		echo "== $$id: $$($$bin/redis-server --version | cut -d' ' -f1-3)"; \

@@ -20,6 +20,9 @@ want_paths=(
 	./usr/share/fish/vendor_completions.d/with-lock.fish
 	./usr/share/doc/with-lock/examples/with-lock-example.service
 	./usr/share/doc/with-lock/examples/with-lock-example.timer
+	./usr/share/doc/with-lock/examples/with-lock.rules.yml
+	./usr/share/doc/with-lock/examples/with-lock.rules.test.yml
+	./usr/share/doc/with-lock/examples/with-lock.dashboard.json
 	./usr/share/doc/with-lock/docs/long-jobs.md
 	./etc/with-lock.conf
 )
@@ -68,6 +71,9 @@ for tgz in dist/*.tar.gz; do
 	grep -q '/with-lock$' "$tmp/list" || fail "$tgz has no with-lock binary"
 	grep -q '/with-lock\.1$' "$tmp/list" || fail "$tgz has no man page"
 	grep -q '/with-lock\.conf$' "$tmp/list" || fail "$tgz has no example with-lock.conf"
+	for f in with-lock.rules.yml with-lock.rules.test.yml with-lock.dashboard.json; do
+		grep -q "/monitoring/$f\$" "$tmp/list" || fail "$tgz has no monitoring/$f"
+	done
 done
 
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match dist/"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the release files into dist/ (make dist):
 #   with-lock-<os>-<arch>                  static binaries (CGO_ENABLED=0, -trimpath)
-#   with-lock_<version>_<os>_<arch>.tar.gz binary, man page, README, example with-lock.conf, completions, systemd examples
+#   with-lock_<version>_<os>_<arch>.tar.gz binary, man page, README, example with-lock.conf, completions, systemd examples,
+#                                          Prometheus alerting rules (with their promtool tests) and Grafana dashboard
 #   with-lock_<debversion>_<arch>.deb      one per Linux arch, built by nfpm (pinned in tools/go.mod)
 #   SHA256SUMS                             for all of the above: cd dist && sha256sum -c SHA256SUMS
 # darwin is built only where it compiles (skipped with a note instead of
@@ -47,13 +48,14 @@ for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 freebsd/amd64 
 	fi
 
 	dir=with-lock_${VERSION}_${os}_${arch}
-	mkdir -p "$stage/$dir/completions" "$stage/$dir/systemd"
+	mkdir -p "$stage/$dir/completions" "$stage/$dir/systemd" "$stage/$dir/monitoring"
 	cp "$bin" "$stage/$dir/with-lock"
 	cp packaging/with-lock.1 README.md packaging/with-lock.conf "$stage/$dir/"
 	cp -R docs "$stage/$dir/" # the guides README.md links to
 	[ ! -f LICENSE ] || cp LICENSE "$stage/$dir/"
 	cp packaging/completions/* "$stage/$dir/completions/"
 	cp packaging/systemd/* "$stage/$dir/systemd/"
+	cp packaging/with-lock.rules.yml packaging/with-lock.rules.test.yml packaging/with-lock.dashboard.json "$stage/$dir/monitoring/"
 	tar -C "$stage" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
 		-cf - "$dir" | gzip -9n >"dist/$dir.tar.gz"
 
