@@ -193,8 +193,10 @@ const nearLine = 8
 // release's script and the next waiter's join. Were every waiter to keep
 // that upkeep, each would check the line (LPOS of the whole line) three
 // times a wait here, its poll being 300ms.
+//
+// Not parallel: a hand-over delayed by other tests' load lets waiters'
+// polls and retries in, which the count of commands would take for cost.
 func TestLineFarWaitersAddNoUpkeepPerHandOver(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	const n, laps, hold = 24, 2, 40 * time.Millisecond
