@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// The judgements of --doctor that no real server can be made to show on
-// demand: a server clock seconds off this host's.
+// The clock's judgement at its edges, which a real server shows only by
+// chance: a skew just under the bound, and one that a slow round trip may
+// hide (a server stepped seconds off: TestDoctorWarnsOfAServerClockSecondsOff).
 
 func TestDoctorWarnsOfAClockMoreThanASecondOff(t *testing.T) {
 	t.Parallel()

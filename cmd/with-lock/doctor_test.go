@@ -361,3 +361,16 @@ func TestDoctorRefusesWhatItCannotDo(t *testing.T) {
 		}
 	}
 }
+
+// A server whose clock is seconds off this host's (stepped by a preloaded
+// shim, redistest.StartSteppedClock) is WARNING, ahead or behind; one in
+// step is OK.
+func TestDoctorWarnsOfAServerClockSecondsOff(t *testing.T) {
+	t.Parallel()
+	srv, clock := redistest.StartSteppedClock(t, aof...) // AOF: the clock alone decides the exit code
+	runDoctor(t, nil, "--redis", srv.URL(), "nightly").expect(t, "clock", "OK", "the server's clock is within", 0)
+	clock.Step(5 * time.Second)
+	runDoctor(t, nil, "--redis", srv.URL(), "nightly").expect(t, "clock", "WARNING", "the server's clock is 5s ahead of this host's", 1)
+	clock.Step(-95 * time.Second)
+	runDoctor(t, nil, "--redis", srv.URL(), "nightly").expect(t, "clock", "WARNING", "the server's clock is 1m30s behind this host's", 1)
+}
