@@ -96,7 +96,9 @@ func TestBreakHandsTheLockToTheWaitingRunAtOnce(t *testing.T) {
 func TestBreakPutsAPendingPauseIntoTheKey(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	j := e.startJob(0, "paused-break")
+	// The broken holder learns of the break at its next renewal: a second
+	// with a 3s TTL, not the default's ten.
+	j := e.startJob(0, "--ttl", "3s", "paused-break")
 	if r := e.run("--pause", "--reason", "deploy", "paused-break"); r.Code != 0 {
 		t.Fatalf("--pause: exit %d, stderr %q", r.Code, r.Stderr)
 	}
@@ -106,5 +108,7 @@ func TestBreakPutsAPendingPauseIntoTheKey(t *testing.T) {
 	if r := e.run("paused-break", "touch", e.path("ran")); r.Code != 75 || e.exists("ran") || !strings.Contains(r.Stderr, "(deploy)") {
 		t.Errorf("a run after --break: exit %d, stderr %q; want 75, not run, the pause named", r.Code, r.Stderr)
 	}
-	j.Wait(10 * time.Second)
+	if r := j.Wait(clitest.RunTimeout); r.Code != 125 {
+		t.Errorf("the broken holder: exit %d, stderr %q; want 125, its lock lost", r.Code, r.Stderr)
+	}
 }
