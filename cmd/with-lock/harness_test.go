@@ -275,9 +275,16 @@ func touch(t *testing.T, path string) {
 }
 
 // writeFile writes data to path with perm, or fails the test, and returns
-// path.
+// path. An executable is written with forks held off (syscall.ForkLock):
+// a child forked by a parallel test while the file is open for writing
+// holds the descriptor until it execs, and running the file meanwhile
+// fails with ETXTBSY, exit 126 (golang.org/issue/22315).
 func writeFile(t *testing.T, path string, data []byte, perm os.FileMode) string {
 	t.Helper()
+	if perm&0o111 != 0 {
+		syscall.ForkLock.Lock()
+		defer syscall.ForkLock.Unlock()
+	}
 	if err := os.WriteFile(path, data, perm); err != nil {
 		t.Fatal(err)
 	}
