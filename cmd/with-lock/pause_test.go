@@ -140,8 +140,9 @@ func TestPauseWaitsForTheRunningHolder(t *testing.T) {
 		t.Errorf("--status with the pause waiting: %q", r.Stdout)
 	}
 	waiter := clitest.Start(t, nil, "--redis", e.srv.URL(), "-w", "60s", "nightly", "touch", e.path("waited"))
+	// A waiter that exits instead says why below, from its stderr.
 	clitest.Eventually(t, 10*time.Second, "the waiter in line", func() bool {
-		return e.rdb.LLen(t.Context(), "{lock:nightly}:q").Val() == 1
+		return e.rdb.LLen(t.Context(), "{lock:nightly}:q").Val() == 1 || waiter.Exited()
 	})
 	if r := j.finish(); r.Code != 4 {
 		t.Errorf("holder: exit %d, want its command's 4", r.Code)
