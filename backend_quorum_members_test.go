@@ -309,3 +309,27 @@ func onEveryNode(t *testing.T, admins []*redis.Client, l *withlock.Lock) *withlo
 	})
 	return l
 }
+
+// A contender that finds one node down, the lock held on another, and the
+// third slower to answer than the race's grace waits for the third
+// (settleGrace): held on two of three is busy (ErrNotObtained, the CLI's
+// 75), not a quorum that cannot be reached (ErrNoQuorum, 69).
+func TestQuorumContenderTellsBusyFromUnreachableWithANodeDownAndOneSlow(t *testing.T) {
+	t.Parallel()
+	servers, admins, c := quorumNodes(t)
+	ctx := context.Background()
+	for _, a := range admins[1:] {
+		if err := a.Set(ctx, "lock:split", foreignToken, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servers[0].Kill()
+	// The third node answers 120 ms late: past lateGrace, within settleGrace.
+	if err := admins[2].Do(ctx, "CLIENT", "PAUSE", 120, "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.TryAcquire(ctx, "split", time.Minute, nil)
+	if !errors.Is(err, withlock.ErrNotObtained) || errors.Is(err, withlock.ErrNoQuorum) {
+		t.Errorf("TryAcquire with the lock held on the two nodes up, one slow: %v; want ErrNotObtained, not ErrNoQuorum", err)
+	}
+}

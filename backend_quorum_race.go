@@ -56,10 +56,18 @@ const (
 	agrees                 // the node confirmed
 )
 
+// settleGrace is how long a call that can no longer succeed still waits for
+// the nodes that have not answered when neither its refusals nor its
+// failures alone are a majority: their answers tell a lock held elsewhere
+// (a contender's busy) from nodes that cannot be reached, which a node
+// slower than lateGrace on a loaded host would otherwise leave untold.
+const settleGrace = 250 * time.Millisecond
+
 // race runs f on every node at once and returns their answers in node
 // order as soon as the outcome is decided: need nodes agree, or so many
 // did not that need cannot, or ctx ends; then it waits up to grace more
-// for the others. pending marks the nodes whose answer had not come by then:
+// for the others (settleGrace when the nodes that did not agree are split
+// between refusals and failures, and neither is a majority). pending marks the nodes whose answer had not come by then:
 // their answer in res is the zero T. Their calls go on under a context of
 // their own, bounded by limit and not by ctx; late, if not nil, gets each
 // of their answers as it comes (from another goroutine).
@@ -67,25 +75,50 @@ func race[T any](ctx context.Context, nodes []redis.UniversalClient, need int, l
 	f func(context.Context, redis.UniversalClient) T, judge func(T) verdict, late func(int, T),
 ) (res []T, pending []bool) {
 	n := len(nodes)
-	return raceUntil(ctx, nodes, limit, grace, f, func(res []T, pending []bool) bool {
-		yes, no := 0, 0
+	return raceGraced(ctx, nodes, limit, grace, f, func(res []T, pending []bool) time.Duration {
+		yes, refused, failures := 0, 0, 0
 		for i, v := range res {
 			switch {
 			case pending[i]:
 			case judge(v) == agrees:
 				yes++
+			case judge(v) == against:
+				refused++
 			default:
-				no++
+				failures++
 			}
 		}
-		return yes >= need || no > n-need
+		switch {
+		case yes >= need || refused > n-need || failures > n-need:
+			return grace
+		case refused+failures > n-need:
+			return max(grace, settleGrace)
+		}
+		return undecided
 	}, late)
 }
+
+// undecided is what raceGraced's decided says while the outcome is open.
+const undecided time.Duration = -1
 
 // raceUntil is race with the outcome decided by decided, which is asked
 // after each answer with the answers so far (pending marks those not in).
 func raceUntil[T any](ctx context.Context, nodes []redis.UniversalClient, limit, grace time.Duration,
 	f func(context.Context, redis.UniversalClient) T, decided func(res []T, pending []bool) bool, late func(int, T),
+) (res []T, pending []bool) {
+	return raceGraced(ctx, nodes, limit, grace, f, func(res []T, pending []bool) time.Duration {
+		if decided(res, pending) {
+			return grace
+		}
+		return undecided
+	}, late)
+}
+
+// raceGraced is raceUntil whose decided also says how long to wait for
+// the others once the outcome is decided (undecided while it is not); ctx's
+// end decides with grace.
+func raceGraced[T any](ctx context.Context, nodes []redis.UniversalClient, limit, grace time.Duration,
+	f func(context.Context, redis.UniversalClient) T, decided func(res []T, pending []bool) time.Duration, late func(int, T),
 ) (res []T, pending []bool) {
 	type answer struct {
 		i int
@@ -111,8 +144,10 @@ wait:
 		case a := <-ch:
 			res[a.i], pending[a.i] = a.v, false
 			got++
-			if graced == nil && decided(res, pending) {
-				graced = time.After(grace)
+			if graced == nil {
+				if g := decided(res, pending); g >= 0 {
+					graced = time.After(g)
+				}
 			}
 		case <-graced:
 			break wait
