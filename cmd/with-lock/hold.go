@@ -50,6 +50,8 @@ type holding struct {
 	lock  *withlock.Lock
 	ka    *withlock.KeepAlive // nil with --no-renew
 	renew *renewals           // what KeepAlive reported (renewals.go)
+	// unwatch stops watching the sentinels for a failover (failover.go).
+	unwatch func()
 	// window is --once-per's window of this run (Lock.OncePer), which the
 	// record (Run.Window) marks done when the run succeeds; nil without.
 	window *withlock.Span
@@ -108,6 +110,7 @@ func (r *runner) newHolding(child *supervise.Child, lock *withlock.Lock) *holdin
 			OnRenew: h.renew.report, OnReacquire: h.renew.reacquired, Reacquire: r.cfg.OnLost == config.OnLostReacquire})
 		h.lost = h.ka.Lost()
 		h.renew.started(h.ka)
+		h.unwatch = r.watchFailover(h.ka)
 	}
 	if d := r.cfg.MaxRun; d > 0 {
 		h.alarms.set(alarmMaxRun, d-time.Since(child.Started()))
@@ -244,6 +247,7 @@ func (h *holding) finish() result {
 	h.alarms.stop()
 	if h.ka != nil {
 		h.ka.Stop()
+		h.unwatch()
 	}
 	res := result{code: h.code, acquired: h.lock.Acquired(), lost: h.ka != nil && h.ka.Err() != nil,
 		timedOut: h.timedOut, usage: h.child.Usage(), tracking: h.child.TrackingMode(), forwarded: h.forwarded}

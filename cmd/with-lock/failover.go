@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/config"
+)
+
+// Under Sentinel, a held lock is read on the new master the moment the
+// sentinels promote one, not at the next renewal: replication is
+// asynchronous, so a replica promoted right after the lock was taken may
+// lack its key, and another host can then take the lock at once, while
+// this job would run on until its next renewal — up to a third of the TTL.
+// The sentinels announce the promotion on their pub/sub (+promoted-slave
+// when the leader first names the new master, +switch-master once the
+// failover ends); a subscription to each configured sentinel, made after
+// the command started, hears it from the first sentinel that tells it.
+
+// recheckEvery is how often the new master is asked again while it does
+// not answer yet.
+const recheckEvery = 50 * time.Millisecond
+
+// failoverEvents are the sentinels' announcements of a new master.
+var failoverEvents = []string{"+promoted-slave", "+switch-master"}
+
+// watchFailover starts watching the sentinels for a failover of the lock's
+// master while ka renews the lock, and returns the function that stops
+// it. Without Sentinel, or with --on-lost reacquire (whose next renewal
+// takes a lock back), it does nothing.
+func (r *runner) watchFailover(ka *withlock.KeepAlive) (stop func()) {
+	if r.cfg.Topology() != config.Sentinel || r.cfg.OnLost == config.OnLostReacquire {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ka.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.watchSentinels(ctx, ka)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// watchSentinels subscribes to each sentinel and rechecks the lock on
+// every new master they name, until ctx is done.
+func (r *runner) watchSentinels(ctx context.Context, ka *withlock.KeepAlive) {
+	sentinels, err := r.cfg.SentinelClients()
+	if err != nil {
+		return // the lock's own client was built from the same settings
+	}
+	promoted := make(chan string, 2*len(sentinels)*len(failoverEvents))
+	for _, sc := range sentinels {
+		defer sc.Close()
+		go func() {
+			ps := sc.Subscribe(ctx, failoverEvents...)
+			defer ps.Close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case msg, ok := <-ps.Channel():
+					if !ok {
+						return
+					}
+					if addr := newMaster(msg, r.cfg.SentinelMaster); addr != "" {
+						select {
+						case promoted <- addr:
+						default: // full: the checker has a backlog of announcements already
+						}
+					}
+				}
+			}
+		}()
+	}
+	checked := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case addr := <-promoted:
+			if !checked[addr] {
+				checked[addr] = r.recheck(ctx, ka, addr)
+			}
+		}
+	}
+}
+
+// newMaster is the address of the master that msg, a sentinel's event,
+// says was promoted for the master named name, or "":
+//
+//	+promoted-slave  slave <ip>:<port> <ip> <port> @ <name> <old-ip> <old-port>
+//	+switch-master   <name> <old-ip> <old-port> <new-ip> <new-port>
+func newMaster(msg *redis.Message, name string) string {
+	f := strings.Fields(msg.Payload)
+	switch {
+	case msg.Channel == "+promoted-slave" && len(f) >= 6 && f[0] == "slave" && f[5] == name:
+		return net.JoinHostPort(f[2], f[3])
+	case msg.Channel == "+switch-master" && len(f) == 5 && f[0] == name:
+		return net.JoinHostPort(f[3], f[4])
+	}
+	return ""
+}
+
+// recheck reads the lock on the new master at addr, again every
+// recheckEvery while it does not answer, until it answers or the lock's
+// local deadline passes (KeepAlive then presumes it lost). It reports
+// whether the new master answered. A lock it does not hold is lost
+// there: the hold stops the job.
+func (r *runner) recheck(ctx context.Context, ka *withlock.KeepAlive, addr string) bool {
+	rdb, err := r.cfg.MasterClient(addr)
+	if err != nil {
+		return false
+	}
+	defer rdb.Close()
+	for {
+		actx, cancel := context.WithTimeout(ctx, min(r.cfg.RedisTimeout, time.Until(ka.Deadline())))
+		err := ka.Recheck(actx, rdb, addr)
+		cancel()
+		switch {
+		case err == nil:
+			r.log.info("failover", fields{}, "the sentinels promoted %s, which holds %s: the lock survived the failover", addr, r.locker.Key(r.cfg.Name))
+			return true
+		case errors.Is(err, withlock.ErrLockNotHeld), errors.Is(err, errors.ErrUnsupported), ctx.Err() != nil:
+			return true
+		case !time.Now().Before(ka.Deadline()):
+			return false
+		}
+		t := time.NewTimer(recheckEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// acquireWaiting is the acquisition of a run with -w (ctx ends with it).
+// Under Sentinel, a master that cannot be reached is no reason to give up
+// a wait: the old master refuses connections while the sentinels fail it
+// over, which they finish in seconds, so the acquisition is tried again,
+// on the master the sentinels then name, until -w runs out.
+func (r *runner) acquireWaiting(ctx context.Context) (*withlock.Lock, error) {
+	for {
+		lock, err := r.locker.Acquire(ctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
+		if err == nil || r.cfg.Topology() != config.Sentinel || ctx.Err() != nil ||
+			redisExit(err) != exitUnavailable || errors.Is(err, withlock.ErrNotReplicated) || errors.Is(err, withlock.ErrNotObtained) {
+			return lock, err
+		}
+		r.log.info("waiting", fields{}, "%s; asking the sentinels for the master again (a failover?) until -w runs out", r.inUserWords(err))
+		t := time.NewTimer(failoverRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+// failoverRetry is the pause between tries of a waiting acquisition whose
+// master could not be reached.
+const failoverRetry = 100 * time.Millisecond
+
+// hint is exit.go's hint for this run. Under Sentinel the master's address
+// came from the sentinels, not from --redis: a master that does not answer
+// is named as their answer for --sentinel-master, and sentinels that do
+// not answer as the configured ones.
+func (r *runner) hint(code int, err error) string {
+	h := hint(code, err)
+	if h != askReachable || r.cfg.Topology() != config.Sentinel {
+		return h
+	}
+	var op *net.OpError
+	if !strings.Contains(err.Error(), "all sentinels") && errors.As(err, &op) && op.Addr != nil {
+		return fmt.Sprintf(" (the sentinels name %s as the master of %q: is it up and reachable, or are they failing it over?)",
+			op.Addr, r.cfg.SentinelMaster)
+	}
+	return fmt.Sprintf(" (are the sentinels %s up and reachable, and do they know a master %q?)",
+		strings.Join(r.cfg.Sentinels, ", "), r.cfg.SentinelMaster)
+}
