@@ -93,6 +93,8 @@ type KeepAlive struct {
 	mu       sync.Mutex
 	err      error
 	deadline time.Time // the local deadline, as Deadline returns it
+
+	sched lateness // how late the renewal timer fires (keepalive_lateness.go)
 }
 
 // KeepAlive starts renewing the lock every interval with one token-checked
@@ -207,9 +209,10 @@ func (k *KeepAlive) run(ctx context.Context) {
 	}()
 
 	lossAt := k.Deadline()
+	base := l.acquired // when the last successful acquiring or renewing command was sent
 	deadline := time.NewTimer(time.Until(lossAt))
 	defer deadline.Stop()
-	next := time.NewTimer(time.Until(k.nextRenewal(l.acquired)))
+	next := newLateTimer(k.nextRenewal(l.acquired))
 	defer next.Stop()
 	busy := false
 	var lastErr error
@@ -231,8 +234,12 @@ func (k *KeepAlive) run(ctx context.Context) {
 			k.lose(lastErr, "")
 			return
 		case <-next.C:
+			if at := k.observeLateness(next, base); at.Before(lossAt) {
+				lossAt = at
+				deadline.Reset(time.Until(lossAt))
+			}
 			if busy {
-				next.Reset(k.retry())
+				next.resetAt(time.Now().Add(k.retry()))
 				continue
 			}
 			// After a pause of this process both timers may be due; never
@@ -264,7 +271,8 @@ func (k *KeepAlive) run(ctx context.Context) {
 			}
 			if r.err == nil {
 				// Before OnRenew, which may read Deadline.
-				k.setDeadline(r.sent.Add(l.ttl - k.margin))
+				base = r.sent
+				k.setDeadline(k.deadlineFrom(base))
 			}
 			switch {
 			case ctx.Err() != nil:
@@ -281,7 +289,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 				lastErr = nil
 				lossAt = k.Deadline()
 				deadline.Reset(time.Until(lossAt))
-				next.Reset(time.Until(k.nextRenewal(r.sent)))
+				next.resetAt(k.nextRenewal(r.sent))
 				if by != "" {
 					k.loseTo(&LostError{Key: l.key, Err: ErrReplaced, ReplacedBy: by})
 				}
@@ -294,7 +302,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 				// Unreachable, timed out, LOADING after a restart: try
 				// again soon, until the deadline says otherwise.
 				lastErr = r.err
-				next.Reset(k.retry())
+				next.resetAt(time.Now().Add(k.retry()))
 			}
 		}
 	}

@@ -250,6 +250,7 @@ var rlRows = []rlRow{
 				}
 			}()
 			end := tr.res.waitEnd(old, 3*rlTTL)
+			tr.t.Logf("the command ended %s before the key could expire", expiry.Sub(end).Round(time.Millisecond))
 			if !end.Before(expiry) {
 				tr.t.Errorf("command ran until %s after the key could expire", end.Sub(expiry))
 			}
@@ -341,6 +342,7 @@ var rlRows = []rlRow{
 			tr.servers[2].Kill()
 			down := time.Now()
 			end := tr.res.waitEnd(old, 3*rlTTL)
+			tr.t.Logf("the command ended %s before the key could expire", expiry.Sub(end).Round(time.Millisecond))
 			if !end.Before(expiry) {
 				tr.t.Errorf("command ran until %s after the key could expire on the surviving master", end.Sub(expiry))
 			}
