@@ -159,9 +159,9 @@ type LostError struct {
 	// ReplacedBy is, when Err is ErrReplaced, the "<host>:<pid>" of the
 	// Client whose Acquire with LockOptions.Replace waits for the lock.
 	ReplacedBy string
-	// Promoted is, when Err is ErrLockNotHeld because KeepAlive.Recheck
-	// found the key missing or another owner's on a newly promoted master,
-	// that master's address.
+	// Promoted is, when Err is ErrLockNotHeld because a server given to
+	// KeepAliveOptions.Recheck (a newly promoted master) lacks the key or
+	// holds another owner's, that server's address.
 	Promoted string
 }
 

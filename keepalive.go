@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // KeepAliveOptions tune a KeepAlive. A nil *KeepAliveOptions or zero fields
@@ -64,6 +66,21 @@ type KeepAliveOptions struct {
 	// one, and only the KeepAlive knows the local deadline: a reacquisition
 	// after it would take back a lock already reported lost.
 	Reacquire bool
+	// Recheck, if not nil, brings clients of servers to read the lock on at
+	// once, outside the renewal schedule: under Sentinel, of the master a
+	// failover has just promoted, which the sentinels' +promoted-slave and
+	// +switch-master events name. Replication is asynchronous, and a replica
+	// promoted right after the lock was taken may lack its key; another
+	// owner can take the lock there at once, while renewals would notice
+	// only at the next one, up to an interval later. A server that holds
+	// the lock's token changes nothing; one that holds another or none
+	// loses the lock there and then, as a renewal finding that would
+	// (LostError.Promoted is its address), unless Reacquire takes a
+	// vanished key back at the next renewal; one that does not answer is
+	// asked again every 50ms until the local deadline. Only a lock of one
+	// Redis deployment (New) is read so. The caller closes the clients once
+	// Stop has returned.
+	Recheck <-chan redis.UniversalClient
 }
 
 // defaultMargin is the KeepAlive margin for a lock with the given TTL: a
@@ -95,6 +112,8 @@ type KeepAlive struct {
 	deadline time.Time // the local deadline, as Deadline returns it
 
 	sched lateness // how late the renewal timer fires (keepalive_lateness.go)
+	// rechecking is KeepAliveOptions.Recheck's goroutine (keepalive_recheck.go).
+	rechecking sync.WaitGroup
 }
 
 // KeepAlive starts renewing the lock every interval with one token-checked
@@ -139,6 +158,10 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 	loopCtx, stop := context.WithCancel(ctx)
 	k.stop = stop
 	go k.run(loopCtx)
+	if opts != nil && opts.Recheck != nil {
+		k.rechecking.Add(1)
+		go k.rechecks(loopCtx, opts.Recheck)
+	}
 	return k
 }
 
@@ -182,6 +205,7 @@ func (k *KeepAlive) Context() context.Context { return k.ctx }
 func (k *KeepAlive) Stop() {
 	k.stop()
 	<-k.done
+	k.rechecking.Wait()
 	k.cancel(context.Canceled)
 }
 

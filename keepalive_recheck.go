@@ -6,49 +6,73 @@ package withlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Recheck reads the lock's key on rdb now, without waiting for the next
-// renewal. rdb is meant to be a client of the master a Sentinel failover
-// has just promoted (its +promoted-slave or +switch-master event names
-// it): replication is asynchronous, and a replica promoted right after the
-// lock was taken may lack its key, so another owner can take the lock
-// there at once while this one would run on until its next renewal — up
-// to a renewal interval.
-//
-// It returns nil when the key holds the lock's token on rdb. When the key
-// holds another token or none, the lock is lost there and then, as if a
-// renewal had found it so: Lost is closed, Err returns a *LostError whose
-// Err matches ErrLockNotHeld and whose Promoted is addr, Context is
-// cancelled, renewal stops; and Recheck returns that error. Any other
-// error is the failure to ask rdb (the new master may not answer yet): the
-// KeepAlive is unchanged, and the caller may try again until Deadline.
-//
-// With KeepAliveOptions.Reacquire, a key that is gone is not a loss: the
-// renewal that follows takes the lock back. A lock of a quorum or a
-// semaphore's slot is not read on one server: Recheck returns
-// errors.ErrUnsupported. After Stop, or once the lock is lost, it returns
-// Err and asks nothing.
-func (k *KeepAlive) Recheck(ctx context.Context, rdb redis.UniversalClient, addr string) error {
+// recheckEvery is how often a server given to KeepAliveOptions.Recheck is
+// asked again while it does not answer.
+const recheckEvery = 50 * time.Millisecond
+
+// rechecks reads the lock on each server that comes on ch until ctx is done
+// or the lock is lost. A server that does not answer is asked again every
+// recheckEvery until the local deadline, unless another comes meanwhile:
+// the later announcement names the newer master.
+func (k *KeepAlive) rechecks(ctx context.Context, ch <-chan redis.UniversalClient) {
+	defer k.rechecking.Done()
+	var rdb redis.UniversalClient // asked again at retry, while it does not answer
+	retry := time.NewTimer(0)
+	<-retry.C
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case rdb = <-ch:
+		case <-retry.C:
+		}
+		if rdb == nil {
+			continue
+		}
+		switch answered, lost := k.recheck(ctx, rdb); {
+		case lost:
+			return
+		case answered || !time.Now().Before(k.Deadline()):
+			rdb = nil // the deadline speaks for a server that never answered
+		default:
+			retry.Reset(recheckEvery)
+		}
+	}
+}
+
+// recheck reads the lock's key on rdb once. It loses the lock when rdb
+// holds another token or none (unless Reacquire, whose next renewal takes
+// a vanished key back), and reports whether rdb answered and whether the
+// lock was lost.
+func (k *KeepAlive) recheck(ctx context.Context, rdb redis.UniversalClient) (answered, lost bool) {
 	l := k.lock
 	if _, ok := l.c.b.(*single); !ok {
-		return fmt.Errorf("recheck %s: %w: only a lock of one Redis deployment is read on one server", l.key, errors.ErrUnsupported)
+		return true, false // a quorum's or a semaphore's lock is not on one server
 	}
-	if k.ctx.Err() != nil {
-		return k.Err()
-	}
-	holder, _, err := inspect(ctx, rdb, l.key)
+	actx, cancel := context.WithDeadline(ctx, k.Deadline())
+	holder, _, err := inspect(actx, rdb, l.key)
+	cancel()
 	switch {
-	case err != nil:
-		return fmt.Errorf("recheck %s on %s: %w", l.key, addr, err)
-	case holder == l.token, holder == "" && k.reacquire:
-		return nil
+	case err != nil || ctx.Err() != nil:
+		return false, false
+	case holder == l.token || holder == "" && k.reacquire:
+		return true, false
 	}
 	k.stop() // before the loss is told: no renewal after it
-	k.loseTo(&LostError{Key: l.key, Err: ErrLockNotHeld, Promoted: addr})
-	return k.Err()
+	k.loseTo(&LostError{Key: l.key, Err: ErrLockNotHeld, Promoted: addrOf(rdb)})
+	return true, true
+}
+
+// addrOf is the address of a client of one server, or "".
+func addrOf(rdb redis.UniversalClient) string {
+	if c, ok := rdb.(*redis.Client); ok {
+		return c.Options().Addr
+	}
+	return ""
 }

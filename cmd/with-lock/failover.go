@@ -23,38 +23,37 @@ import (
 // failover ends); a subscription to each configured sentinel, made after
 // the command started, hears it from the first sentinel that tells it.
 
-// recheckEvery is how often the new master is asked again while it does
-// not answer yet.
-const recheckEvery = 50 * time.Millisecond
-
 // failoverEvents are the sentinels' announcements of a new master.
 var failoverEvents = []string{"+promoted-slave", "+switch-master"}
 
 // watchFailover starts watching the sentinels for a failover of the lock's
-// master while ka renews the lock, and returns the function that stops
-// it. Without Sentinel, or with --on-lost reacquire (whose next renewal
-// takes a lock back), it does nothing.
-func (r *runner) watchFailover(ka *withlock.KeepAlive) (stop func()) {
+// master, and returns the channel on which it brings a client of each new
+// master they name (KeepAliveOptions.Recheck), and the function that stops
+// watching and closes those clients, to be called once the KeepAlive
+// stopped. Without Sentinel, or with --on-lost reacquire (whose next
+// renewal takes a lock back), it does nothing.
+func (r *runner) watchFailover() (<-chan redis.UniversalClient, func()) {
 	if r.cfg.Topology() != config.Sentinel || r.cfg.OnLost == config.OnLostReacquire {
-		return func() {}
+		return nil, func() {}
 	}
-	ctx, cancel := context.WithCancel(ka.Context())
+	masters := make(chan redis.UniversalClient)
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.watchSentinels(ctx, ka)
+		r.watchSentinels(ctx, masters)
 	}()
-	return func() { cancel(); <-done }
+	return masters, func() { cancel(); <-done }
 }
 
-// watchSentinels subscribes to each sentinel and rechecks the lock on
-// every new master they name, until ctx is done.
-func (r *runner) watchSentinels(ctx context.Context, ka *withlock.KeepAlive) {
+// watchSentinels subscribes to each sentinel and brings a client of every
+// new master they name on masters, until ctx is done; then it closes them.
+func (r *runner) watchSentinels(ctx context.Context, masters chan<- redis.UniversalClient) {
 	sentinels, err := r.cfg.SentinelClients()
 	if err != nil {
 		return // the lock's own client was built from the same settings
 	}
-	promoted := make(chan string, 2*len(sentinels)*len(failoverEvents))
+	promoted := make(chan string, len(sentinels)*len(failoverEvents))
 	for _, sc := range sentinels {
 		defer sc.Close()
 		go func() {
@@ -71,22 +70,36 @@ func (r *runner) watchSentinels(ctx context.Context, ka *withlock.KeepAlive) {
 					if addr := newMaster(msg, r.cfg.SentinelMaster); addr != "" {
 						select {
 						case promoted <- addr:
-						default: // full: the checker has a backlog of announcements already
+						case <-ctx.Done():
+							return
 						}
 					}
 				}
 			}
 		}()
 	}
-	checked := map[string]bool{}
+	seen := map[string]bool{}
 	for {
+		var addr string
 		select {
 		case <-ctx.Done():
 			return
-		case addr := <-promoted:
-			if !checked[addr] {
-				checked[addr] = r.recheck(ctx, ka, addr)
-			}
+		case addr = <-promoted:
+		}
+		if seen[addr] {
+			continue // told by another sentinel, or by both events
+		}
+		seen[addr] = true
+		rdb, err := r.cfg.MasterClient(addr)
+		if err != nil {
+			continue
+		}
+		defer rdb.Close()
+		r.log.info("failover", fields{}, "the sentinels promoted %s; reading %s there", addr, r.locker.Key(r.cfg.Name))
+		select {
+		case masters <- rdb:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -105,40 +118,6 @@ func newMaster(msg *redis.Message, name string) string {
 		return net.JoinHostPort(f[3], f[4])
 	}
 	return ""
-}
-
-// recheck reads the lock on the new master at addr, again every
-// recheckEvery while it does not answer, until it answers or the lock's
-// local deadline passes (KeepAlive then presumes it lost). It reports
-// whether the new master answered. A lock it does not hold is lost
-// there: the hold stops the job.
-func (r *runner) recheck(ctx context.Context, ka *withlock.KeepAlive, addr string) bool {
-	rdb, err := r.cfg.MasterClient(addr)
-	if err != nil {
-		return false
-	}
-	defer rdb.Close()
-	for {
-		actx, cancel := context.WithTimeout(ctx, min(r.cfg.RedisTimeout, time.Until(ka.Deadline())))
-		err := ka.Recheck(actx, rdb, addr)
-		cancel()
-		switch {
-		case err == nil:
-			r.log.info("failover", fields{}, "the sentinels promoted %s, which holds %s: the lock survived the failover", addr, r.locker.Key(r.cfg.Name))
-			return true
-		case errors.Is(err, withlock.ErrLockNotHeld), errors.Is(err, errors.ErrUnsupported), ctx.Err() != nil:
-			return true
-		case !time.Now().Before(ka.Deadline()):
-			return false
-		}
-		t := time.NewTimer(recheckEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
-	}
 }
 
 // acquireWaiting is the acquisition of a run with -w (ctx ends with it).

@@ -61,8 +61,9 @@ func TestSentinelFailoverThatLosesTheKey(t *testing.T) {
 			if row.refused {
 				return
 			}
-			t.Logf("from the master's kill -9: the other host's command started after %s, the holder's ended after %s; overlap %s",
-				r.secondStarted.Round(time.Millisecond), r.firstStopped.Round(time.Millisecond), r.overlap.Round(time.Millisecond))
+			t.Logf("from the master's kill -9: the other host's command started after %s, the holder's ended after %s; overlap %s (the holder ended %s before)",
+				r.secondStarted.Round(time.Millisecond), r.firstStopped.Round(time.Millisecond), r.overlap.Round(time.Millisecond),
+				(r.secondStarted - r.firstStopped).Round(time.Millisecond))
 			// Noticed at the promotion, the holder is stopped before the
 			// other host's with-lock has even started its command: no
 			// overlap, with margin for a loaded host. Without the notice

@@ -106,11 +106,13 @@ func (r *runner) newHolding(child *supervise.Child, lock *withlock.Lock) *holdin
 	h := &holding{r: r, child: child, lock: lock, commandDone: child.Done(),
 		renew: &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}}
 	if !r.cfg.NoRenew {
+		masters, unwatch := r.watchFailover() // failover.go
+		h.unwatch = unwatch
 		h.ka = lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
-			OnRenew: h.renew.report, OnReacquire: h.renew.reacquired, Reacquire: r.cfg.OnLost == config.OnLostReacquire})
+			OnRenew: h.renew.report, OnReacquire: h.renew.reacquired, Reacquire: r.cfg.OnLost == config.OnLostReacquire,
+			Recheck: masters})
 		h.lost = h.ka.Lost()
 		h.renew.started(h.ka)
-		h.unwatch = r.watchFailover(h.ka)
 	}
 	if d := r.cfg.MaxRun; d > 0 {
 		h.alarms.set(alarmMaxRun, d-time.Since(child.Started()))
