@@ -126,13 +126,15 @@ func newMaster(msg *redis.Message, name string) string {
 // over, which they finish in seconds, so the acquisition is tried again,
 // on the master the sentinels then name, until -w runs out.
 func (r *runner) acquireWaiting(ctx context.Context) (*withlock.Lock, error) {
-	for {
+	for said := false; ; said = true {
 		lock, err := r.locker.Acquire(ctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
 		if err == nil || r.cfg.Topology() != config.Sentinel || ctx.Err() != nil ||
 			redisExit(err) != exitUnavailable || errors.Is(err, withlock.ErrNotReplicated) || errors.Is(err, withlock.ErrNotObtained) {
 			return lock, err
 		}
-		r.log.info("waiting", fields{}, "%s; asking the sentinels for the master again (a failover?) until -w runs out", r.inUserWords(err))
+		if !said {
+			r.log.info("waiting", fields{}, "%s; asking the sentinels for the master again (a failover?) until -w runs out", r.inUserWords(err))
+		}
 		t := time.NewTimer(failoverRetry)
 		select {
 		case <-ctx.Done():
