@@ -23,7 +23,9 @@ type KeepAliveOptions struct {
 	// lost when no renewal succeeded. It must cover clock-rate differences
 	// between this host and Redis and the time the caller needs to stop its
 	// work. 0 means a tenth of the TTL plus 100ms, at most a quarter of the
-	// TTL.
+	// TTL. On a loaded host the deadline comes earlier still: by three times
+	// how late the renewal timer fired lately, at most the margin again and
+	// a quarter of what the margin leaves of the TTL (Deadline says when).
 	Margin time.Duration
 	// OnRenew, if not nil, is called after each renewal that got an answer
 	// or failed, before the KeepAlive acts on it: took is the time from
@@ -168,7 +170,8 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 // Deadline returns the local deadline: when the lock is presumed lost
 // unless a renewal sent before it succeeds — the time the last successful
 // acquiring or renewing command was sent, plus the TTL, minus the margin
-// (KeepAliveOptions.Margin). A caller that says how long a failing lock has
+// (KeepAliveOptions.Margin) and, on a loaded host, the slack for how late
+// this process's timers fire (keepalive_lateness.go). A caller that says how long a failing lock has
 // left reads it here instead of redoing the arithmetic.
 func (k *KeepAlive) Deadline() time.Time {
 	k.mu.Lock()
