@@ -171,7 +171,7 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 // unless a renewal sent before it succeeds — the time the last successful
 // acquiring or renewing command was sent, plus the TTL, minus the margin
 // (KeepAliveOptions.Margin) and, on a loaded host, the slack for how late
-// this process's timers fire (keepalive_lateness.go). A caller that says how long a failing lock has
+// this process's timers fire. A caller that says how long a failing lock has
 // left reads it here instead of redoing the arithmetic.
 func (k *KeepAlive) Deadline() time.Time {
 	k.mu.Lock()
