@@ -173,7 +173,7 @@ func (e *LostError) Error() string {
 	case e.BrokenBy != "":
 		return fmt.Sprintf("lock %s lost: broken by %s (Client.Break)", e.Key, e.BrokenBy)
 	case e.Promoted != "":
-		return fmt.Sprintf("lock %s lost: the master promoted by a failover, %s, does not hold it", e.Key, e.Promoted)
+		return fmt.Sprintf("lock %s lost: %s, which a failover makes the master, does not hold it", e.Key, e.Promoted)
 	case errors.Is(e.Err, ErrLockNotHeld):
 		return fmt.Sprintf("lock %s lost: it expired or was taken over", e.Key)
 	case e.Err != nil:

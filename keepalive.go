@@ -69,9 +69,9 @@ type KeepAliveOptions struct {
 	// after it would take back a lock already reported lost.
 	Reacquire bool
 	// Recheck, if not nil, brings clients of servers to read the lock on at
-	// once, outside the renewal schedule: under Sentinel, of the master a
-	// failover has just promoted, which the sentinels' +promoted-slave and
-	// +switch-master events name. Replication is asynchronous, and a replica
+	// once, outside the renewal schedule: under Sentinel, of the replica a
+	// failover is promoting, which the sentinels' +selected-slave,
+	// +promoted-slave and +switch-master events name. Replication is asynchronous, and a replica
 	// promoted right after the lock was taken may lack its key; another
 	// owner can take the lock there at once, while renewals would notice
 	// only at the next one, up to an interval later. A server that holds

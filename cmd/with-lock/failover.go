@@ -18,13 +18,17 @@ import (
 // asynchronous, so a replica promoted right after the lock was taken may
 // lack its key, and another host can then take the lock at once, while
 // this job would run on until its next renewal — up to a third of the TTL.
-// The sentinels announce the promotion on their pub/sub (+promoted-slave
-// when the leader first names the new master, +switch-master once the
-// failover ends); a subscription to each configured sentinel, made after
-// the command started, hears it from the first sentinel that tells it.
+// The sentinels announce a failover on their pub/sub: +selected-slave when
+// the leader has chosen the replica it promotes (which can receive nothing
+// more from the master that failed: a key it lacks then is lost),
+// +promoted-slave when it first names the new master, +switch-master once
+// the failover ends. A subscription to each configured sentinel, made after
+// the command started, hears each from the first sentinel that tells it;
+// the lock is read on the chosen replica at the first, before any client
+// is sent to it, and the job stopped if the key is not there.
 
 // failoverEvents are the sentinels' announcements of a new master.
-var failoverEvents = []string{"+promoted-slave", "+switch-master"}
+var failoverEvents = []string{"+selected-slave", "+promoted-slave", "+switch-master"}
 
 // watchFailover starts watching the sentinels for a failover of the lock's
 // master, and returns the channel on which it brings a client of each new
@@ -107,12 +111,13 @@ func (r *runner) watchSentinels(ctx context.Context, masters chan<- redis.Univer
 // newMaster is the address of the master that msg, a sentinel's event,
 // says was promoted for the master named name, or "":
 //
-//	+promoted-slave  slave <ip>:<port> <ip> <port> @ <name> <old-ip> <old-port>
+//	+selected-slave  slave <ip>:<port> <ip> <port> @ <name> <old-ip> <old-port>
+//	+promoted-slave  (the same)
 //	+switch-master   <name> <old-ip> <old-port> <new-ip> <new-port>
 func newMaster(msg *redis.Message, name string) string {
 	f := strings.Fields(msg.Payload)
 	switch {
-	case msg.Channel == "+promoted-slave" && len(f) >= 6 && f[0] == "slave" && f[5] == name:
+	case (msg.Channel == "+selected-slave" || msg.Channel == "+promoted-slave") && len(f) >= 6 && f[0] == "slave" && f[5] == name:
 		return net.JoinHostPort(f[2], f[3])
 	case msg.Channel == "+switch-master" && len(f) == 5 && f[0] == name:
 		return net.JoinHostPort(f[3], f[4])

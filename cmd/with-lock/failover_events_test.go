@@ -13,6 +13,7 @@ func TestNewMasterIsReadFromTheSentinelsEvents(t *testing.T) {
 	for _, tc := range []struct {
 		channel, payload, want string
 	}{
+		{"+selected-slave", "slave 10.0.0.2:6379 10.0.0.2 6379 @ mymaster 10.0.0.1 6379", "10.0.0.2:6379"},
 		{"+promoted-slave", "slave 10.0.0.2:6379 10.0.0.2 6379 @ mymaster 10.0.0.1 6379", "10.0.0.2:6379"},
 		{"+switch-master", "mymaster 10.0.0.1 6379 10.0.0.2 6379", "10.0.0.2:6379"},
 		{"+switch-master", "mymaster ::1 6379 ::2 6380", "[::2]:6380"},

@@ -41,9 +41,9 @@ type foResult struct {
 // replica and three sentinels. The replica is paused and its link cut, so
 // the lock taken next never reaches it; then the master is killed and
 // Sentinel promotes the replica, which lacks the key. The holder notices
-// the promotion at once (the sentinels' +promoted-slave and +switch-master)
-// and is stopped, exit 125, before another host's run can have started on
-// the new master; a waiter rides the failover out within -w; and with
+// the failover at once (the sentinels' +selected-slave, +promoted-slave and
+// +switch-master) and is stopped, exit 125, before another host's run can
+// have started on the new master; a waiter rides the failover out within -w; and with
 // --min-replicas 1 the lock is refused, 69, since the replica never
 // confirmed it. The measured windows are in docs/production-redis.md.
 func TestSentinelFailoverThatLosesTheKey(t *testing.T) {
@@ -64,9 +64,9 @@ func TestSentinelFailoverThatLosesTheKey(t *testing.T) {
 			t.Logf("from the master's kill -9: the other host's command started after %s, the holder's ended after %s; overlap %s (the holder ended %s before)",
 				r.secondStarted.Round(time.Millisecond), r.firstStopped.Round(time.Millisecond), r.overlap.Round(time.Millisecond),
 				(r.secondStarted - r.firstStopped).Round(time.Millisecond))
-			// Noticed at the promotion, the holder is stopped before the
-			// other host's with-lock has even started its command: no
-			// overlap, with margin for a loaded host. Without the notice
+			// Noticed when the sentinels choose the replica, the holder is
+			// stopped before any client is sent to it: no overlap, with
+			// margin for a loaded host. Without the notice
 			// it ran until its next renewal, up to a renewal interval.
 			if limit := 250 * time.Millisecond; r.overlap > limit {
 				t.Errorf("the two hosts' commands overlapped for %s, want at most %s (a renewal interval is %s)",
@@ -122,8 +122,9 @@ func foTrial(t *testing.T, row foRow) foResult {
 
 	b, next := foSecondHost(t, res, start, row.second)
 	end := res.waitEnd(old, 2*row.ttl)
-	if r := a.Wait(10 * time.Second); r.Code != 125 || !strings.Contains(r.Stderr, "lost") {
-		t.Errorf("the holder exited %d, stderr %q; want 125, the lock lost", r.Code, r.Stderr)
+	want := "lock lock:" + name + " lost: the sentinels are failing over to " + g.Replica.Addr() + ", which does not hold it"
+	if r := a.Wait(10 * time.Second); r.Code != 125 || !strings.Contains(r.Stderr, want) {
+		t.Errorf("the holder exited %d, stderr %q; want 125 and %q", r.Code, r.Stderr, want)
 	}
 	b.Signal(syscall.SIGTERM)
 	b.Wait(10 * time.Second)

@@ -177,7 +177,7 @@ func (h *holding) lostReason() (string, fields) {
 			lock.Key(), round(time.Since(lastOK)), ttl, r.inUserWords(lerr.Err)), fields{}
 	}
 	if errors.As(err, &lerr) && lerr.Promoted != "" {
-		return fmt.Sprintf("lock %s lost: the sentinels promoted %s, which does not hold it (the replica had not received it: see --min-replicas)",
+		return fmt.Sprintf("lock %s lost: the sentinels are failing over to %s, which does not hold it (the replica had not received it: see --min-replicas)",
 			lock.Key(), lerr.Promoted), fields{}
 	}
 	if errors.As(err, &lerr) && lerr.BrokenBy != "" {
