@@ -71,10 +71,11 @@ type KeepAliveOptions struct {
 	// Recheck, if not nil, brings clients of servers to read the lock on at
 	// once, outside the renewal schedule: under Sentinel, of the replica a
 	// failover is promoting, which the sentinels' +selected-slave,
-	// +promoted-slave and +switch-master events name. Replication is asynchronous, and a replica
-	// promoted right after the lock was taken may lack its key; another
-	// owner can take the lock there at once, while renewals would notice
-	// only at the next one, up to an interval later. A server that holds
+	// +promoted-slave and +switch-master events name. Replication is
+	// asynchronous, and a replica promoted right after the lock was taken
+	// may lack its key; another owner can take the lock there at once,
+	// while renewals would notice only at the next one, up to an interval
+	// later. A server that holds
 	// the lock's token changes nothing; one that holds another or none
 	// loses the lock there and then, as a renewal finding that would
 	// (LostError.Promoted is its address), unless Reacquire takes a
