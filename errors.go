@@ -159,6 +159,10 @@ type LostError struct {
 	// ReplacedBy is, when Err is ErrReplaced, the "<host>:<pid>" of the
 	// Client whose Acquire with LockOptions.Replace waits for the lock.
 	ReplacedBy string
+	// Promoted is, when Err is ErrLockNotHeld because a server given to
+	// KeepAliveOptions.Recheck (a newly promoted master) lacks the key or
+	// holds another owner's, that server's address.
+	Promoted string
 }
 
 // Error says what was lost and why.
@@ -168,6 +172,8 @@ func (e *LostError) Error() string {
 		return fmt.Sprintf("lock %s lost: replaced by %s (LockOptions.Replace)", e.Key, e.ReplacedBy)
 	case e.BrokenBy != "":
 		return fmt.Sprintf("lock %s lost: broken by %s (Client.Break)", e.Key, e.BrokenBy)
+	case e.Promoted != "":
+		return fmt.Sprintf("lock %s lost: %s, which a failover makes the master, does not hold it", e.Key, e.Promoted)
 	case errors.Is(e.Err, ErrLockNotHeld):
 		return fmt.Sprintf("lock %s lost: it expired or was taken over", e.Key)
 	case e.Err != nil:

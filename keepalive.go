@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // KeepAliveOptions tune a KeepAlive. A nil *KeepAliveOptions or zero fields
@@ -21,7 +23,9 @@ type KeepAliveOptions struct {
 	// lost when no renewal succeeded. It must cover clock-rate differences
 	// between this host and Redis and the time the caller needs to stop its
 	// work. 0 means a tenth of the TTL plus 100ms, at most a quarter of the
-	// TTL.
+	// TTL. On a loaded host the deadline comes earlier still: by three times
+	// how late the renewal timer fired lately, at most the margin again and
+	// a quarter of what the margin leaves of the TTL (Deadline says when).
 	Margin time.Duration
 	// OnRenew, if not nil, is called after each renewal that got an answer
 	// or failed, before the KeepAlive acts on it: took is the time from
@@ -72,6 +76,22 @@ type KeepAliveOptions struct {
 	// expires keys by that clock, so a step forward expires every lock
 	// early. A lock of a quorum or a semaphore does not read it.
 	OnServerClock func(moved time.Duration)
+	// Recheck, if not nil, brings clients of servers to read the lock on at
+	// once, outside the renewal schedule: under Sentinel, of the replica a
+	// failover is promoting, which the sentinels' +selected-slave,
+	// +promoted-slave and +switch-master events name. Replication is
+	// asynchronous, and a replica promoted right after the lock was taken
+	// may lack its key; another owner can take the lock there at once,
+	// while renewals would notice only at the next one, up to an interval
+	// later. A server that holds
+	// the lock's token changes nothing; one that holds another or none
+	// loses the lock there and then, as a renewal finding that would
+	// (LostError.Promoted is its address), unless Reacquire takes a
+	// vanished key back at the next renewal; one that does not answer is
+	// asked again every 50ms until the local deadline. Only a lock of one
+	// Redis deployment (New) is read so. The caller closes the clients once
+	// Stop has returned.
+	Recheck <-chan redis.UniversalClient
 }
 
 // defaultMargin is the KeepAlive margin for a lock with the given TTL: a
@@ -106,6 +126,10 @@ type KeepAlive struct {
 	mu       sync.Mutex
 	err      error
 	deadline time.Time // the local deadline, as Deadline returns it
+
+	sched lateness // how late the renewal timer fires (keepalive_lateness.go)
+	// rechecking is KeepAliveOptions.Recheck's goroutine (keepalive_recheck.go).
+	rechecking sync.WaitGroup
 }
 
 // KeepAlive starts renewing the lock every interval with one token-checked
@@ -151,13 +175,18 @@ func (l *Lock) KeepAlive(ctx context.Context, opts *KeepAliveOptions) *KeepAlive
 	loopCtx, stop := context.WithCancel(ctx)
 	k.stop = stop
 	go k.run(loopCtx)
+	if opts != nil && opts.Recheck != nil {
+		k.rechecking.Add(1)
+		go k.rechecks(loopCtx, opts.Recheck)
+	}
 	return k
 }
 
 // Deadline returns the local deadline: when the lock is presumed lost
 // unless a renewal sent before it succeeds — the time the last successful
 // acquiring or renewing command was sent, plus the TTL, minus the margin
-// (KeepAliveOptions.Margin). A caller that says how long a failing lock has
+// (KeepAliveOptions.Margin) and, on a loaded host, the slack for how late
+// this process's timers fire. A caller that says how long a failing lock has
 // left reads it here instead of redoing the arithmetic.
 func (k *KeepAlive) Deadline() time.Time {
 	k.mu.Lock()
@@ -194,6 +223,7 @@ func (k *KeepAlive) Context() context.Context { return k.ctx }
 func (k *KeepAlive) Stop() {
 	k.stop()
 	<-k.done
+	k.rechecking.Wait()
 	k.cancel(context.Canceled)
 }
 
@@ -221,9 +251,10 @@ func (k *KeepAlive) run(ctx context.Context) {
 	}()
 
 	lossAt := k.Deadline()
+	base := l.acquired // when the last successful acquiring or renewing command was sent
 	deadline := time.NewTimer(time.Until(lossAt))
 	defer deadline.Stop()
-	next := time.NewTimer(time.Until(k.nextRenewal(l.acquired)))
+	next := newLateTimer(k.nextRenewal(l.acquired))
 	defer next.Stop()
 	busy := false
 	var lastErr error
@@ -245,8 +276,12 @@ func (k *KeepAlive) run(ctx context.Context) {
 			k.lose(lastErr, "")
 			return
 		case <-next.C:
+			if at := k.observeLateness(next, base); at.Before(lossAt) {
+				lossAt = at
+				deadline.Reset(time.Until(lossAt))
+			}
 			if busy {
-				next.Reset(k.retry())
+				next.resetAt(time.Now().Add(k.retry()))
 				continue
 			}
 			// After a pause of this process both timers may be due; never
@@ -281,7 +316,8 @@ func (k *KeepAlive) run(ctx context.Context) {
 			}
 			if r.err == nil {
 				// Before OnRenew, which may read Deadline.
-				k.setDeadline(r.sent.Add(l.ttl - k.margin))
+				base = r.sent
+				k.setDeadline(k.deadlineFrom(base))
 			}
 			switch {
 			case ctx.Err() != nil:
@@ -298,7 +334,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 				lastErr = nil
 				lossAt = k.Deadline()
 				deadline.Reset(time.Until(lossAt))
-				next.Reset(time.Until(k.nextRenewal(r.sent)))
+				next.resetAt(k.nextRenewal(r.sent))
 				if by != "" {
 					k.loseTo(&LostError{Key: l.key, Err: ErrReplaced, ReplacedBy: by})
 				}
@@ -311,7 +347,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 				// Unreachable, timed out, LOADING after a restart: try
 				// again soon, until the deadline says otherwise.
 				lastErr = r.err
-				next.Reset(k.retry())
+				next.resetAt(time.Now().Add(k.retry()))
 			}
 		}
 	}

@@ -115,8 +115,10 @@ func TestKeepAliveDeadlineWhileRedisPaused(t *testing.T) {
 	if after >= ttl {
 		t.Errorf("loss reported %s after acquisition, not before the TTL (%s) ran out", after, ttl)
 	}
-	if after < ttl-margin-10*time.Millisecond {
-		t.Errorf("loss reported %s after acquisition, before the local deadline %s", after, ttl-margin)
+	// The deadline comes earlier on a loaded host, by at most the margin
+	// again (keepalive_lateness.go); the loss is never before it.
+	if early := ka.Deadline().Sub(lostAt); after < ttl-2*margin || early > 10*time.Millisecond {
+		t.Errorf("loss reported %s after acquisition, %s before the local deadline (TTL-%s, less the slack of a loaded host)", after, early, margin)
 	}
 	var lerr *withlock.LostError
 	if err := ka.Err(); !errors.As(err, &lerr) || errors.Is(err, withlock.ErrLockNotHeld) || lerr.Err == nil {
@@ -142,8 +144,8 @@ func TestKeepAliveRedisDown(t *testing.T) {
 	after := lostAt.Sub(l.Acquired())
 	margin := withlock.DefaultMargin(ttl)
 	t.Logf("Redis down: loss reported %s after acquisition (TTL %s, margin %s): %v", after.Round(time.Millisecond), ttl, margin, ka.Err())
-	if after < ttl-margin-10*time.Millisecond || after >= ttl {
-		t.Errorf("loss after %s, want at the local deadline %s, before the TTL", after, ttl-margin)
+	if early := ka.Deadline().Sub(lostAt); after < ttl-2*margin || early > 10*time.Millisecond || after >= ttl {
+		t.Errorf("loss after %s, %s before the local deadline; want at the local deadline (TTL-%s, less the slack of a loaded host), before the TTL", after, early, margin)
 	}
 	var lerr *withlock.LostError
 	if !errors.As(ka.Err(), &lerr) || lerr.Err == nil || errors.Is(lerr, withlock.ErrLockNotHeld) {

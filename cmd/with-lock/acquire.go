@@ -25,7 +25,7 @@ func (r *runner) acquire() (*withlock.Lock, result) {
 			r.logWaiting(ctx)
 			wctx, wcancel := context.WithTimeout(ctx, r.cfg.Wait-time.Since(start))
 			defer wcancel()
-			lock, err = r.locker.Acquire(wctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
+			lock, err = r.acquireWaiting(wctx) // failover.go
 			return
 		}
 		// One deadline for the whole try (a new connection's handshake,
@@ -80,7 +80,7 @@ func (r *runner) acquire() (*withlock.Lock, result) {
 		return nil, notRun(r.cfg.ConflictExit, outcomeBusy)
 	default:
 		code := redisExit(err)
-		r.log.error("error", fields{Code: &code}, "%s%s; command not run%s", r.inUserWords(err), r.waitedLonger(err, time.Since(start)), hint(code, err))
+		r.log.error("error", fields{Code: &code}, "%s%s; command not run%s", r.inUserWords(err), r.waitedLonger(err, time.Since(start)), r.hint(code, err))
 		return nil, notRun(code, outcomeError)
 	}
 }

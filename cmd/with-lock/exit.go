@@ -103,8 +103,11 @@ func hint(code int, err error) string {
 	case errors.As(err, &rerr):
 		return "" // Redis answered; its reply says what went wrong
 	}
-	return " (is Redis up and reachable at the --redis / WITH_LOCK_REDIS address?)"
+	return askReachable
 }
+
+// askReachable is hint's question when Redis did not answer at all.
+const askReachable = " (is Redis up and reachable at the --redis / WITH_LOCK_REDIS address?)"
 
 // startFailed reports a command that could not be started and returns
 // the exit code a shell would give: 126 or 127.

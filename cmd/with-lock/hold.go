@@ -50,6 +50,8 @@ type holding struct {
 	lock  *withlock.Lock
 	ka    *withlock.KeepAlive // nil with --no-renew
 	renew *renewals           // what KeepAlive reported (renewals.go)
+	// unwatch stops watching the sentinels for a failover (failover.go).
+	unwatch func()
 	// window is --once-per's window of this run (Lock.OncePer), which the
 	// record (Run.Window) marks done when the run succeeds; nil without.
 	window *withlock.Span
@@ -108,7 +110,7 @@ func (r *runner) newHolding(child *supervise.Child, lock *withlock.Lock) *holdin
 		if k == nil {
 			k = r.keepAlive(lock)
 		}
-		h.ka, h.renew = k.ka, k.renew
+		h.ka, h.renew, h.unwatch = k.ka, k.renew, k.unwatch
 		h.lost = h.ka.Lost()
 	}
 	if d := r.cfg.MaxRun; d > 0 {
@@ -246,6 +248,7 @@ func (h *holding) finish() result {
 	h.alarms.stop()
 	if h.ka != nil {
 		h.ka.Stop()
+		h.unwatch()
 	}
 	res := result{code: h.code, acquired: h.r.got, lost: h.ka != nil && h.ka.Err() != nil,
 		timedOut: h.timedOut, usage: h.child.Usage(), tracking: h.child.TrackingMode(), forwarded: h.forwarded}

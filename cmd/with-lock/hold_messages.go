@@ -179,6 +179,10 @@ func (h *holding) lostReason() (string, fields) {
 		return fmt.Sprintf("lock %s presumed lost: Redis unreachable for longer than the TTL allows: no renewal succeeded for %s of its %s TTL (last attempt: %s)",
 			lock.Key(), round(time.Since(lastOK)), ttl, r.inUserWords(lerr.Err)), fields{}
 	}
+	if errors.As(err, &lerr) && lerr.Promoted != "" {
+		return fmt.Sprintf("lock %s lost: the sentinels are failing over to %s, which does not hold it (the replica had not received it: see --min-replicas)",
+			lock.Key(), lerr.Promoted), fields{}
+	}
 	if errors.As(err, &lerr) && lerr.BrokenBy != "" {
 		why := fmt.Sprintf("lock %s lost: broken by %s with --break", lock.Key(), lerr.BrokenBy)
 		if r.cfg.OnLost == config.OnLostReacquire {

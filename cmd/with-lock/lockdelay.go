@@ -21,16 +21,27 @@ import (
 type keptAlive struct {
 	ka    *withlock.KeepAlive
 	renew *renewals
+	// unwatch stops watching the sentinels for a failover (failover.go),
+	// once ka has stopped.
+	unwatch func()
 }
 
-// keepAlive starts renewing lock for the rest of the run.
+// stop stops the renewal and the watch of the sentinels.
+func (k *keptAlive) stop() {
+	k.ka.Stop()
+	k.unwatch()
+}
+
+// keepAlive starts renewing lock for the rest of the run, and under
+// Sentinel reading it at once on a master a failover promotes.
 func (r *runner) keepAlive(lock *withlock.Lock) *keptAlive {
 	renew := &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}
+	masters, unwatch := r.watchFailover() // failover.go
 	ka := lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
 		OnRenew: renew.report, OnReacquire: renew.reacquired, OnServerClock: renew.serverClock,
-		Reacquire: r.cfg.OnLost == config.OnLostReacquire})
+		Reacquire: r.cfg.OnLost == config.OnLostReacquire, Recheck: masters})
 	renew.started(ka)
-	return &keptAlive{ka: ka, renew: renew}
+	return &keptAlive{ka: ka, renew: renew, unwatch: unwatch}
 }
 
 // lockDelay waits --lock-delay when the lease before this run's lapsed,
@@ -54,13 +65,13 @@ func (r *runner) lockDelay(lock *withlock.Lock) (result, bool) {
 		r.kept = k
 		return result{}, true
 	case sig := <-r.sigs:
-		k.ka.Stop()
+		k.stop()
 		r.release(lock)
 		code := 128 + int(sig.(syscall.Signal))
 		r.log.error("interrupted", fields{Signal: signalName(sig), Code: &code}, "%v during --lock-delay on %s; command not run", sig, lock.Key())
 		return notRun(code, outcomeError), false
 	case <-k.ka.Lost():
-		k.ka.Stop()
+		k.stop()
 		lost := k.ka.Err()
 		if !errors.Is(lost, withlock.ErrLockNotHeld) {
 			_ = lock.Release(context.Background()) // presumed lost: it may still be ours

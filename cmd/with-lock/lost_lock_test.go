@@ -164,8 +164,10 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 	if sinceStart >= ttl {
 		t.Errorf("command dead %s after with-lock started: the key could have expired (TTL %s) while it ran", sinceStart, ttl)
 	}
-	if sinceStart < ttl-margin {
-		t.Errorf("command stopped %s after start, before the local deadline (TTL-%s): a presumed loss came too early", sinceStart, margin)
+	// On a loaded host the deadline comes earlier, by at most the margin
+	// again (the library's keepalive_lateness.go).
+	if sinceStart < ttl-2*margin {
+		t.Errorf("command stopped %s after start, before the earliest local deadline (TTL-2×%s): a presumed loss came too early", sinceStart, margin)
 	}
 	time.Sleep(time.Until(pausedAt.Add(2 * ttl)))
 	resume()

@@ -49,7 +49,7 @@ func (r *runner) oncePer(lock *withlock.Lock) (window *withlock.Span, res result
 	}
 	r.release(lock)
 	res.code, res.outcome = redisExit(err), outcomeError
-	r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), hint(res.code, err))
+	r.log.error("error", fields{}, "%s; command not run%s", r.inUserWords(err), r.hint(res.code, err))
 	return nil, res, true
 }
 

@@ -93,16 +93,17 @@ func (tr *rlTrial) afterRenewal() {
 	})
 }
 
-// expiry is the earliest the key can expire on servers[i], as far as the
-// test can tell: now plus its PTTL, read after now.
+// expiry is when the key expires on servers[i]: its PEXPIRETIME, the
+// absolute time on the server's clock, which is this host's. Unlike now
+// plus its PTTL, it does not move earlier when the test is slow to send
+// the command, as it is on a loaded host.
 func (tr *rlTrial) expiry(i int) time.Time {
 	tr.t.Helper()
-	before := time.Now()
-	st := lookAt(tr.servers[i].Client(), "lock:"+tr.name)
-	if st.err != nil || st.pttl <= 0 {
-		tr.t.Fatalf("lock key %+v, want it held with a TTL", st)
+	at, err := tr.servers[i].Client().PExpireTime(tr.t.Context(), "lock:"+tr.name).Result()
+	if err != nil || at <= 0 {
+		tr.t.Fatalf("lock key's PEXPIRETIME %v (%v), want it held with a TTL", at, err)
 	}
-	return before.Add(st.pttl)
+	return time.UnixMilli(at.Milliseconds())
 }
 
 // Not parallel: it holds a bound in time, kept clear of the parallel
@@ -250,6 +251,7 @@ var rlRows = []rlRow{
 				}
 			}()
 			end := tr.res.waitEnd(old, 3*rlTTL)
+			tr.t.Logf("the command ended %s before the key could expire", expiry.Sub(end).Round(time.Millisecond))
 			if !end.Before(expiry) {
 				tr.t.Errorf("command ran until %s after the key could expire", end.Sub(expiry))
 			}
@@ -341,6 +343,7 @@ var rlRows = []rlRow{
 			tr.servers[2].Kill()
 			down := time.Now()
 			end := tr.res.waitEnd(old, 3*rlTTL)
+			tr.t.Logf("the command ended %s before the key could expire", expiry.Sub(end).Round(time.Millisecond))
 			if !end.Before(expiry) {
 				tr.t.Errorf("command ran until %s after the key could expire on the surviving master", end.Sub(expiry))
 			}

@@ -27,7 +27,7 @@ const (
 // uses for it (inUserWords), and returns the exit code for it.
 func (r *runner) redisFailed(err error) int {
 	code := redisExit(err)
-	return r.log.failed(code, "%s%s", r.inUserWords(err), hint(code, err))
+	return r.log.failed(code, "%s%s", r.inUserWords(err), r.hint(code, err))
 }
 
 // statusJSON is --status --json's output, one object on one line, and
