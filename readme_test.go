@@ -395,13 +395,27 @@ func TestEveryTestRunsInParallelOrSaysWhyNot(t *testing.T) {
 			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Name.Name == "TestMain" {
 				continue
 			}
-			if callsParallelFirst(fn) || strings.Contains(fn.Doc.Text(), "Not parallel:") {
-				continue
+			parallel, saysWhyNot := callsParallelFirst(fn), saysNotParallel(fn.Doc.Text())
+			switch {
+			case parallel && saysWhyNot:
+				t.Errorf("%s: %s calls t.Parallel() but its doc comment says why it does not", fset.Position(fn.Pos()), fn.Name.Name)
+			case !parallel && !saysWhyNot:
+				t.Errorf("%s: %s neither calls t.Parallel() first nor says in its doc comment why not (a line \"Not parallel: ...\")",
+					fset.Position(fn.Pos()), fn.Name.Name)
 			}
-			t.Errorf("%s: %s neither calls t.Parallel() first nor says in its doc comment why not (\"Not parallel: ...\")",
-				fset.Position(fn.Pos()), fn.Name.Name)
 		}
 	}
+}
+
+// saysNotParallel reports whether a doc comment has a line that begins
+// "Not parallel:".
+func saysNotParallel(doc string) bool {
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "Not parallel:") {
+			return true
+		}
+	}
+	return false
 }
 
 // callsParallelFirst reports whether fn's first statement is t.Parallel().

@@ -28,7 +28,6 @@ const busyLoops = 8
 //
 // Not parallel: it loads the machine on purpose, and holds a bound in time.
 func TestQuorumStopsCommandBeforeTheKeyCanExpireBesideBusyLoops(t *testing.T) {
-	t.Parallel()
 	const ttl = 3 * time.Second
 	var servers []*redistest.Server
 	flags := []string{"--ttl", ttl.String(), "--redis-timeout", "2s"}
