@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test test-short test-servers test-cron churn replace-churn bench redis promtool pushgateway groff postgresql sqlite cron-tools dist check-dist clean
+.PHONY: build install demo test test-short test-servers test-load test-cron churn replace-churn bench redis promtool pushgateway groff postgresql sqlite cron-tools dist check-dist clean
 .PHONY: image beds beds-deps
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
@@ -105,6 +105,10 @@ test-servers: redis promtool pushgateway groff postgresql sqlite
 		PATH="$$bin:$$PATH" $(GO) test -count=1 -parallel $(PARALLEL) -timeout 20m ./... || failed="$$failed $$id"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-servers: failed on$$failed"; exit 1; fi
+
+## test-load: the tests that load the machine on purpose (8 busy loops), alone: beside make test they would load every other test
+test-load: redis
+	$(GO) test -race -tags loadtest -count=1 -timeout 10m -run 'BesideBusyLoops' -v ./cmd/with-lock
 
 ## test-short: the tests that need no Redis (go test -short), in seconds, without redis-server
 test-short:

@@ -1,6 +1,10 @@
+//go:build loadtest
+
 package main_test
 
 // The stop-before-expiry promise on a host that the jobs themselves load.
+// Its busy loops would load every test running beside it, the other
+// package's too, so it runs on its own: make test-load (in CI).
 
 import (
 	"context"
