@@ -233,7 +233,7 @@ func retryCleanup(ctx context.Context, del func(context.Context) error) bool {
 func mayHaveLanded(err error) bool {
 	var op *net.OpError
 	switch {
-	case isRedisReply(err):
+	case isRedisReply(err), stoppedWaiting(err): // roundtrip.go cleans up after the latter
 		return false
 	case errors.As(err, &op) && op.Op == "dial",
 		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):

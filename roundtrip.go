@@ -1,0 +1,383 @@
+package withlock
+
+// Round trips shared between the concurrent acquisitions and releases of
+// one Client: a group commit on its go-redis client.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sharing round trips.
+//
+// A service that takes many locks at once sends many small commands at
+// once, each in a round trip of its own: a write and a read system call in
+// the process and in redis-server for every SET and every release. So the
+// acquiring command of an acquisition (with what goes with it, sendWith)
+// and the release script of a release share round trips between the
+// callers of one Client:
+//
+//   - a command that finds no round trip of the Client in flight is sent at
+//     once, by its caller, exactly as it would be alone: one goroutine
+//     waits for nobody;
+//   - commands that arrive while one is in flight wait for it; when it is
+//     answered, the first of them sends them all in one go-redis pipeline,
+//     on one connection, and hands each its own reply or error;
+//   - a caller whose context ends while its command waits to be sent takes
+//     it back: nothing was sent. One whose context ends after its command
+//     went out stops waiting and returns an error matching ctx.Err();
+//     whoever reads that round trip's reply then cleans up an acquiring
+//     command that may have landed, as abandon does for a reply that never
+//     came: it deletes the token, if it is ours, once Redis has answered
+//     the SET, or queues the deletion when it has not (cleanup.go).
+//
+// A shared round trip is sent without its sender's cancellation (it
+// carries the others' commands too), so its wait is bounded by the Redis
+// client's timeouts; the sender's own wait is that one, as a lone command's
+// is. Only a plain *redis.Client shares (a Sentinel failover client is
+// one): a Cluster's pipelines split by node and a quorum's members race
+// their own calls, so their commands go alone as before.
+
+// roundTrips shares the round trips of one Client's go-redis client.
+type roundTrips struct {
+	rdb *redis.Client // nil: nothing is shared
+
+	mu       sync.Mutex
+	inFlight bool          // a round trip is in flight, or its successor is being handed over
+	pending  []*sharedCall // waiting for the next round trip, in arrival order
+	spare    []*sharedCall // a batch's slice, empty, for the next pending
+}
+
+// newRoundTrips shares the round trips of rdb where it is a plain client.
+func newRoundTrips(rdb redis.UniversalClient) roundTrips {
+	c, _ := rdb.(*redis.Client)
+	return roundTrips{rdb: c}
+}
+
+// What a waiting command is doing (sharedCall.state).
+const (
+	callQueued    = iota // in pending, unsent: its caller may take it back
+	callLeads            // first in pending when a round trip ended: it sends the next
+	callSent             // in a round trip in flight
+	callDone             // answered: its replies (or errors) are in its commands
+	callAbandoned        // sent, and its caller stopped waiting
+)
+
+// sharedCall is one caller's commands waiting for a shared round trip.
+type sharedCall struct {
+	cmds []redis.Cmder
+	// orphan cleans up after a caller that stopped waiting, once its
+	// commands' replies are in: nil when nothing needs it.
+	orphan func(cmds []redis.Cmder)
+	state  int           // guarded by roundTrips.mu
+	wake   chan struct{} // one signal: it leads, or it is done
+}
+
+// alone claims the round trip for a command when none is in flight: its
+// caller then sends it at once and calls done after.
+func (rt *roundTrips) alone() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.inFlight {
+		return false
+	}
+	rt.inFlight = true
+	return true
+}
+
+// done ends a round trip: the first waiting command, if any, is woken to
+// send the next one.
+func (rt *roundTrips) done() {
+	rt.mu.Lock()
+	next := rt.handOn()
+	rt.mu.Unlock()
+	if next != nil {
+		next.wake <- struct{}{}
+	}
+}
+
+// handOn, with mu held, makes the first waiting command the next round
+// trip's sender and returns it, or marks no round trip in flight.
+func (rt *roundTrips) handOn() *sharedCall {
+	if len(rt.pending) == 0 {
+		rt.inFlight = false
+		return nil
+	}
+	next := rt.pending[0]
+	next.state = callLeads
+	return next
+}
+
+// share sends the commands that queue puts on a pipeline in a shared round
+// trip, and waits for their replies until ctx ends. queue runs in the
+// caller's goroutine, and once more when the caller stops waiting: then the
+// commands it queues carry the error (a *stoppedWaitingError), and those
+// in flight belong to the round trip, which calls orphan with them once
+// answered.
+func (rt *roundTrips) share(ctx context.Context, queue func(redis.Pipeliner), orphan func([]redis.Cmder)) {
+	p := rt.rdb.Pipeline()
+	queue(p)
+	c := &sharedCall{cmds: p.Cmds(), orphan: orphan, wake: make(chan struct{}, 1)}
+	if err := rt.wait(ctx, c); err != nil {
+		gave := rt.rdb.Pipeline()
+		queue(gave)
+		for _, cmd := range gave.Cmds() {
+			cmd.SetErr(err)
+		}
+	}
+}
+
+// wait sends c's commands, alone when no round trip is in flight, else in
+// the next shared one, and waits for their replies. It returns a
+// *stoppedWaitingError when ctx ended first.
+func (rt *roundTrips) wait(ctx context.Context, c *sharedCall) error {
+	rt.mu.Lock()
+	if !rt.inFlight {
+		rt.inFlight = true
+		c.state = callSent
+		rt.mu.Unlock()
+		rt.send(ctx, []*sharedCall{c}, c)
+		return nil
+	}
+	c.state = callQueued
+	rt.pending = append(rt.pending, c)
+	rt.mu.Unlock()
+	select {
+	case <-c.wake:
+	case <-ctx.Done():
+		if err := rt.leave(ctx, c); err != nil {
+			return err
+		}
+		<-c.wake // it leads, or is answered: the signal is on its way
+	}
+	if c.state == callLeads {
+		rt.lead(ctx, c)
+	}
+	return nil
+}
+
+// leave takes c back when ctx ended while it waits: out of pending when it
+// was not sent, abandoned to its round trip when it was. It returns nil when
+// c leads or is answered already, and must go on.
+func (rt *roundTrips) leave(ctx context.Context, c *sharedCall) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	switch c.state {
+	case callQueued:
+		for i, q := range rt.pending {
+			if q == c {
+				rt.pending = append(rt.pending[:i], rt.pending[i+1:]...)
+				break
+			}
+		}
+		return &stoppedWaitingError{err: context.Cause(ctx)}
+	case callSent:
+		c.state = callAbandoned
+		return &stoppedWaitingError{err: context.Cause(ctx), sent: true}
+	}
+	return nil
+}
+
+// lead sends every waiting command, c's among them, in one round trip.
+func (rt *roundTrips) lead(ctx context.Context, c *sharedCall) {
+	rt.mu.Lock()
+	batch := rt.pending
+	rt.pending, rt.spare = rt.spare, nil
+	for _, b := range batch {
+		b.state = callSent
+	}
+	rt.mu.Unlock()
+	rt.send(ctx, batch, c)
+}
+
+// send runs batch in one pipeline, sent by c's caller: with its context
+// when c is alone in it, else without its cancellation, since the others'
+// commands ride on it. It then hands each its replies, the round trip to the
+// next waiting command, and the abandoned ones to their clean-up.
+func (rt *roundTrips) send(ctx context.Context, batch []*sharedCall, c *sharedCall) {
+	defer rt.answer(batch, c) // also when a hook panics: nobody may wait for ever
+	if len(batch) > 1 {
+		ctx = context.WithoutCancel(ctx)
+	}
+	p := rt.rdb.Pipeline()
+	for _, b := range batch {
+		_ = p.BatchProcess(ctx, b.cmds...)
+	}
+	_, _ = p.Exec(ctx) // each command has its own reply or error
+}
+
+// answer ends batch's round trip, sent by c's caller (see send).
+func (rt *roundTrips) answer(batch []*sharedCall, c *sharedCall) {
+	var orphans []*sharedCall
+	rt.mu.Lock()
+	c.state = callDone
+	woken := batch[:0:0]
+	for _, b := range batch {
+		switch b.state {
+		case callSent:
+			if b != c {
+				b.state = callDone
+				woken = append(woken, b)
+			}
+		case callAbandoned:
+			if b.orphan != nil {
+				orphans = append(orphans, b)
+			}
+		}
+	}
+	next := rt.handOn()
+	if rt.spare == nil && len(batch) > 1 {
+		rt.spare = batch[:0]
+	}
+	rt.mu.Unlock()
+	if next != nil {
+		next.wake <- struct{}{}
+	}
+	for _, b := range woken {
+		b.wake <- struct{}{}
+	}
+	for _, b := range orphans {
+		go b.orphan(b.cmds)
+	}
+}
+
+// stoppedWaitingError is what a command gets whose caller's context ended
+// while it waited for a shared round trip. Nothing needs cleaning up by
+// the caller (mayHaveLanded): unsent, it never left; sent, its round trip
+// cleans up.
+type stoppedWaitingError struct {
+	err  error // the context's cause
+	sent bool
+}
+
+func (e *stoppedWaitingError) Error() string {
+	if e.sent {
+		return "stopped waiting for the reply: " + e.err.Error()
+	}
+	return "not sent: " + e.err.Error()
+}
+
+func (e *stoppedWaitingError) Unwrap() error { return e.err }
+
+// stoppedWaiting reports whether err is a *stoppedWaitingError.
+func stoppedWaiting(err error) bool {
+	var e *stoppedWaitingError
+	return errors.As(err, &e)
+}
+
+// sharedSetter is the setter of an acquisition whose commands share round
+// trips.
+type sharedSetter struct {
+	s *single
+	l *Lock // the Lock being acquired
+}
+
+// share returns rdb, or where rdb is s's own plain client, a setter that
+// shares round trips for the acquisition of l.
+func (s *single) share(rdb pipeSetter, l *Lock) pipeSetter {
+	if s.trips.rdb == nil || rdb != pipeSetter(s.trips.rdb) {
+		return rdb
+	}
+	return &sharedSetter{s: s, l: l}
+}
+
+// scriptSender sends a script: the client, or a releaseSender.
+type scriptSender interface {
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd
+}
+
+// releaser is what a release's script is sent through: s's round trips
+// where its client is a plain one. A release that lands needs no clean-up.
+func (s *single) releaser() scriptSender {
+	if s.trips.rdb == nil {
+		return s.rdb
+	}
+	return (*releaseSender)(&s.trips) // no allocation: every release asks
+}
+
+// releaseSender sends release scripts through shared round trips.
+type releaseSender roundTrips
+
+func (r *releaseSender) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return (*roundTrips)(r).eval(ctx, script, keys, args, nil)
+}
+
+func (r *releaseSender) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	return (*roundTrips)(r).evalSha(ctx, sha, keys, args, nil)
+}
+
+// orphan cleans up after an acquisition whose caller stopped waiting: its
+// token, if it landed, is deleted as abandon deletes it, once Redis has
+// answered every command of its round trip; else the deletion is queued.
+func (sh *sharedSetter) orphan(ctx context.Context) func([]redis.Cmder) {
+	return func(cmds []redis.Cmder) {
+		answered := true
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil && !isRedisReply(err) {
+				answered = false
+			}
+		}
+		sh.s.abandon(ctx, sh.l, answered)
+	}
+}
+
+func (sh *sharedSetter) SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd {
+	rt := &sh.s.trips
+	if rt.alone() {
+		defer rt.done()
+		return rt.rdb.SetNX(ctx, key, value, expiration)
+	}
+	var cmd *redis.BoolCmd
+	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.SetNX(ctx, key, value, expiration) }, sh.orphan(ctx))
+	return cmd
+}
+
+func (sh *sharedSetter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return sh.s.trips.eval(ctx, script, keys, args, sh.orphan(ctx))
+}
+
+func (sh *sharedSetter) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	rt := &sh.s.trips
+	if rt.alone() {
+		defer rt.done()
+		return rt.rdb.Pipelined(ctx, fn)
+	}
+	var cmds []redis.Cmder
+	rt.share(ctx, func(p redis.Pipeliner) {
+		_ = fn(p) // the acquisition's functions queue and return nil
+		cmds = p.Cmds()
+	}, sh.orphan(ctx))
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return cmds, err
+		}
+	}
+	return cmds, nil
+}
+
+// eval is EVAL through shared round trips, orphan as share's.
+func (rt *roundTrips) eval(ctx context.Context, script string, keys []string, args []any, orphan func([]redis.Cmder)) *redis.Cmd {
+	if rt.alone() {
+		defer rt.done()
+		return rt.rdb.Eval(ctx, script, keys, args...)
+	}
+	var cmd *redis.Cmd
+	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.Eval(ctx, script, keys, args...) }, orphan)
+	return cmd
+}
+
+// evalSha is EVALSHA through shared round trips, orphan as share's.
+func (rt *roundTrips) evalSha(ctx context.Context, sha string, keys []string, args []any, orphan func([]redis.Cmder)) *redis.Cmd {
+	if rt.alone() {
+		defer rt.done()
+		return rt.rdb.EvalSha(ctx, sha, keys, args...)
+	}
+	var cmd *redis.Cmd
+	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.EvalSha(ctx, sha, keys, args...) }, orphan)
+	return cmd
+}
