@@ -327,3 +327,159 @@ func wantText(text string) func(callResult) error {
 		return nil
 	}
 }
+
+// pausedClients counts the connections of user that Redis holds in a
+// CLIENT PAUSE WRITE with a command read (flag b).
+func pausedClients(t *testing.T, admin *redis.Client, user string) int {
+	t.Helper()
+	list, err := admin.ClientList(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(list, "\n") {
+		f := " " + line + " "
+		if strings.Contains(f, " user="+user+" ") && strings.Contains(f, " flags=b ") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestConnectionKilledUnderASharedRoundTripFailsEachCallerAndLeavesNoLock
+// holds a lone acquisition in Redis (CLIENT PAUSE WRITE) with callers
+// queued behind it, kills its connection, then kills the connection of the
+// shared round trip that follows while Redis holds it too. Each caller gets
+// an error of its own, none hangs, no acquisition is left locked, and the
+// lock whose release failed is still released after.
+func TestConnectionKilledUnderASharedRoundTripFailsEachCallerAndLeavesNoLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	const user = "sharer"
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: user, Password: "pw", MaxRetries: -1, DisableIdentity: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := withlock.New(rdb, nil)
+	warm, err := c.TryAcquire(ctx, "warm", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.TryAcquire(ctx, "held", time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", "60000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "CLIENT", "UNPAUSE") })
+	lead := make(chan callResult, 1)
+	go func() { lead <- acquiring(c, ctx, "lead")() }()
+	eventually(t, "Redis holds the lone acquisition", func() bool { return pausedClients(t, admin, user) == 1 })
+
+	callers := []func() callResult{
+		acquiring(c, ctx, "a"), acquiring(c, ctx, "b"), acquiring(c, ctx, "c"),
+		releasing(ctx, held), // last: behind the SETs Redis holds, it never runs
+	}
+	results := make([]chan callResult, len(callers))
+	for i, call := range callers {
+		results[i] = make(chan callResult, 1)
+		go func() { results[i] <- call() }()
+	}
+	eventually(t, "every caller waits for the next round trip", func() bool {
+		_, n := withlock.SharedTrips(c)
+		return n == len(callers)
+	})
+
+	kill := func() {
+		t.Helper()
+		if err := admin.Do(ctx, "CLIENT", "KILL", "USER", user).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kill()
+	if r := recv(t, lead); r.err == nil || r.l != nil {
+		t.Errorf("lone acquisition on a killed connection: got %v, %v; want an error", r.l, r.err)
+	}
+	eventually(t, "Redis holds the shared round trip", func() bool {
+		_, n := withlock.SharedTrips(c)
+		return n == 0 && pausedClients(t, admin, user) == 1
+	})
+	kill()
+	for i := range callers {
+		if r := recv(t, results[i]); r.err == nil || r.l != nil {
+			t.Errorf("caller %d on a killed connection: got %v, %v; want an error", i, r.l, r.err)
+		}
+	}
+
+	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Errorf("release after the failed one: %v", err)
+	}
+	eventually(t, "no lock is left", func() bool { return len(lockKeys(t, admin)) == 0 })
+	if inFlight, n := withlock.SharedTrips(c); inFlight || n != 0 {
+		t.Errorf("after every caller returned: in flight %v, %d waiting", inFlight, n)
+	}
+}
+
+// TestALoneCallerSendsAtOnce holds every reply of a Client with nothing
+// else in flight: its acquisition's SET, and then its release's script,
+// are run by Redis before their replies come, each in one write of its own:
+// a lone caller waits for no company before sending.
+func TestALoneCallerSendsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), promptly)
+	defer cancel()
+	srv := redistest.Start(t)
+	admin := srv.Client()
+	gate := newReplyGate()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: gate.dial, DisableIdentity: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := withlock.New(rdb, nil)
+	warm, err := c.TryAcquire(ctx, "alone", time.Minute, nil) // the first acquisition also writes the index and asks INFO
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var l *withlock.Lock // the acquisition's, for the release
+	for _, step := range []struct {
+		name   string
+		call   func() callResult
+		landed func() bool
+	}{
+		{"acquisition", acquiring(c, ctx, "alone"), func() bool { return admin.Exists(ctx, "lock:alone").Val() == 1 }},
+		{"release", func() callResult { return releasing(ctx, l)() }, func() bool { return admin.Exists(ctx, "lock:alone").Val() == 0 }},
+	} {
+		_, writes := gate.state()
+		gate.set(true, 0)
+		done := make(chan callResult, 1)
+		go func() { done <- step.call() }()
+		eventually(t, step.name+" runs in Redis while its reply is held", step.landed)
+		if inFlight, n := withlock.SharedTrips(c); !inFlight || n != 0 {
+			t.Errorf("%s: in flight %v, %d waiting; want it in flight alone", step.name, inFlight, n)
+		}
+		if _, w := gate.state(); w != writes+1 {
+			t.Errorf("%s went out in %d writes, want 1", step.name, w-writes)
+		}
+		gate.set(false, 0)
+		r := recv(t, done)
+		if r.err != nil {
+			t.Fatalf("%s: %v", step.name, r.err)
+		}
+		if r.l != nil {
+			l = r.l
+		}
+	}
+}
