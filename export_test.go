@@ -204,5 +204,5 @@ func SharedTrips(c *Client) (inFlight bool, waiting int) {
 	rt := &c.b.(*single).trips
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.inFlight, len(rt.pending)
+	return rt.inFlight > 0, len(rt.pending)
 }

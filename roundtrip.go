@@ -47,10 +47,14 @@ type roundTrips struct {
 	rdb *redis.Client // nil: nothing is shared
 
 	mu       sync.Mutex
-	inFlight bool          // a round trip is in flight, or its successor is being handed over
+	inFlight int           // round trips in flight, or handed over to a waiting caller
+	leading  bool          // a waiting caller is told to send the next one
 	pending  []*sharedCall // waiting for the next round trip, in arrival order
 	spare    []*sharedCall // a batch's slice, empty, for the next pending
 }
+
+// maxTrips is how many round trips of one Client may be in flight at once.
+const maxTrips = 1
 
 // newRoundTrips shares the round trips of rdb where it is a plain client.
 func newRoundTrips(rdb redis.UniversalClient) roundTrips {
@@ -82,10 +86,10 @@ type sharedCall struct {
 func (rt *roundTrips) alone() bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.inFlight {
+	if rt.inFlight >= maxTrips {
 		return false
 	}
-	rt.inFlight = true
+	rt.inFlight++
 	return true
 }
 
@@ -103,12 +107,13 @@ func (rt *roundTrips) done() {
 // handOn, with mu held, makes the first waiting command the next round
 // trip's sender and returns it, or marks no round trip in flight.
 func (rt *roundTrips) handOn() *sharedCall {
-	if len(rt.pending) == 0 {
-		rt.inFlight = false
+	if len(rt.pending) == 0 || rt.leading {
+		rt.inFlight--
 		return nil
 	}
 	next := rt.pending[0]
 	next.state = callLeads
+	rt.leading = true
 	return next
 }
 
@@ -136,8 +141,8 @@ func (rt *roundTrips) share(ctx context.Context, queue func(redis.Pipeliner), or
 // *stoppedWaitingError when ctx ended first.
 func (rt *roundTrips) wait(ctx context.Context, c *sharedCall) error {
 	rt.mu.Lock()
-	if !rt.inFlight {
-		rt.inFlight = true
+	if rt.inFlight < maxTrips {
+		rt.inFlight++
 		c.state = callSent
 		rt.mu.Unlock()
 		rt.send(ctx, []*sharedCall{c}, c)
@@ -187,6 +192,7 @@ func (rt *roundTrips) lead(ctx context.Context, c *sharedCall) {
 	rt.mu.Lock()
 	batch := rt.pending
 	rt.pending, rt.spare = rt.spare, nil
+	rt.leading = false
 	for _, b := range batch {
 		b.state = callSent
 	}
@@ -269,20 +275,29 @@ func stoppedWaiting(err error) bool {
 	return errors.As(err, &e)
 }
 
-// sharedSetter is the setter of an acquisition whose commands share round
-// trips.
-type sharedSetter struct {
-	s *single
-	l *Lock // the Lock being acquired
-}
+// sharedSetter is the setter of an acquisition of the Lock it is: its
+// commands share the round trips of its Client's backend (tripsOf).
+type sharedSetter Lock
 
 // share returns rdb, or where rdb is s's own plain client, a setter that
 // shares round trips for the acquisition of l.
 func (s *single) share(rdb pipeSetter, l *Lock) pipeSetter {
-	if s.trips.rdb == nil || rdb != pipeSetter(s.trips.rdb) {
+	if s.trips.rdb == nil || rdb != pipeSetter(s.trips.rdb) || tripsOf(l) != &s.trips {
 		return rdb
 	}
-	return &sharedSetter{s: s, l: l}
+	return (*sharedSetter)(l) // no allocation: every acquisition asks
+}
+
+// tripsOf is the round trips of l's Client's backend on one deployment, or
+// nil.
+func tripsOf(l *Lock) *roundTrips {
+	switch b := l.c.b.(type) {
+	case *single:
+		return &b.trips
+	case *semaphore:
+		return &b.one.trips
+	}
+	return nil
 }
 
 // scriptSender sends a script: the client, or a releaseSender.
@@ -315,6 +330,7 @@ func (r *releaseSender) EvalSha(ctx context.Context, sha string, keys []string, 
 // token, if it landed, is deleted as abandon deletes it, once Redis has
 // answered every command of its round trip; else the deletion is queued.
 func (sh *sharedSetter) orphan(ctx context.Context) func([]redis.Cmder) {
+	l := (*Lock)(sh)
 	return func(cmds []redis.Cmder) {
 		answered := true
 		for _, cmd := range cmds {
@@ -322,12 +338,12 @@ func (sh *sharedSetter) orphan(ctx context.Context) func([]redis.Cmder) {
 				answered = false
 			}
 		}
-		sh.s.abandon(ctx, sh.l, answered)
+		abandonOn(ctx, tripsOf(l).rdb, l, answered)
 	}
 }
 
 func (sh *sharedSetter) SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd {
-	rt := &sh.s.trips
+	rt := tripsOf((*Lock)(sh))
 	if rt.alone() {
 		defer rt.done()
 		return rt.rdb.SetNX(ctx, key, value, expiration)
@@ -338,11 +354,11 @@ func (sh *sharedSetter) SetNX(ctx context.Context, key string, value any, expira
 }
 
 func (sh *sharedSetter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return sh.s.trips.eval(ctx, script, keys, args, sh.orphan(ctx))
+	return tripsOf((*Lock)(sh)).eval(ctx, script, keys, args, sh.orphan(ctx))
 }
 
 func (sh *sharedSetter) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
-	rt := &sh.s.trips
+	rt := tripsOf((*Lock)(sh))
 	if rt.alone() {
 		defer rt.done()
 		return rt.rdb.Pipelined(ctx, fn)
