@@ -24,12 +24,12 @@ import (
 // the reply until the gate lets it. So a test can hold a round trip in
 // flight as long as it likes.
 type replyGate struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	shut    bool
-	permits int // reads let through while shut
-	held    int // reads waiting at the gate now
-	writes  int // writes on every connection so far
+	mu     sync.Mutex
+	cond   *sync.Cond
+	shut   bool
+	passed int // while shut, the replies to writes up to this one are read
+	held   int // reads waiting at the gate now
+	writes int // writes on every connection so far
 }
 
 func newReplyGate() *replyGate {
@@ -47,10 +47,20 @@ func (g *replyGate) dial(ctx context.Context, network, addr string) (net.Conn, e
 	return &gatedConn{Conn: c, g: g}, nil
 }
 
-func (g *replyGate) set(shut bool, permits int) {
+// set shuts the gate, or opens it; shut, it holds the replies to the
+// writes made from now on.
+func (g *replyGate) set(shut bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.shut, g.permits = shut, permits
+	g.shut, g.passed = shut, g.writes
+	g.cond.Broadcast()
+}
+
+// pass lets the replies to every write so far through the shut gate.
+func (g *replyGate) pass() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.passed = g.writes
 	g.cond.Broadcast()
 }
 
@@ -62,19 +72,17 @@ func (g *replyGate) state() (held, writes int) {
 
 type gatedConn struct {
 	net.Conn
-	g *replyGate
+	g         *replyGate
+	lastWrite int // the number of this connection's last write
 }
 
 func (c *gatedConn) Read(b []byte) (int, error) {
 	g := c.g
 	g.mu.Lock()
-	for g.shut && g.permits == 0 {
+	for g.shut && c.lastWrite > g.passed {
 		g.held++
 		g.cond.Wait()
 		g.held--
-	}
-	if g.shut {
-		g.permits--
 	}
 	g.mu.Unlock()
 	return c.Conn.Read(b)
@@ -83,6 +91,7 @@ func (c *gatedConn) Read(b []byte) (int, error) {
 func (c *gatedConn) Write(b []byte) (int, error) {
 	c.g.mu.Lock()
 	c.g.writes++
+	c.lastWrite = c.g.writes
 	c.g.mu.Unlock()
 	return c.Conn.Write(b)
 }
@@ -157,7 +166,7 @@ func TestConcurrentCallersSharingARoundTripEachGetTheirOwnResult(t *testing.T) {
 	}
 	mon := srv.Monitor()
 
-	gate.set(true, 0)
+	gate.set(true)
 	lead := make(chan callResult, 1)
 	go func() {
 		l, err := c.TryAcquire(ctx, "lead", time.Minute, nil)
@@ -209,7 +218,7 @@ func TestConcurrentCallersSharingARoundTripEachGetTheirOwnResult(t *testing.T) {
 	// The lone acquisition's reply comes; the others then go out in one
 	// write, run by Redis, their replies held.
 	_, writesBefore := gate.state()
-	gate.set(true, 1)
+	gate.pass()
 	leadRes := recv(t, lead)
 	if leadRes.err != nil {
 		t.Fatalf("lone acquisition: %v", leadRes.err)
@@ -233,7 +242,7 @@ func TestConcurrentCallersSharingARoundTripEachGetTheirOwnResult(t *testing.T) {
 		t.Errorf("cancelled in flight: %v", err)
 	}
 
-	gate.set(false, 0)
+	gate.set(false)
 	got := make([]callResult, len(calls))
 	got[5], got[6] = early1, late1
 	for i := range 5 {
@@ -463,7 +472,7 @@ func TestALoneCallerSendsAtOnce(t *testing.T) {
 		{"release", func() callResult { return releasing(ctx, l)() }, func() bool { return admin.Exists(ctx, "lock:alone").Val() == 0 }},
 	} {
 		_, writes := gate.state()
-		gate.set(true, 0)
+		gate.set(true)
 		done := make(chan callResult, 1)
 		go func() { done <- step.call() }()
 		eventually(t, step.name+" runs in Redis while its reply is held", step.landed)
@@ -473,7 +482,7 @@ func TestALoneCallerSendsAtOnce(t *testing.T) {
 		if _, w := gate.state(); w != writes+1 {
 			t.Errorf("%s went out in %d writes, want 1", step.name, w-writes)
 		}
-		gate.set(false, 0)
+		gate.set(false)
 		r := recv(t, done)
 		if r.err != nil {
 			t.Fatalf("%s: %v", step.name, r.err)
