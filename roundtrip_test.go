@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -491,4 +492,53 @@ func TestALoneCallerSendsAtOnce(t *testing.T) {
 			l = r.l
 		}
 	}
+}
+
+// TestManyCallersSharingRoundTripsKeepLocksExclusive runs goroutines that
+// take and release a few names on one Client, some of them giving up at a
+// random moment, so that shared round trips carry mixed outcomes and
+// abandoned commands: no two holders ever hold one name at once (a reply
+// handed to the wrong caller would show here), every failure is a busy
+// lock or the caller's own context, and once all are done no lock is left.
+func TestManyCallersSharingRoundTripsKeepLocksExclusive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, rdb, _ := setup(t)
+	const goroutines, rounds, names = 16, 60, 4
+	var holders [names]atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			for r := range rounds {
+				i := (g + r) % names
+				tctx, cancel := context.WithCancel(ctx)
+				if r%3 == 0 { // give up at some moment of the try, or after it
+					time.AfterFunc(time.Duration(r%7)*50*time.Microsecond, cancel)
+				}
+				l, err := c.TryAcquire(tctx, fmt.Sprintf("n%d", i), time.Minute, nil)
+				switch {
+				case err == nil:
+					if n := holders[i].Add(1); n != 1 {
+						errs <- fmt.Errorf("name n%d has %d holders", i, n)
+					}
+					time.Sleep(100 * time.Microsecond) // held a while: others try meanwhile
+					holders[i].Add(-1)
+					if err := l.Release(ctx); err != nil {
+						errs <- fmt.Errorf("release n%d: %w", i, err)
+					}
+				case errors.Is(err, withlock.ErrNotObtained), errors.Is(err, context.Canceled):
+				default:
+					errs <- fmt.Errorf("acquire n%d: %w", i, err)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	eventually(t, "no lock is left", func() bool { return len(lockKeys(t, rdb)) == 0 })
 }
