@@ -71,7 +71,7 @@ type pipeSetter interface {
 // its command here, so this is where a command whose outcome is unknown is
 // cleaned up (abandon) before its error is returned.
 func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
-	rdb = s.share(rdb, l) // roundtrip.go
+	rdb = s.share(rdb, l) // roundtrip_senders.go
 	now := l.acquired
 	if now.IsZero() {
 		now = time.Now()

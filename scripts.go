@@ -184,7 +184,7 @@ const (
 // whole script once. A user whose ACL allows EVAL but not EVALSHA (the
 // least-privilege list in docs/production-redis.md) costs one refused EVALSHA, then EVAL only.
 func (s *single) runRelease(ctx context.Context, keys []string, args []any) (any, error) {
-	rdb := s.releaser() // roundtrip.go
+	rdb := s.releaser() // roundtrip_senders.go
 	if s.releaseBy.Load() == releaseByDigest {
 		v, err := rdb.EvalSha(ctx, releaseDigest(), keys, args...).Result()
 		switch {
