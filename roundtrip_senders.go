@@ -62,22 +62,6 @@ func (r *releaseSender) EvalSha(ctx context.Context, sha string, keys []string, 
 	return (*roundTrips)(r).evalSha(ctx, sha, keys, args, nil)
 }
 
-// orphan cleans up after an acquisition whose caller stopped waiting: its
-// token, if it landed, is deleted as abandon deletes it, once Redis has
-// answered every command of its round trip; else the deletion is queued.
-func (sh *sharedSetter) orphan(ctx context.Context) func([]redis.Cmder) {
-	l := (*Lock)(sh)
-	return func(cmds []redis.Cmder) {
-		answered := true
-		for _, cmd := range cmds {
-			if err := cmd.Err(); err != nil && !isRedisReply(err) {
-				answered = false
-			}
-		}
-		abandonOn(ctx, tripsOf(l).rdb, l, answered)
-	}
-}
-
 func (sh *sharedSetter) SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd {
 	rt := tripsOf((*Lock)(sh))
 	if rt.alone() {
@@ -85,12 +69,12 @@ func (sh *sharedSetter) SetNX(ctx context.Context, key string, value any, expira
 		return rt.rdb.SetNX(ctx, key, value, expiration)
 	}
 	var cmd *redis.BoolCmd
-	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.SetNX(ctx, key, value, expiration) }, sh.orphan(ctx))
+	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.SetNX(ctx, key, value, expiration) }, (*Lock)(sh), false)
 	return cmd
 }
 
 func (sh *sharedSetter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return tripsOf((*Lock)(sh)).eval(ctx, script, keys, args, sh.orphan(ctx))
+	return tripsOf((*Lock)(sh)).eval(ctx, script, keys, args, (*Lock)(sh))
 }
 
 func (sh *sharedSetter) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
@@ -101,9 +85,11 @@ func (sh *sharedSetter) Pipelined(ctx context.Context, fn func(redis.Pipeliner) 
 	}
 	var cmds []redis.Cmder
 	rt.share(ctx, func(p redis.Pipeliner) {
-		_ = fn(p) // the acquisition's functions queue and return nil
-		cmds = p.Cmds()
-	}, sh.orphan(ctx))
+		// The acquisition's functions queue and return nil. The commands
+		// are copied out: p is used again once they are answered.
+		_ = fn(p)
+		cmds = append(cmds[:0], p.Cmds()...)
+	}, (*Lock)(sh), true) // fn may queue other commands a second time: it runs once
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			return cmds, err
@@ -112,24 +98,24 @@ func (sh *sharedSetter) Pipelined(ctx context.Context, fn func(redis.Pipeliner) 
 	return cmds, nil
 }
 
-// eval is EVAL through shared round trips, orphan as share's.
-func (rt *roundTrips) eval(ctx context.Context, script string, keys []string, args []any, orphan func([]redis.Cmder)) *redis.Cmd {
+// eval is EVAL through shared round trips, l as share's.
+func (rt *roundTrips) eval(ctx context.Context, script string, keys []string, args []any, l *Lock) *redis.Cmd {
 	if rt.alone() {
 		defer rt.done()
 		return rt.rdb.Eval(ctx, script, keys, args...)
 	}
 	var cmd *redis.Cmd
-	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.Eval(ctx, script, keys, args...) }, orphan)
+	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.Eval(ctx, script, keys, args...) }, l, false)
 	return cmd
 }
 
-// evalSha is EVALSHA through shared round trips, orphan as share's.
-func (rt *roundTrips) evalSha(ctx context.Context, sha string, keys []string, args []any, orphan func([]redis.Cmder)) *redis.Cmd {
+// evalSha is EVALSHA through shared round trips, l as share's.
+func (rt *roundTrips) evalSha(ctx context.Context, sha string, keys []string, args []any, l *Lock) *redis.Cmd {
 	if rt.alone() {
 		defer rt.done()
 		return rt.rdb.EvalSha(ctx, sha, keys, args...)
 	}
 	var cmd *redis.Cmd
-	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.EvalSha(ctx, sha, keys, args...) }, orphan)
+	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.EvalSha(ctx, sha, keys, args...) }, l, false)
 	return cmd
 }

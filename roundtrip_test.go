@@ -139,12 +139,17 @@ func TestConcurrentCallersSharingARoundTripEachGetTheirOwnResult(t *testing.T) {
 	// The Client's first acquisition and release (INFO, EVAL) are done
 	// with; the locks to release are held; "busy" is someone else's, and
 	// the key of "wrongtype" turns into a list while it is held.
-	warm, err := c.TryAcquire(ctx, "warm", time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
+	// "late" and "free1" were taken before, so their acquisitions are one
+	// SET each, without the index's write (a caller sending more waits
+	// for its replies once sent).
+	for _, name := range []string{"warm", "late", "free1"} {
+		warm, err := c.TryAcquire(ctx, name, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := warm.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	relOK, err := c.TryAcquire(ctx, "released", time.Minute, nil)
 	if err != nil {
@@ -195,9 +200,19 @@ func TestConcurrentCallersSharingARoundTripEachGetTheirOwnResult(t *testing.T) {
 		{"cancelled in flight", acquiring(c, late, "late"), wantErr(context.Canceled)},
 	}
 	results := make([]chan callResult, len(calls))
-	for i, call := range calls {
+	for i := range calls {
 		results[i] = make(chan callResult, 1)
-		go func() { results[i] <- call.call() }()
+	}
+	// The late caller waits first, so it is the one to send the next round
+	// trip: a goroutine then sends it, as its context can end.
+	start := func(i int) { go func() { results[i] <- calls[i].call() }() }
+	start(6)
+	eventually(t, "the late caller waits for the next round trip", func() bool {
+		_, n := withlock.SharedTrips(c)
+		return n == 1
+	})
+	for i := range 6 {
+		start(i)
 	}
 	eventually(t, "every caller waits for the next round trip", func() bool {
 		_, n := withlock.SharedTrips(c)
