@@ -18,6 +18,22 @@ import (
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
+// lockKeys are the keys under "lock:" left on rdb, but the index of names.
+func lockKeys(t *testing.T, rdb *redis.Client) []string {
+	t.Helper()
+	all, err := rdb.Keys(context.Background(), "lock:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, k := range all {
+		if typ := rdb.Type(context.Background(), k).Val(); typ != "hash" { // the index of names is a hash
+			left = append(left, k)
+		}
+	}
+	return left
+}
+
 // pausedClients counts the connections of user that Redis holds in a
 // CLIENT PAUSE WRITE with a command read (flag b).
 func pausedClients(t *testing.T, admin *redis.Client, user string) int {

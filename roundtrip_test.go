@@ -102,22 +102,6 @@ type callResult struct {
 	err error
 }
 
-// lockKeys are the keys under "lock:" left on rdb, but the index of names.
-func lockKeys(t *testing.T, rdb *redis.Client) []string {
-	t.Helper()
-	all, err := rdb.Keys(context.Background(), "lock:*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, k := range all {
-		if typ := rdb.Type(context.Background(), k).Val(); typ != "hash" { // the index of names is a hash
-			left = append(left, k)
-		}
-	}
-	return left
-}
-
 // TestConcurrentCallersSharingARoundTripEachGetTheirOwnResult holds a lone
 // acquisition's reply, lets callers with every kind of outcome queue behind
 // it, and checks that they went out together in one pipeline and each got
