@@ -106,7 +106,8 @@ func (c *Client) Key(name string) string { return keys.Lock(c.prefix, name) }
 // flight is sent at once, and those that arrive meanwhile go together in
 // the next pipeline, each with its own reply. When ctx ends first, a
 // command still waiting to be sent is taken back; one already sent is left
-// to its round trip, which deletes the lock if it landed.
+// to its round trip, which deletes the lock if it landed (an acquisition
+// that also writes the index waits for its replies, as a lone one does).
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	if name == "" {
 		return nil, ErrEmptyName
