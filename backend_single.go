@@ -22,6 +22,7 @@ type single struct {
 	names *nameIndex // the names this Client wrote into the index lately (admin_index.go); nil: no index
 
 	releaseBy atomic.Int32 // how the release script is sent (scripts.go)
+	trips     roundTrips   // round trips shared by concurrent callers (roundtrip.go)
 
 	server serverCheck // what the first acquisition learns of the server (client.go)
 }
@@ -29,7 +30,7 @@ type single struct {
 // newSingle is the backend of a Client on rdb, which writes the names it
 // takes into its prefix's index where rdb keeps one.
 func newSingle(rdb redis.UniversalClient) *single {
-	return &single{rdb: rdb, names: newNameIndex()}
+	return &single{rdb: rdb, names: newNameIndex(), trips: newRoundTrips(rdb)}
 }
 
 func (s *single) acquire(ctx context.Context, l *Lock, opts *LockOptions) error {
@@ -70,6 +71,7 @@ type pipeSetter interface {
 // its command here, so this is where a command whose outcome is unknown is
 // cleaned up (abandon) before its error is returned.
 func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) (bool, error) {
+	rdb = s.share(rdb, l) // roundtrip_senders.go
 	now := l.acquired
 	if now.IsZero() {
 		now = time.Now()

@@ -198,7 +198,12 @@ var abandonPauses = [abandonAttempts - 1]time.Duration{100 * time.Millisecond, 2
 // when ctx is already cancelled, without waiting for a stalled server: see
 // cleanupScript. answered says whether Redis has just answered.
 func (s *single) abandon(ctx context.Context, l *Lock, answered bool) {
-	cleanupScript(ctx, s.rdb, answered, l.key, releaseScript(), []string{l.key}, releaseArgs(l.token, l.waitMark(), 0, "")...)
+	abandonOn(ctx, s.rdb, l, answered)
+}
+
+// abandonOn is abandon on rdb, a backend's client.
+func abandonOn(ctx context.Context, rdb redis.UniversalClient, l *Lock, answered bool) {
+	cleanupScript(ctx, rdb, answered, l.key, releaseScript(), []string{l.key}, releaseArgs(l.token, l.waitMark(), 0, "")...)
 }
 
 // retryCleanup runs del, a deletion of our own token, up to abandonAttempts
@@ -233,7 +238,7 @@ func retryCleanup(ctx context.Context, del func(context.Context) error) bool {
 func mayHaveLanded(err error) bool {
 	var op *net.OpError
 	switch {
-	case isRedisReply(err):
+	case isRedisReply(err), stoppedWaiting(err): // roundtrip.go cleans up after the latter
 		return false
 	case errors.As(err, &op) && op.Op == "dial",
 		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):

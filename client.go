@@ -105,6 +105,14 @@ func (c *Client) Key(name string) string { return keys.Lock(c.prefix, name) }
 // (EvictionPolicy), and where List reads an index of names a Client's first
 // acquisition of a name in a minute writes the name there (HSET), ahead of
 // the SET in its round trip. ttl must be at least a millisecond.
+//
+// On a *redis.Client the concurrent acquisitions and releases of one
+// Client share round trips: a command that finds none of the Client's in
+// flight is sent at once, and those that arrive meanwhile go together in
+// the next pipeline, each with its own reply. When ctx ends first, a
+// command still waiting to be sent is taken back; one already sent is left
+// to its round trip, which deletes the lock if it landed (an acquisition
+// that also writes the index waits for its replies, as a lone one does).
 func (c *Client) TryAcquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	if name == "" {
 		return nil, ErrEmptyName
@@ -185,7 +193,9 @@ func (c *Client) take(ctx context.Context, l *Lock, opts *LockOptions, now time.
 // holder's expiry or a fallback poll of about a second; those of one Client
 // are still served in FIFO order. A try in flight when ctx ends is
 // completed, bounded by the Redis client's read timeout, so that it cannot
-// leave behind a lock nobody knows of.
+// leave behind a lock nobody knows of; a try sharing a round trip with
+// other callers (see TryAcquire) stops waiting instead, and its round trip
+// deletes the lock if it landed.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, opts *LockOptions) (*Lock, error) {
 	if name == "" {
 		return nil, ErrEmptyName

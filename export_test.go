@@ -197,3 +197,12 @@ func slow(d time.Duration) func(context.Context, int) error {
 // stuck is an answer that never comes while the KeepAlive runs, as from a
 // paused Redis: it waits for ctx.
 func stuck(ctx context.Context, _ int) error { <-ctx.Done(); return ctx.Err() }
+
+// SharedTrips reports whether a round trip of c's shared ones
+// (roundtrip.go) is in flight, and how many callers wait for the next.
+func SharedTrips(c *Client) (inFlight bool, waiting int) {
+	rt := &c.b.(*single).trips
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.inFlight > 0, len(rt.pending)
+}

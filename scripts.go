@@ -195,8 +195,9 @@ const (
 // whole script once. A user whose ACL allows EVAL but not EVALSHA (the
 // least-privilege list in docs/production-redis.md) costs one refused EVALSHA, then EVAL only.
 func (s *single) runRelease(ctx context.Context, keys []string, args []any) (any, error) {
+	rdb := s.releaser() // roundtrip_senders.go
 	if s.releaseBy.Load() == releaseByDigest {
-		v, err := s.rdb.EvalSha(ctx, releaseDigest(), keys, args...).Result()
+		v, err := rdb.EvalSha(ctx, releaseDigest(), keys, args...).Result()
 		switch {
 		case err == nil: // HasErrorPrefix allocates even for nil
 			return v, nil
@@ -206,7 +207,7 @@ func (s *single) runRelease(ctx context.Context, keys []string, args []any) (any
 			return v, err
 		}
 	}
-	v, err := s.rdb.Eval(ctx, releaseScript(), keys, args...).Result()
+	v, err := rdb.Eval(ctx, releaseScript(), keys, args...).Result()
 	if err == nil {
 		s.releaseBy.CompareAndSwap(releaseWhole, releaseByDigest)
 	}
