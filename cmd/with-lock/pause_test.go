@@ -140,9 +140,10 @@ func TestPauseWaitsForTheRunningHolder(t *testing.T) {
 		t.Errorf("--status with the pause waiting: %q", r.Stdout)
 	}
 	waiter := clitest.Start(t, nil, "--redis", e.srv.URL(), "-w", "60s", "nightly", "touch", e.path("waited"))
-	// A waiter that exits instead says why below, from its stderr.
-	clitest.Eventually(t, 10*time.Second, "the waiter in line", func() bool {
-		return e.rdb.LLen(t.Context(), "{lock:nightly}:q").Val() == 1 || waiter.Exited()
+	// The line holds the pause, first, then the waiter once it has joined;
+	// a waiter that exits instead says why below, from its stderr.
+	clitest.Eventually(t, 10*time.Second, "the waiter in line behind the pause", func() bool {
+		return e.rdb.LLen(t.Context(), "{lock:nightly}:q").Val() == 2 || waiter.Exited()
 	})
 	if r := j.finish(); r.Code != 4 {
 		t.Errorf("holder: exit %d, want its command's 4", r.Code)
