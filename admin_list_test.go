@@ -317,9 +317,16 @@ func TestAWaiterThatRejoinsTheLineWritesItsNameAgain(t *testing.T) {
 	})
 	// Its entry goes as a release skipping a dead waiter's would; its
 	// Client's write goes stale, and the index loses the name.
+	// Both in one MULTI: a waiter that rejoined between the two would have
+	// its new name deleted by the HDEL.
 	withlock.SetIndexTimings(waiter, time.Millisecond, withlock.PruneAfter)
-	rdb.LRem(ctx, queue, 1, entry)
-	rdb.HDel(ctx, indexOf, h.Key())
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.LRem(ctx, queue, 1, entry)
+		p.HDel(ctx, indexOf, h.Key())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "the waiter rejoined", func() bool { return rdb.LLen(ctx, queue).Val() == 1 })
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
