@@ -145,8 +145,11 @@ func TestQuorumCLI(t *testing.T) {
 // the lock on the other two gets the key as soon as that claim expires, so
 // the run survives the loss of one of the first two half a second later,
 // before the first regular renewal (TTL/3).
+//
+// Not parallel: the repair must come within a few hundred milliseconds of
+// the claim's expiry, a bound in time kept clear of the parallel tests'
+// load (it failed beside them on Valkey 8.0).
 func TestQuorumCLIRepairsAMasterFreedAfterAcquire(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	servers, admins, args, get := quorumMasters(t)
 	clitest.Binary(t) // built before the short claim starts to run out
