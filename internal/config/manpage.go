@@ -156,6 +156,22 @@ func envName(flag string) string {
 	return "WITH_LOCK_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
+// manText returns, by flag name, the description of each setting in the man
+// page's OPTIONS: roff, longer than --help's one line, kept by help group in
+// mantext_*.go. A setting without one is described by its help. The default
+// and the variable are added from the settings table, so a description
+// says neither.
+func manText() map[string]string {
+	text := map[string]string{}
+	for _, group := range []map[string]string{manConnectionText(), manLockText(), manSupervisionText(),
+		manMonitoringText(), manOutputText(), manActionsText()} {
+		for name, t := range group {
+			text[name] = t
+		}
+	}
+	return text
+}
+
 // roffDashes writes s's hyphens as roff's \-, which man prints as the
 // minus sign a flag is typed with.
 func roffDashes(s string) string { return strings.ReplaceAll(s, "-", `\-`) }
