@@ -40,7 +40,9 @@ whoever holds it, say whose it was, and wake waiters; exit 0 when a lock was
 removed, 1 when none was held. The former holder stops its command with 125
 at its next renewal, saying who broke it (a marker left beside the key for
 as long as the key had left); \-\-on\-lost reacquire does not take it back.`,
-		"json": `With \-\-status, print one line of JSON: key, held, holder, host, pid, ttl_ms
+		"json": `Print JSON instead of text, with \-\-status, \-\-list, \-\-history,
+\-\-check, \-\-doctor or \-\-print\-config.
+With \-\-status, one line: key, held, holder, host, pid, ttl_ms
 (\-1: no expiry), fence, since, finished, last_run, last_success, done_window
 (start and end of the \-\-once\-per window already done), leftovers (while
 the command has exited and processes of its job hold the lock: exit_code,
@@ -49,8 +51,9 @@ and holders; eviction_policy when the server may evict the lock (its
 maxmemory\-policy, not noeviction); paused while \-\-pause holds (by, since, until, reason,
 pending); success_durations (successes, min_ms, median_ms, max_ms: how long
 the successes the history keeps took; \-\-status only). With \-\-list, one
-such object per line for each lock, with its name. With \-\-doctor, see \-\-doctor. With \-\-print\-config, one object: config_file, config_file_source,
-config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
+such object per line for each lock, with its name. With \-\-history,
+\-\-check and \-\-doctor, see those. With \-\-print\-config, one object:
+config_file, config_file_source, config_file_read, redis_is_default, settings (name, value, source) and secrets.`,
 		"pause": `Run no command: pause the lock
 .I name
 on every host until \-\-resume (or \-\-for): every run of it refuses at once
@@ -88,7 +91,7 @@ that exits 0 in a tenth of its usual time has often done nothing.`,
 		"max-duration": `With \-\-check, CRITICAL when the last success took longer than DUR.`,
 		"duration-outlier": `With \-\-check, WARNING when the last success took under a third, or over
 3 times, the median duration of the successes recorded before it in the
-name's history (\-\-history\-size, default 10); the message gives their
+name's history (\-\-history\-size); the message gives their
 range. The median, unlike the range, is not moved by one odd run in the
 history. Fewer than 5 earlier successes are too few to judge: OK, with a
 note saying so.`,

@@ -7,12 +7,10 @@ func manConnectionText() map[string]string {
 		"redis": `Redis URL, redis:// or rediss://, or
 .IR host [: port ]
 for
-.BI redis:// host : port /0
-(default
-.BR redis://127.0.0.1:6379/0 ).
+.BI redis:// host : port /0\fR.
 Repeat for a quorum of independent masters (an odd number), or for the seeds
 of \-\-cluster.`,
-		"redis-timeout": `Connect and command timeout (default 3s), so a dead Redis never hangs cron.`,
+		"redis-timeout": `Connect and command timeout, so a dead Redis never hangs cron.`,
 		"tls-cacert": `Verify the server's TLS certificate against the CA certificates in FILE
 instead of the system's.`,
 		"tls-cert": `TLS client certificate (PEM), presented with the key of

@@ -4,11 +4,9 @@ package config
 // by flag name (manText).
 func manLockText() map[string]string {
 	return map[string]string{
-		"prefix": `Key prefix (default
-.BR lock: ;
-not empty).`,
-		"ttl": `Lock time to live (default 30s; at least 200ms, so that renewal, every third
-of it, has time to work). Whole seconds are set with EX, others with PX.`,
+		"prefix": `Key prefix; not empty.`,
+		"ttl": `Lock time to live: at least 200ms, so that renewal, every third of it, has
+time to work. Whole seconds are set with EX, others with PX.`,
 		"wait": `Wait up to
 .I DUR
 for a busy lock instead of failing; exit 75 if it is still busy then.`,
@@ -28,7 +26,7 @@ skew plus \-\-wait below half the period.`,
 .BR flock (1)
 habits. With \-\-wait on the same command line it is a usage error; it beats
 a wait from the environment or the config file.`,
-		"conflict-exit-code": `Exit code when the lock is busy (0\(en255, default 75).
+		"conflict-exit-code": `Exit code when the lock is busy (0\(en255).
 With
 .B \-E 0
 a busy lock is a silent skip.`,
@@ -68,7 +66,7 @@ the servers' clocks agree within the time between two acquisitions).`,
 .I N
 holders of
 .I name
-run at once (a semaphore, 1\-1000; default 1, the plain lock): "at most two
+run at once (a semaphore, 1\-1000; 1 is the plain lock): "at most two
 backups across the fleet". Each holder takes one of the slots
 .BI {lock: name }:s: i
 and everything above holds for it: its own token, renewal, \-\-min\-hold,

@@ -26,13 +26,13 @@ with its exit code once the lock is released, as a POST of the end of the
 command's output (\-\-ping\-output). A run refused as busy or done
 sends nothing. One retry; a failure is one warning and leaves the exit code
 alone. The URL is never printed whole.`,
-		"ping-timeout": `Give up on a ping, its retry included, after DUR (default 10s): the exit
+		"ping-timeout": `Give up on a ping, its retry included, after DUR: the exit
 waits at most this long for the end ping.`,
 		"ping-skips": `With \-\-ping, also POST a line to
 .IB URL /log
 for a run refused as busy or done.`,
 		"ping-output": `With \-\-ping, the end ping is a POST whose body is the last N KiB of the
-command's stdout and stderr, byte for byte (default 10, at most 1024;
+command's stdout and stderr, byte for byte (at most 1024;
 healthchecks.io keeps 100 KB of it). 0 sends none: a GET, for output that
 must not leave the host. At a terminal the command keeps it, and nothing is
 sent.`,

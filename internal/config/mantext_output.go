@@ -5,13 +5,12 @@ package config
 func manOutputText() map[string]string {
 	return map[string]string{
 		"config": `Read the settings from
-.I FILE
-instead of /etc/with-lock.conf.`,
+.IR FILE .`,
 		"quiet": `Print errors only: no message when the lock is busy, no warnings.`,
 		"verbose": `One line per event on stderr, with a timestamp: acquired, waiting, renewed
 (only when slow), lost, exited, released.`,
 		"log-format": `.B text
-(default) or
+or
 .BR json :
 everything with-lock prints on stderr as one JSON object per line, with the
 fields time, level, event, lock, key, msg and, where they apply, holder,

@@ -10,7 +10,7 @@ the command still runs.`,
 the key gone or someone else's, or no renewal succeeded by the local deadline,
 which comes before the key can expire:
 .B term
-(default) sends \-\-stop\-signal (SIGTERM) to the command's process group, SIGKILL after
+sends \-\-stop\-signal to the command's process group, SIGKILL after
 \-\-kill\-after, and exits 125;
 .B ignore
 prints a warning and lets the command finish;
@@ -22,9 +22,10 @@ command go on; only if someone else holds the key, or broke the lock with
 \-\-break, is the command stopped as with term. Another run may have held the
 lock between the key vanishing and its reacquisition. Not with \-\-slots,
 \-\-no\-renew or a quorum of \-\-redis masters (exit 64).`,
-		"kill-after": `With \-\-on\-lost term, SIGKILL what is left of the command's process group
-DUR after the \-\-stop\-signal (default 5s); the same after --max-run and
---leftovers kill. Not for a signal
+		"kill-after": `SIGKILL what is left of the job DUR after the \-\-stop\-signal with which
+.B with-lock
+stopped it: when \-\-max\-run runs out, when the lock is lost (\-\-on\-lost
+term) and for \-\-leftovers kill. Not for a signal
 .B with-lock
 forwards (systemctl stop, Ctrl-C): that is \-\-stop\-timeout's.`,
 		"stop-timeout": `After forwarding SIGTERM, SIGINT or SIGHUP to the job (systemctl stop, a
@@ -43,14 +44,14 @@ still releases the lock itself.`,
 .B with-lock
 stops the job with when it decides to: when \-\-max\-run runs out, when the
 lock is lost (\-\-on\-lost term) and for \-\-leftovers kill; SIGKILL follows
-after \-\-kill\-after. HUP, INT, QUIT, TERM (the default), USR1, USR2, ALRM or
+after \-\-kill\-after. HUP, INT, QUIT, TERM, USR1, USR2, ALRM or
 KILL, with or without SIG, or its number. A signal sent to
 .B with-lock
 is forwarded as it is.`,
 		"leftovers": `What to do with the job's processes still running when the command exits
 (a background child, a daemon it started):
 .B wait
-(default) keeps the lock, renewed, until the last of them ends, says so in
+keeps the lock, renewed, until the last of them ends, says so in
 one warning line, then releases it and exits with the command's code;
 .B kill
 stops them at once (\-\-stop\-signal, SIGKILL after \-\-kill\-after).
@@ -65,8 +66,8 @@ does. Default: no limit.`,
 		"no-cgroup": `The same as \-\-tracking subreaper: the subreaper alone follows the
 job, in with\-lock's own cgroup.`,
 		"tracking": `How the job's processes are followed on Linux.
-.B auto
-(default): under systemd a transient scope of the job's own,
+.BR auto :
+under systemd a transient scope of the job's own,
 .IB with-lock- name - pid .scope
 in the calling unit's slice, asked of the system manager (as root) or the
 user's own manager over D\-Bus, as systemd\-run \-\-scope does; below
@@ -91,9 +92,9 @@ exit 78, with the reason, and the command is not run.`,
 apply, as \-\-memory\-max.`,
 		"record-ttl": `Keep the record of the last run (host, pid, times, exit code, fence) in
 .BI {lock: name }:last
-for DUR (default 720h, 30 days).`,
+for DUR.`,
 		"no-record": `Store no record of the run.`,
-		"history-size": `Keep the last N runs of the name (default 10; 0: none) in
+		"history-size": `Keep the last N runs of the name (0: none) in
 .BI {lock: name }:runs
 for \-\-history, trimmed and kept for \-\-record\-ttl by the release. The
 last successful run is kept apart in
