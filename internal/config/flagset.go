@@ -32,6 +32,14 @@ func (s *setting) define(fs *pflag.FlagSet) {
 	case *time.Duration:
 		def, _ := s.def.(time.Duration)
 		fs.VarP(newDurationValue(def, p), s.name, s.short, help)
+		// As the man page writes it: 720h, not 720h0m0s; and "0", which
+		// pflag takes for no default, not "0s", which only its own
+		// durations' may be.
+		f := fs.Lookup(s.name)
+		f.DefValue = manDefault(def)
+		if def == 0 {
+			f.DefValue = "0"
+		}
 	default:
 		panic(fmt.Sprintf("setting --%s: unsupported field type %T", s.name, s.field))
 	}
