@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install demo test test-short test-servers test-load test-cron churn replace-churn bench redis promtool pushgateway groff postgresql sqlite cron-tools dist check-dist clean
+.PHONY: build install docs demo test test-short test-servers test-load test-cron churn replace-churn bench redis promtool pushgateway groff postgresql sqlite cron-tools dist check-dist clean
 .PHONY: image beds beds-deps
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
@@ -21,6 +21,10 @@ install: build
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)
 	install -m 0755 bin/with-lock $(DESTDIR)$(BINDIR)/with-lock
 	install -m 0644 packaging/with-lock.1 $(DESTDIR)$(MANDIR)/with-lock.1
+
+## docs: write the man page, the example config, the shells' completions and the README's flag table from internal/config's settings table
+docs:
+	$(GO) run ./internal/config/gendocs
 
 ## redis: install redis-server and redis-cli (Debian packages) if missing
 redis:

@@ -171,8 +171,7 @@ func TestConfigFilePasswordInURLIsWarnedAndMasked(t *testing.T) {
 }
 
 // packaging/with-lock.conf is generated from the settings table, so it
-// lists every setting the file can set; go test -run TestExampleConfig
-// -update rewrites it.
+// lists every setting the file can set; make docs rewrites it.
 func TestExampleConfigIsGeneratedFromTheSettings(t *testing.T) {
 	path := filepath.Join("..", "..", "packaging", "with-lock.conf")
 	var b bytes.Buffer
@@ -217,8 +216,7 @@ func TestExampleConfigUncommentedIsTheDefaults(t *testing.T) {
 
 // The man page with-lock.1 is the template's hand-written parts with the
 // OPTIONS and the variables of ENVIRONMENT generated from the settings
-// table; go generate ./internal/config (or go test -run
-// TestManPageIsGeneratedFromTheSettings -update) rewrites it.
+// table; make docs rewrites it.
 func TestManPageIsGeneratedFromTheSettings(t *testing.T) {
 	path := filepath.Join("..", "..", "packaging", "with-lock.1")
 	var b bytes.Buffer
@@ -242,7 +240,7 @@ func checkGenerated(t *testing.T, path string, want []byte) []byte {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, want) {
-		t.Fatalf("%s is out of date with the settings table: go generate ./internal/config", path)
+		t.Fatalf("%s is out of date with the settings table: run make docs", path)
 	}
 	return have
 }

@@ -14,10 +14,10 @@ import (
 // The man page with-lock.1 is generated: its OPTIONS and the variables of
 // its ENVIRONMENT come from the settings table, the rest (NAME, SYNOPSIS,
 // DESCRIPTION, EXIT STATUS, EXAMPLES...) is written by hand in the
-// template. go generate (or go test -run IsGeneratedFromTheSettings -update)
-// rewrites packaging/with-lock.1 and packaging/with-lock.conf.
+// template. make docs (or go generate) rewrites packaging/with-lock.1 with
+// the other files written from the settings table (docs.go).
 //
-//go:generate go test -run IsGeneratedFromTheSettings -update
+//go:generate go run ./gendocs -root ../..
 
 //go:embed with-lock.1.tmpl
 var manTemplate string
@@ -31,13 +31,15 @@ func WriteManPage(w io.Writer) error {
 	c := &Config{}
 	fs := newFlagSet(c)
 	text := manText()
-	var options, vars, other []string
+	var options, vars, other, none []string
 	for _, g := range settings(c) {
 		options = append(options, ".SS "+g.title)
 		for _, s := range g.settings {
 			options = append(options, manEntry(s, fs.Lookup(s.name), text[s.name]))
 			switch {
-			case s.env == "" || s.env == EnvConfig || s.env == EnvRedis: // an entry of their own
+			case s.env == "":
+				none = append(none, `\-\-`+roffDashes(s.name))
+			case s.env == EnvConfig || s.env == EnvRedis: // an entry of their own
 			case s.env == envName(s.name):
 				vars = append(vars, manVariable(s, ""))
 			default:
@@ -49,12 +51,13 @@ func WriteManPage(w io.Writer) error {
 		"Options":        strings.Join(options, "\n"),
 		"Variables":      manList(vars),
 		"OtherVariables": manList(other),
+		"NoVariable":     strings.Join(none[:len(none)-1], ", ") + " and " + none[len(none)-1],
 	})
 }
 
 // manEntry is the .TP paragraph of one setting: its flags, its
-// description (the help when the man page has none of its own), the
-// default when the description does not say it, and its variable.
+// description (the help when the man page has none of its own), its
+// default, and its variable.
 func manEntry(s setting, f *pflag.Flag, text string) string {
 	valueName, help := pflag.UnquoteUsage(f)
 	if _, ok := s.field.(*bool); ok {
@@ -79,7 +82,7 @@ func manEntry(s setting, f *pflag.Flag, text string) string {
 	if s.env == EnvConfig {
 		def = DefaultFile // not defaultFile, which tests point elsewhere
 	}
-	if def != "" && !strings.Contains(text, def) && !strings.Contains(text, roffDashes(def)) {
+	if def != "" {
 		lines = append(lines, fmt.Sprintf(`.RB "Default: " "%s" .`, roffDashes(def)))
 	}
 	if s.env != "" {
@@ -154,6 +157,22 @@ func manDefault(def any) string {
 // capitals with - as _.
 func envName(flag string) string {
 	return "WITH_LOCK_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// manText returns, by flag name, the description of each setting in the man
+// page's OPTIONS: roff, longer than --help's one line, kept by help group in
+// mantext_*.go. A setting without one is described by its help. The default
+// and the variable are added from the settings table, so a description
+// says neither.
+func manText() map[string]string {
+	text := map[string]string{}
+	for _, group := range []map[string]string{manConnectionText(), manLockText(), manSupervisionText(),
+		manMonitoringText(), manOutputText(), manActionsText()} {
+		for name, t := range group {
+			text[name] = t
+		}
+	}
+	return text
 }
 
 // roffDashes writes s's hyphens as roff's \-, which man prints as the

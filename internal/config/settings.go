@@ -1,19 +1,11 @@
 package config
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"strings"
-	"time"
-
-	"github.com/spf13/pflag"
-)
-
 // A setting is one flag: its names, default, help and environment
 // variable, bound to the field of Config it fills. Every flag is declared
 // in settings, and only there. The man page's OPTIONS and ENVIRONMENT are
-// generated from it (manpage.go; the longer descriptions in manpage_text.go).
+// generated from it (manpage.go; the longer descriptions in mantext_*.go).
+// How a setting becomes a flag and reads its variable is in flagset.go,
+// --help in usage.go.
 type setting struct {
 	name  string // the long flag, without "--"
 	short string // the one-letter flag, or ""
@@ -22,7 +14,10 @@ type setting struct {
 	list  bool   // repeatable; its variable holds the values separated by spaces
 	field any    // pointer to the Config field
 	def   any    // the default, of the field's type; nil for the zero value
-	help  string // pflag takes the `QUOTED` word as the value's name
+	help  string // pflag takes the `QUOTED` word as the value's name; FILE and DIR complete as paths
+	// choices are the values it takes, offered by the shells' completions;
+	// nil for any (a path when the value's name is FILE or DIR).
+	choices []string
 }
 
 // A group is the settings of one concept, shown together in --help.
@@ -92,22 +87,23 @@ func settings(c *Config) []group {
 		}},
 		{"Command supervision", []setting{
 			{name: "no-renew", env: "WITH_LOCK_NO_RENEW", field: &c.NoRenew, help: "do not renew the lock while the command runs"},
-			{name: "on-lost", env: "WITH_LOCK_ON_LOST", field: &c.OnLost, def: OnLostTerm,
+			{name: "on-lost", env: "WITH_LOCK_ON_LOST", field: &c.OnLost, def: OnLostTerm, choices: []string{OnLostTerm, OnLostIgnore, OnLostReacquire},
 				help: "`MODE` on a lost lock: term stops the command (exit 125), ignore only warns, reacquire takes a vanished key again (else term)"},
 			{name: "kill-after", env: "WITH_LOCK_KILL_AFTER", field: &c.KillAfter, def: DefaultKillAfter,
-				help: "after --on-lost term's --stop-signal, SIGKILL the command after `DUR`"},
+				help: "SIGKILL what is left of the job `DUR` after --stop-signal, on --max-run, a lost lock and --leftovers kill"},
 			{name: "stop-timeout", env: "WITH_LOCK_STOP_TIMEOUT", field: &c.StopTimeout,
 				help: "SIGKILL the whole job `DUR` after forwarding it SIGTERM, SIGINT or SIGHUP, and release the lock (0: wait for it)"},
-			{name: "stop-signal", env: "WITH_LOCK_STOP_SIGNAL", field: &c.StopSignal, def: DefaultStopSignal,
+			{name: "stop-signal", env: "WITH_LOCK_STOP_SIGNAL", field: &c.StopSignal, def: DefaultStopSignal, choices: stopSignalNames(),
 				help: "`SIG` to stop the job with on --max-run, a lost lock and --leftovers kill (TERM, INT, USR1...)"},
-			{name: "leftovers", env: "WITH_LOCK_LEFTOVERS", field: &c.Leftovers, def: LeftoversWait,
+			{name: "leftovers", env: "WITH_LOCK_LEFTOVERS", field: &c.Leftovers, def: LeftoversWait, choices: []string{LeftoversWait, LeftoversKill},
 				help: "`MODE` for the job's processes left when the command exits: wait holds the lock until they end, kill stops them"},
 			{name: "max-run", env: "WITH_LOCK_MAX_RUN", field: &c.MaxRun,
 				help: "stop the whole job after `DUR` (--stop-signal, SIGKILL after --kill-after) and exit 124"},
 			{name: "no-cgroup", env: "WITH_LOCK_NO_CGROUP", field: &c.NoCgroup,
 				help: "on Linux, follow the job by the subreaper alone, not in a cgroup v2 group of its own (--tracking subreaper)"},
 			{name: "tracking", env: "WITH_LOCK_TRACKING", field: &c.Tracking, def: TrackingAuto,
-				help: "follow the job by `MODE`: auto, scope (a systemd scope of its own), cgroup (a group below with-lock's own), subreaper"},
+				choices: []string{TrackingAuto, TrackingScope, TrackingCgroup, TrackingSubreaper},
+				help:    "follow the job by `MODE`: auto, scope (a systemd scope of its own), cgroup (a group below with-lock's own), subreaper"},
 			{name: "memory-max", env: "WITH_LOCK_MEMORY_MAX", field: &c.MemoryMax,
 				help: "limit the whole job's memory to `SIZE` (512M, 2G), as systemd's MemoryMax=; refused where it cannot apply"},
 			{name: "cpu-quota", env: "WITH_LOCK_CPU_QUOTA", field: &c.CPUQuota,
@@ -133,233 +129,49 @@ func settings(c *Config) []group {
 				help: "with --ping, also report a run not made (lock busy, or done) to URL/log"},
 			{name: "ping-output", env: "WITH_LOCK_PING_OUTPUT", field: &c.PingOutput, def: DefaultPingOutput,
 				help: "with --ping, POST the last `N` KiB of the command's output with the end ping (0: a GET without it)"},
-			{name: "check", field: &c.Check,
-				help: "judge the records of lock `NAME` as a Nagios plugin and exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN"},
-			{name: "max-age", field: &c.MaxAge,
-				help: "with --check, CRITICAL when no run succeeded in the last `DUR`"},
-			{name: "warn-age", field: &c.WarnAge,
-				help: "with --check, WARNING when no run succeeded in the last `DUR`"},
-			{name: "running-ok", field: &c.RunningOK,
-				help: "with --check, a run going on for less than `DUR` is OK"},
-			{name: "min-duration", field: &c.MinDuration,
-				help: "with --check, CRITICAL when the last success took less than `DUR`, as a run that did nothing may"},
-			{name: "max-duration", field: &c.MaxDuration,
-				help: "with --check, CRITICAL when the last success took longer than `DUR`"},
-			{name: "duration-outlier", field: &c.DurationOutlier,
-				help: "with --check, WARNING when the last success took under a third or over 3 times the median of the successes before it in --history, once there are 5"},
-			{name: "doctor", field: &c.Doctor,
-				help: "check that the Redis deployment can hold locks (of lock [NAME]: its keys, ACL, Cluster slot) and exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN"},
 		}},
 		{"Configuration", []setting{
 			{name: "config", env: EnvConfig, cli: true, field: &c.File, def: defaultFile,
 				help: "read settings from the TOML `FILE`; keys are the long flags' names"},
-			{name: "print-config", field: &c.PrintConfig, help: "print the effective settings, where each came from, and exit"},
 		}},
 		{"Output", []setting{
 			{name: "quiet", short: "q", env: "WITH_LOCK_QUIET", field: &c.Quiet,
 				help: "print errors only: nothing when the lock is busy, no warnings"},
 			{name: "verbose", short: "v", env: "WITH_LOCK_VERBOSE", field: &c.Verbose,
 				help: "print one line per event on stderr: acquired, waiting, slow renewal, lost, released, exited"},
-			{name: "log-format", env: "WITH_LOCK_LOG_FORMAT", field: &c.LogFormat, def: LogText,
+			{name: "log-format", env: "WITH_LOCK_LOG_FORMAT", field: &c.LogFormat, def: LogText, choices: []string{LogText, LogJSON},
 				help: "`FORMAT` of what with-lock prints on stderr: text, or json (one object per line)"},
 			{name: outputOnFailureFlag, env: "WITH_LOCK_OUTPUT_ON_FAILURE", field: &c.OutputOnFailure,
 				help: "hold the command's output back and print it only if the run failed (for cron's MAILTO)"},
+		}},
+		{"Actions (run no command)", []setting{
 			{name: "status", field: &c.Status, help: "print who holds lock <name> and exit: 0 held, 1 free (no command)"},
 			{name: "list", field: &c.List, help: "list the locks held under the prefix and exit (no name, no command)"},
 			{name: "all", field: &c.All, help: "with --list, also the last runs of names not held now"},
 			{name: "scan", field: &c.Scan, help: "with --list, scan the keyspace instead of reading the index of names (also finds keys other programs set)"},
 			{name: "history", field: &c.History, help: "print the last runs of lock <name>, newest first, and exit (no command)"},
-			{name: "break", field: &c.Break,
-				help: "remove lock <name> whoever holds it and exit: 0 removed, 1 nothing held; the holder stops with 125"},
+			{name: "break", field: &c.Break, help: "remove lock <name> whoever holds it and exit: 0 removed, 1 nothing held; the holder stops with 125"},
 			{name: "json", field: &c.JSON, help: "with --status, --list, --history, --check, --doctor or --print-config, print JSON"},
-			{name: "version", field: &c.Version, help: "print the version and exit"},
-			{name: "help", short: "h", field: new(bool), help: "show this help"},
-		}},
-		{"Pausing a name everywhere", []setting{
 			{name: "pause", field: &c.Pause,
 				help: "pause lock <name> on every host and exit: runs refuse with the busy code until --resume; a running holder is not stopped"},
 			{name: "for", cli: true, field: &c.PauseFor, help: "with --pause, end the pause by itself after `DUR`"},
 			{name: "reason", cli: true, field: &c.PauseReason, help: "with --pause, why: every refused run prints this `TEXT`"},
 			{name: "resume", field: &c.Resume, help: "end the pause of lock <name> and exit: 0 resumed, 1 it was not paused"},
+			{name: "check", field: &c.Check,
+				help: "judge the records of lock `NAME` as a Nagios plugin and exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN"},
+			{name: "max-age", field: &c.MaxAge, help: "with --check, CRITICAL when no run succeeded in the last `DUR`"},
+			{name: "warn-age", field: &c.WarnAge, help: "with --check, WARNING when no run succeeded in the last `DUR`"},
+			{name: "running-ok", field: &c.RunningOK, help: "with --check, a run going on for less than `DUR` is OK"},
+			{name: "min-duration", field: &c.MinDuration,
+				help: "with --check, CRITICAL when the last success took less than `DUR`, as a run that did nothing may"},
+			{name: "max-duration", field: &c.MaxDuration, help: "with --check, CRITICAL when the last success took longer than `DUR`"},
+			{name: "duration-outlier", field: &c.DurationOutlier,
+				help: "with --check, WARNING when the last success took under a third or over 3 times the median of the successes before it in --history, once there are 5"},
+			{name: "doctor", field: &c.Doctor,
+				help: "check that the Redis deployment can hold locks (of lock [NAME]: its keys, ACL, Cluster slot) and exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN"},
+			{name: "print-config", field: &c.PrintConfig, help: "print the effective settings, where each came from, and exit"},
+			{name: "version", field: &c.Version, help: "print the version and exit"},
+			{name: "help", short: "h", field: new(bool), help: "show this help"},
 		}},
 	}
-}
-
-// define adds s to fs, bound to its field.
-func (s *setting) define(fs *pflag.FlagSet) {
-	help := s.help
-	if s.env != "" {
-		help += " [$" + s.env + "]"
-	}
-	switch p := s.field.(type) {
-	case *string:
-		def, _ := s.def.(string)
-		fs.StringVarP(p, s.name, s.short, def, help)
-	case *[]string:
-		def, _ := s.def.([]string)
-		fs.StringArrayVarP(p, s.name, s.short, def, help)
-	case *bool:
-		def, _ := s.def.(bool)
-		fs.BoolVarP(p, s.name, s.short, def, help)
-	case *int:
-		def, _ := s.def.(int)
-		fs.IntVarP(p, s.name, s.short, def, help)
-	case *time.Duration:
-		def, _ := s.def.(time.Duration)
-		fs.VarP(newDurationValue(def, p), s.name, s.short, help)
-	default:
-		panic(fmt.Sprintf("setting --%s: unsupported field type %T", s.name, s.field))
-	}
-}
-
-// inFile reports whether the config file may set s: every setting that
-// has a variable, except those only the command line and environment set.
-func (s *setting) inFile() bool { return s.env != "" && !s.cli }
-
-// source is where a setting's value came from.
-type source int
-
-// Sources from the weakest to the strongest: a flag beats its variable,
-// which beats the config file, which beats the built-in default.
-const (
-	fromDefault source = iota
-	fromFile
-	fromEnv
-	fromFlag
-)
-
-func (s source) String() string {
-	return [...]string{"default", "file", "environment", "flag"}[s]
-}
-
-// newFlagSet returns the flag set of c: every setting, in --help order.
-func newFlagSet(c *Config) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("with-lock", pflag.ContinueOnError)
-	fs.SetInterspersed(false) // everything after the name belongs to the command
-	fs.SetOutput(io.Discard)  // errors are reported once, by the caller
-	fs.SortFlags = false
-	fs.SetNormalizeFunc(oldTLSFlag) // tlsalias.go
-	for _, g := range settings(c) {
-		for i := range g.settings {
-			g.settings[i].define(fs)
-		}
-	}
-	return fs
-}
-
-// applyEnv fills each setting not given as a flag from its variable, if
-// set and not empty, parsed as the flag would be, and records in c where
-// every setting's value came from.
-func (c *Config) applyEnv(fs *pflag.FlagSet, getenv func(string) string) error {
-	c.sources = map[string]source{}
-	for _, g := range settings(c) {
-		for _, s := range g.settings {
-			f := fs.Lookup(s.name)
-			v := ""
-			if s.env != "" {
-				v = getenv(s.env)
-			}
-			switch {
-			case f.Changed:
-				c.sources[s.name] = fromFlag
-				continue
-			case v == "":
-				continue
-			}
-			values := []string{v}
-			if s.list {
-				values = strings.Fields(v)
-			}
-			for _, v := range values {
-				// Value.Set, not fs.Set: the flag stays unchanged, and
-				// the error does not call the variable a flag.
-				if err := f.Value.Set(v); err != nil {
-					return fmt.Errorf("%s: %q: %w", s.env, v, envValueError(s, err))
-				}
-			}
-			c.sources[s.name] = fromEnv
-		}
-	}
-	return nil
-}
-
-// envValueError says what a variable of s takes, for the types whose
-// parser's error names only itself (strconv.ParseBool: parsing "yes":
-// invalid syntax), as the durations' error does; others are err.
-func envValueError(s setting, err error) error {
-	switch s.field.(type) {
-	case *bool:
-		return errors.New("expected true or false (or 1 or 0)")
-	case *int:
-		return errors.New("expected a whole number")
-	}
-	return err
-}
-
-// source says where the setting named by its flag came from.
-func (c *Config) source(name string) source { return c.sources[name] }
-
-// origin names a setting in a message as the user gave it: its flag, its
-// variable when the value came from the environment, or the file, line
-// and key when it came from the config file.
-func (c *Config) origin(name string) string {
-	switch c.source(name) {
-	case fromEnv:
-		return lookup(name).env
-	case fromFile:
-		return fmt.Sprintf("%s:%d: %s", c.File, c.fileLines[name], name)
-	}
-	return "--" + name
-}
-
-// lookup returns the setting named by its flag.
-func lookup(name string) setting {
-	for _, g := range settings(&Config{}) {
-		for _, s := range g.settings {
-			if s.name == name {
-				return s
-			}
-		}
-	}
-	panic("no setting --" + name)
-}
-
-// Usage writes the help text to w.
-func Usage(w io.Writer) {
-	fmt.Fprint(w, `Usage: with-lock [flags] <name> <command> [args...]
-
-Run a command only if the Redis lock <name> is free, and release it after.
-A busy lock makes with-lock exit at once with 75 without running anything.
-A flag beats its [$VARIABLE], which beats the config file (`+DefaultFile+`
-unless --config names another), which beats the default.
-`)
-	for _, g := range settings(&Config{}) {
-		fs := pflag.NewFlagSet(g.title, pflag.ContinueOnError)
-		fs.SortFlags = false
-		for i := range g.settings {
-			g.settings[i].define(fs)
-		}
-		fmt.Fprintf(w, "\n%s:\n%s", g.title, fs.FlagUsagesWrapped(100))
-	}
-	fmt.Fprint(w, `
-Passwords: --password-file, the URL, $`+EnvPassword+` or $`+EnvRedisCLIAuth+`;
---sentinel-password-file or $`+EnvSentinelPassword+` for the sentinels.
-
-Exit codes: the command's own; 128+N if it died of signal N; 75 lock busy;
-64 usage; 69 Redis unavailable; 70 internal error; 77 Redis refused
-credentials; 78 bad configuration; 124 --max-run stopped the job; 125 lock
-lost while the command ran (it was stopped); 126 not executable; 127 not
-found. --status: 0 held, 1 free. --resume: 0 resumed, 1 not paused.
-
-Examples:
-  with-lock nightly-report /opt/jobs/report.sh
-  with-lock -E 0 backup -- rsync -a /data /backup     # quiet skip when busy
-  with-lock -w 5m --ttl 2m import ./import --full
-  with-lock --min-hold 55s -E 0 sync /opt/jobs/sync   # every minute, many hosts
-  with-lock --slots 2 -w 1h backup /opt/jobs/backup   # at most two at once
-  with-lock --status --json nightly-report
-  with-lock --pause --for 2h --reason "db upgrade" nightly-report   # every host refuses
-  [ -n "$WITH_LOCK_NAME" ] || exec with-lock nightly "$0" "$@"   # a script's first line
-  */5 * * * * with-lock -q -E 0 sync /opt/jobs/sync   # crontab line
-`)
 }

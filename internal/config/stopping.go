@@ -31,6 +31,16 @@ const DefaultStopSignal = "TERM"
 var stopSignals = []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGKILL}
 
+// stopSignalNames are stopSignals' names without SIG, as --stop-signal
+// is most often written.
+func stopSignalNames() []string {
+	names := make([]string, len(stopSignals))
+	for i, sig := range stopSignals {
+		names[i] = strings.TrimPrefix(unix.SignalName(sig), "SIG")
+	}
+	return names
+}
+
 // StopWith is the signal StopSignal names; call it once the Config is
 // valid.
 func (s *Stopping) StopWith() syscall.Signal {

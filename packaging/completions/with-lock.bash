@@ -1,6 +1,6 @@
 # bash completion for with-lock(1)                         -*- shell-script -*-
+# Written by make docs from internal/config's settings table: edit that.
 # Flags stop at <name>: the words after it are a command, completed as one.
-# Keep in step with `with-lock --help` (cmd/with-lock/completion_test.go checks).
 
 _with_lock()
 {
@@ -15,15 +15,15 @@ _with_lock()
                 ((i++))
                 break
                 ;;
-            --redis | --redis-timeout | --prefix | --ttl | --on-lost | --kill-after | \
-                --min-hold | -w | --wait | --jitter | -E | --conflict-exit-code | --tls-cacert | --tls-cert | \
-                --tls-key | --password-file | --sentinel | --sentinel-master | --sentinel-user | \
-                --sentinel-password-file | --min-replicas | --lock-delay | --slots | --config | --log-format | --record-ttl | \
-                --leftovers | --max-run | --history-size | --metrics-dir | --ping | --ping-timeout | \
-                --record-output | --ping-output | --stop-timeout | --stop-signal | \
-                --tracking | --memory-max | --cpu-quota | --metrics-push | \
-                --once-per | --once-per-offset | --done-exit-code | --check | --max-age | --warn-age | --running-ok | \
-                --min-duration | --max-duration | --for | --reason)
+            --redis | --redis-timeout | --tls-cacert | --tls-cert | --tls-key | --password-file | --sentinel | \
+                --sentinel-master | --sentinel-user | --sentinel-password-file | --prefix | --ttl | \
+                -w | --wait | --jitter | -E | --conflict-exit-code | --min-hold | --once-per | \
+                --once-per-offset | --done-exit-code | --slots | --min-replicas | --lock-delay | \
+                --on-lost | --kill-after | --stop-timeout | --stop-signal | --leftovers | --max-run | \
+                --tracking | --memory-max | --cpu-quota | --record-ttl | --history-size | \
+                --record-output | --metrics-dir | --metrics-push | --ping | --ping-timeout | \
+                --ping-output | --config | --log-format | --for | --reason | --check | --max-age | \
+                --warn-age | --running-ok | --min-duration | --max-duration)
                 ((i++))
                 ;;
             -*) ;;
@@ -40,59 +40,77 @@ _with_lock()
     fi
 
     case $prev in
+        --tls-cacert)
+            _filedir
+            return
+            ;;
+        --tls-cert)
+            _filedir
+            return
+            ;;
+        --tls-key)
+            _filedir
+            return
+            ;;
+        --password-file)
+            _filedir
+            return
+            ;;
+        --sentinel-password-file)
+            _filedir
+            return
+            ;;
         --on-lost)
             COMPREPLY=($(compgen -W 'term ignore reacquire' -- "$cur"))
             return
             ;;
-        --log-format)
-            COMPREPLY=($(compgen -W 'text json' -- "$cur"))
-            return
-            ;;
-        --tracking)
-            COMPREPLY=($(compgen -W 'auto scope cgroup subreaper' -- "$cur"))
+        --stop-signal)
+            COMPREPLY=($(compgen -W 'HUP INT QUIT TERM USR1 USR2 ALRM KILL' -- "$cur"))
             return
             ;;
         --leftovers)
             COMPREPLY=($(compgen -W 'wait kill' -- "$cur"))
             return
             ;;
-        --stop-signal)
-            COMPREPLY=($(compgen -W 'TERM INT HUP QUIT USR1 USR2 ALRM KILL' -- "$cur"))
-            return
-            ;;
-        --tls-cacert | --tls-cert | --tls-key | --password-file | --sentinel-password-file | --config)
-            _filedir
+        --tracking)
+            COMPREPLY=($(compgen -W 'auto scope cgroup subreaper' -- "$cur"))
             return
             ;;
         --metrics-dir)
             _filedir -d
             return
             ;;
-        --ping | --ping-timeout | --check | --max-age | --warn-age | --running-ok | --min-duration | --max-duration | --for | --reason)
+        --config)
+            _filedir
             return
             ;;
-        --redis | --redis-timeout | --prefix | --ttl | --kill-after | --min-hold | -w | --wait | --jitter | \
-            -E | --conflict-exit-code | --sentinel | --sentinel-master | --sentinel-user | \
-            --min-replicas | --lock-delay | --slots | --record-ttl | --max-run | --history-size | --once-per | \
-            --once-per-offset | --done-exit-code | --record-output | --ping-output | --stop-timeout | \
-            --memory-max | --cpu-quota | --metrics-push)
+        --log-format)
+            COMPREPLY=($(compgen -W 'text json' -- "$cur"))
+            return
+            ;;
+        --redis | --redis-timeout | --sentinel | --sentinel-master | --sentinel-user | --prefix | --ttl | -w | \
+            --wait | --jitter | -E | --conflict-exit-code | --min-hold | --once-per | \
+            --once-per-offset | --done-exit-code | --slots | --min-replicas | --lock-delay | \
+            --kill-after | --stop-timeout | --max-run | --memory-max | --cpu-quota | --record-ttl | \
+            --history-size | --record-output | --metrics-push | --ping | --ping-timeout | \
+            --ping-output | --for | --reason | --check | --max-age | --warn-age | --running-ok | \
+            --min-duration | --max-duration)
             return
             ;;
     esac
 
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W '--redis --redis-timeout --prefix --ttl --no-renew
-            --on-lost --kill-after --min-hold --once-per --once-per-offset --done-exit-code --fence --status --json --list --all --scan --break
-            --record-ttl --no-record --history --history-size --record-output --output-on-failure -w --wait --jitter --leftovers --max-run --no-cgroup --tracking --memory-max --cpu-quota --stop-timeout --stop-signal
-            -E --conflict-exit-code -n --nonblock -q --quiet -v --verbose --log-format --tls-cacert --tls-cert --tls-key
-            --tls-insecure --password-file --sentinel --sentinel-master --sentinel-user
-            --sentinel-password-file --cluster --min-replicas --lock-delay --slots --config --print-config
-            --version -h --help
-            --replace
-            --metrics-dir --metrics-push --ping --ping-timeout --ping-skips --ping-output --check --max-age --warn-age --running-ok
-            --min-duration --max-duration --duration-outlier
-            --pause --for --reason --resume
-            --doctor' -- "$cur"))
+        COMPREPLY=($(compgen -W '--redis --redis-timeout --tls-cacert --tls-cert --tls-key --tls-insecure --password-file --sentinel
+            --sentinel-master --sentinel-user --sentinel-password-file --cluster --prefix --ttl -w
+            --wait --jitter -n --nonblock --replace -E --conflict-exit-code --min-hold --once-per
+            --once-per-offset --done-exit-code --fence --slots --min-replicas --lock-delay
+            --no-renew --on-lost --kill-after --stop-timeout --stop-signal --leftovers --max-run
+            --no-cgroup --tracking --memory-max --cpu-quota --record-ttl --no-record --history-size
+            --record-output --metrics-dir --metrics-push --ping --ping-timeout --ping-skips
+            --ping-output --config -q --quiet -v --verbose --log-format --output-on-failure --status
+            --list --all --scan --history --break --json --pause --for --reason --resume --check
+            --max-age --warn-age --running-ok --min-duration --max-duration --duration-outlier
+            --doctor --print-config --version -h --help' -- "$cur"))
     fi
 } &&
     complete -F _with_lock with-lock
