@@ -9,7 +9,7 @@ export VERSION
 # apt-get needs root; use sudo when we are not.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: build install docs demo test test-short test-servers test-load test-cron churn replace-churn bench redis promtool pushgateway groff postgresql sqlite cron-tools dist check-dist clean
+.PHONY: build install docs demo test test-short test-servers test-load test-cron churn replace-churn bench redis promtool pushgateway groff shells postgresql sqlite cron-tools dist check-dist clean
 .PHONY: image beds beds-deps
 
 ## build: compile bin/with-lock, static (no cgo), with the version from git describe
@@ -60,6 +60,14 @@ groff:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends groff-base >/dev/null; \
 	fi
 
+## shells: install bash-completion and fish if missing, to complete with-lock in the shells themselves in the tests
+shells:
+	@if [ ! -f /usr/share/bash-completion/bash_completion ] || ! command -v fish >/dev/null 2>&1; then \
+		echo "installing bash-completion and fish with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bash-completion fish >/dev/null; \
+	fi
+
 ## postgresql: install Debian's PostgreSQL server and psql if missing, for docs/fencing.md's tests (which start their own), without leaving its server running
 postgresql:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v psql >/dev/null 2>&1; then \
@@ -96,13 +104,13 @@ demo: redis install
 PARALLEL ?= 8
 
 ## test: go vet and the race-enabled test suite against real redis-server processes
-test: redis promtool pushgateway groff postgresql sqlite
+test: redis promtool pushgateway groff shells postgresql sqlite
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -parallel $(PARALLEL) -timeout 20m ./...
 
 ## test-servers: the tests that start a server, against each server of the matrix in turn: Redis 7.0, Valkey 8.0, Redis 8.0, Valkey 8.1 (Debian's packages, cached by tools/servers.sh; root, minutes the first time). SERVERS= picks some.
 SERVERS ?= $(shell tools/servers.sh ids)
-test-servers: redis promtool pushgateway groff postgresql sqlite
+test-servers: redis promtool pushgateway groff shells postgresql sqlite
 	@failed=""; for id in $(SERVERS); do \
 		bin=$$(tools/servers.sh bin $$id) || exit 1; \
 		echo "== $$id: $$($$bin/redis-server --version | cut -d' ' -f1-3)"; \

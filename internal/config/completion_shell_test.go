@@ -18,8 +18,9 @@ const bashCompletion = "/usr/share/bash-completion/bash_completion"
 // The completions written from the settings table complete, in the
 // shells themselves: a flag's values, its paths, the flags, and the
 // command after the lock's name, also after flags that take a value (the
-// word after one is its value, not the lock's name). Each shell that is
-// not installed is left out.
+// word after one is its value, not the lock's name). make test installs
+// the shells (make shells); under go test -short one that is missing is
+// left out, else it fails the test.
 func TestCompletionsCompleteInTheirShells(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
@@ -61,6 +62,15 @@ func TestCompletionsCompleteInTheirShells(t *testing.T) {
 	}
 }
 
+// missing reports what is not installed: a failure, but under -short.
+func missing(t *testing.T, what string) {
+	t.Helper()
+	if !testing.Short() {
+		t.Fatalf("%s is not installed: run make shells", what)
+	}
+	t.Logf("%s is not installed: its completion is not checked under -short", what)
+}
+
 // complete returns what shell offers for the last of words, typed after
 // the others, with the completion of packaging/completions loaded; false
 // when the shell is not installed.
@@ -71,7 +81,7 @@ func complete(t *testing.T, shell string, words []string) ([]string, bool) {
 	switch shell {
 	case "bash":
 		if _, err := os.Stat(bashCompletion); err != nil {
-			t.Logf("bash-completion is not installed (%s): bash's completion is not checked", bashCompletion)
+			missing(t, "bash-completion ("+bashCompletion+")")
 			return nil, false
 		}
 		script = `source ` + bashCompletion + ` && source "$0" || exit 1
@@ -83,7 +93,7 @@ printf '%s\n' "${COMPREPLY[@]}"`
 	}
 	path, err := exec.LookPath(shell)
 	if err != nil {
-		t.Logf("%s is not installed: its completion is not checked", shell)
+		missing(t, shell)
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
