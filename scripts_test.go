@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/with-lock/with-lock/internal/luacode"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -199,8 +199,48 @@ func TestEveryScriptIsSentWithoutComments(t *testing.T) {
 	t.Parallel()
 	for name, script := range everyScript() {
 		text := script()
-		if text != luacode.Strip(text) {
-			t.Errorf("the %s script carries comment lines or trailing blanks:\n%s", name, text)
+		for i, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "--") || strings.TrimRight(line, " \t") != line {
+				t.Errorf("the %s script's line %d is a comment or ends with blanks: %q", name, i+1, line)
+			}
+		}
+	}
+}
+
+// A lock's first renewal writes its name into the index of names only when
+// it extended the lock (extend_index.lua reads extend.lua's reply): one
+// that finds its key gone or another holder's leaves the index as it was.
+func TestTheFirstRenewalIndexesOnlyALockItExtended(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		lose    func(key string) error // what becomes of the key before the renewal
+		indexed bool
+	}{
+		{"held", func(string) error { return nil }, true},
+		{"gone", func(key string) error { return rdb.Del(ctx, key).Err() }, false},
+		{"taken", func(key string) error { return rdb.Set(ctx, key, "another's token", time.Minute).Err() }, false},
+	} {
+		c := New(rdb, nil)
+		l, err := c.TryAcquire(ctx, tc.name, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index := indexKey(c.prefix)
+		if err := rdb.HDel(ctx, index, l.key).Err(); err != nil { // the acquisition's entry
+			t.Fatal(err)
+		}
+		if err := tc.lose(l.key); err != nil {
+			t.Fatal(err)
+		}
+		err = l.Extend(ctx, time.Minute)
+		if tc.indexed != (err == nil) {
+			t.Errorf("%s: Extend = %v", tc.name, err)
+		}
+		if got := rdb.HExists(ctx, index, l.key).Val(); got != tc.indexed {
+			t.Errorf("%s: after the first renewal the index has the key: %v, want %v", tc.name, got, tc.indexed)
 		}
 	}
 }
