@@ -194,12 +194,6 @@ func (w *recordWrite) withoutIndex() *recordWrite {
 	return &c
 }
 
-// extendIndexScript is extendScript that also writes the lock's key into
-// its prefix's index: KEYS[2] is the index; a failed HSET (an ACL without
-// it) does not fail the renewal. The holder's first renewal uses it, later
-// ones the plain script.
-var extendIndexScript = lazyScript("extend_index.lua")
-
 // extendIndexed is extend for l's first renewal: it also indexes l, on a
 // Cluster with an HSET beside the plain script.
 func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
@@ -209,7 +203,7 @@ func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) 
 	if indexApart(s.rdb) {
 		v, err = indexBeside(indexKey(l.c.prefix), l.key).eval(ctx, s.rdb, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	} else {
-		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix), replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
+		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, replacedKey(l.key), indexKey(l.c.prefix)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	}
 	v = l.clock.note(v, sent, time.Now()) // serverclock.go
 	if err := extended(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
@@ -218,13 +212,6 @@ func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) 
 	l.indexed.Store(true)
 	return extended(l.key, v, nil)
 }
-
-// unindexScript prunes the index KEYS[1] of the lock keys among the rest,
-// each given with its record, last success and fair line, that it finds
-// with none of the four: it marks such an entry with Redis's time in ms, or
-// removes it when its mark is ARGV[1] ms old or older. Checked and changed
-// in one step, so that a name taken or written after List read it stays.
-var unindexScript = lazyScript("unindex.lua")
 
 // unindex prunes keys, seen out of use, from the index of prefix where
 // they still are (unindexScript).

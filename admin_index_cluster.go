@@ -65,17 +65,6 @@ func indexReached(client redis.UniversalClient, rdb pipeSetter) bool {
 	return !indexApart(client) || rdb == pipeSetter(client)
 }
 
-// indexSeenScript reads the entries of the lock keys in ARGV from the
-// index KEYS[1], with Redis's time in ms first: what the entries were
-// before List looks at the names' keys, by the clock that marked them.
-var indexSeenScript = lazyScript("index_seen.lua")
-
-// unindexSeenScript marks with Redis's time in ms, or removes when its
-// mark is ARGV[1] ms old or older, the entry of each lock key in the rest
-// of ARGV that is still the entry given beside it: a name written since
-// (a write clears the mark) stays.
-var unindexSeenScript = lazyScript("unindex_seen.lua")
-
 // unindexApart prunes keys, seen out of use, from the index of prefix on a
 // Cluster, as unindexScript does in one step where it can see every key:
 //

@@ -117,19 +117,6 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 	return v.st, nil
 }
 
-// breakScript removes a lock whatever its token. KEYS[1] is the lock key,
-// KEYS[2] its break marker (brokenKey). It returns the token it removed, or
-// nil when the key was missing; like the line's check it hands a plain
-// lock to the first live waiter of the fair line (handKey, scripts.go;
-// ARGV[1] is the key's line base, "" for none; a lease mark left then
-// reads "2", lapsed: lease.go), and a semaphore's slots to
-// the first live waiters (handSlot), and publishes on the key's channel,
-// so that waiters outside the line try at once. When it removed a token
-// it sets the marker to "<ARGV[2]> <SHA-1 of each token removed>…" for the
-// key's remaining life plus a second (a minute more for a key without
-// expiry): the holder's next renewal comes within that life.
-var breakScript = withHands("break.lua", slotsHand, keyHand)
-
 // breakOn runs the break script for key on rdb, as the Client by
 // ("<host>:<pid>"), and returns the token it removed, "" when the key was
 // missing; for a semaphore's marker also the tokens it removed from the

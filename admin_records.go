@@ -163,29 +163,6 @@ func successKey(key string) string { return keys.Success(key) }
 // key's job last succeeded, in its slot: "{key}:done".
 func windowKey(key string) string { return keys.Window(key) }
 
-// recordScript is what the finish scripts run after the release, whose
-// reply is in r: it stores the run's record at recordKey, pushes it onto
-// the history at historyKey trimmed to its size (none when 0), and when the
-// run succeeded also stores it at successKey and, with a marker's expiry
-// above 0, the once-per window's marker (onceper.go), until that expiry by
-// the server's TIME; when the release gave the
-// lock up, it deletes the holder's leftovers note (lock.go). Every key is in the lock's
-// Cluster slot and lives for the retention, the marker until its expiry. The
-// writes are pcalls after the release, so that none can stop the release
-// or hide its reply: the script returns {the release's reply, "OK" or the
-// first write's error}. Last, where the deployment keeps an index of the
-// prefix's names (admin_index.go), it adds the lock's key to it.
-var recordScript = lazyScript("record.lua")
-
-// finishAround makes a finish script of a release script: the release,
-// run as a function, then recordScript. KEYS and ARGV are the release's,
-// then the record's (recordWrite.keys and args) at their end. So the
-// release stays the one compare-and-delete EVAL the original contract
-// asks for, and the record costs no command of its own.
-func finishAround(release string) string {
-	return "local function release()\n" + release + "\nend\nlocal r = release()\n" + recordScript()
-}
-
 // recordWrite is what a finish script stores after the release.
 type recordWrite struct {
 	rec       string        // the run's record, JSON

@@ -192,20 +192,6 @@ type nodeStatus struct {
 	pause   string // the pause beside the key (pauseKey), "" when none
 }
 
-// statusScript reads keys at one moment, for Status: KEYS are the keys,
-// ARGV[1] how many of them, from the first, to read the PTTL of too, and
-// ARGV[2] "1" to add the server's INFO memory. It replies, per key, its
-// value (nil when missing, an error reply for a key of another type) and,
-// for the first ARGV[1], its PTTL; then INFO memory's text, or an error
-// reply where the ACL refuses INFO (the server then says nothing of its
-// eviction policy).
-//
-// A script and not MULTI/EXEC: Redis refuses to queue any command of a
-// transaction while its used memory is above maxmemory (each queued GET
-// answers OOM and EXEC then EXECABORT), yet still runs reads and scripts
-// that only read. So Status answers when Redis is out of memory.
-var statusScript = lazyScript("status.lua")
-
 // readStatus reads key's status on one node with statusScript, and what
 // the node says of its eviction policy (Status.EvictionPolicy).
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,52 +75,6 @@ type semaphore struct {
 	one *single
 	n   int
 }
-
-var (
-	// slotsAcquireScript takes a free slot: KEYS[1] is the name's key K,
-	// KEYS[2] its fence counter when fencing; ARGV the base B, the number
-	// of slots N, the token, the TTL in ms. It builds the slot keys
-	// "B:s:<i>" itself: undeclared keys, but in K's Cluster slot, as B is
-	// K's hash tag. It replies {-1, K's value} when K holds a plain token
-	// or another marker; {0, token, pttl} of the holder whose slot frees
-	// first when all are taken; else {slot, fence or 0}, after setting the
-	// slot and the marker (SET PX when missing, PEXPIRE GT otherwise). A
-	// slot already holding our token (an earlier attempt that landed) is
-	// ours. The fence counter is checked first, as acquireFencedScript does.
-	slotsAcquireScript = lazyScript("slots_acquire.lua")
-	// slotsReleaseScript is releaseScript for a slot: KEYS[1] is K, ARGV
-	// the token, the ms to keep, B, N, the slot (0: find the slot holding
-	// the token, for a clean-up) and the fair line's Client id or "". With
-	// keep it sets the slot's life to keep. Otherwise it hands the slot to
-	// the first live waiter in line as releaseScript hands the key (its
-	// message, and the reply, read "<slot>:<token>"), or with nobody live
-	// in line deletes the slot and publishes on K so that waiters outside
-	// the line try; with nobody waiting (no waiting mark, see releaseScript)
-	// it deletes the slot and the mark in one DEL, and skips the line and
-	// the message (reply 2). Unless it handed the slot over, it then sets the
-	// marker's life to the longest remaining slot's (the PTTL of each), or
-	// deletes it with the last: a name a semaphore used is free for other
-	// users as soon as its last slot is. 0 when the slot was not ours.
-	slotsReleaseScript = lazyScript("slots_release.lua")
-	// slotsExtendScript is extendScript for a slot: KEYS[1] is K, KEYS[2]
-	// the slot's key, KEYS[3] the replace marker (replacedKey), ARGV the
-	// token, the TTL in ms and the marker. It refuses (0) when K holds
-	// anything but the marker or nothing, and names the replacer as
-	// extendScript does when the replace marker names the slot's token.
-	slotsExtendScript = lazyScript("slots_extend.lua")
-	// slotsLineCheckScript is lineCheckScript for a semaphore: KEYS[1] is
-	// K, ARGV B, N, the Client's id, the life in ms of its liveness key
-	// (refreshed), then entries of its waiters. It hands each free slot to
-	// the first live waiter in line (the message carries "<slot>:<token>"),
-	// and returns the holder whose slot frees first ("" if none), its PTTL,
-	// and for each entry its position, -1 when absent, or "<slot>:<token>"
-	// when it holds a slot; {-1, K's value} when K holds a plain token or
-	// another marker.
-	slotsLineCheckScript = withHands("slots_line_check.lua", slotsHand)
-)
-
-// slotsFinishScript is finishScript around slotsReleaseScript.
-var slotsFinishScript = sync.OnceValue(func() string { return finishAround(slotsReleaseScript()) })
 
 // markerPrefix starts a semaphore's marker "#slots=N".
 const markerPrefix = "#slots="

@@ -293,11 +293,6 @@ type leftNote struct {
 // it.
 func leftKey(key string) string { return keys.Left(key) }
 
-// leftScript stores the note if the lock is still ours, for the lock's
-// remaining time: KEYS[1] the lock, KEYS[2] the note; ARGV the token and
-// the note. It returns 0 when the lock is not ours.
-var leftScript = lazyScript("left.lua")
-
 // leftNoter is a backend that can store a leftovers note: one deployment
 // or a quorum.
 type leftNoter interface {

@@ -66,13 +66,6 @@ func (s *Span) mark() (string, int64) {
 	return markValue(*s), s.End.Add(windowMargin(s.End.Sub(s.Start))).UnixMilli()
 }
 
-// windowScript reads a lock's once-per marker and the server's TIME in one
-// step: KEYS[1] is the marker (windowKey). It returns {seconds,
-// microseconds, the marker or nil}. The window a run belongs to is taken
-// from that clock, the one every host shares, so hosts whose clocks
-// disagree by seconds still agree on the window.
-var windowScript = lazyScript("window.lua")
-
 // OncePer makes l's job run at most once per window of w: call it right
 // after acquiring, before the job starts. It returns the window of w that
 // contains the Redis server's present (its TIME), not this host's, so that

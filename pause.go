@@ -108,31 +108,6 @@ func pauseKey(key string) (string, bool) {
 	return keys.Pause(key)
 }
 
-var (
-	// pauseScript pauses a name. KEYS are the lock key, its pause key
-	// (pauseKey), its waiting mark and its fair line; ARGV the pause's
-	// value, the ms it lasts (0: until resumed), pausePrefix and
-	// markerPrefix. It stores the value at the pause key (which Status
-	// reads) and, when the lock key is free or paused, in the lock key,
-	// where every acquisition's SET NX collides with it. With a holder, it
-	// puts the entry "0|0|<value>" at the head of the fair line and sets
-	// the waiting mark to "p" without expiry: the holder's release then
-	// takes the release script's slow path, which serves the line, and the
-	// pause's entry, first in line, takes the key for the rest of the
-	// pause (the line's check does the same when it finds the key free: a
-	// holder that crashed). The line's check, which refreshes the mark for
-	// those waiting, keeps a "p" as it is. It replies {1, ''} when the
-	// pause holds at once, {0, holder's token} when it waits for that
-	// holder, {-1, marker} for a semaphore's name, which it leaves alone.
-	pauseScript = lazyScript("pause.lua")
-	// resumeScript ends a pause: KEYS as pauseScript's, ARGV pausePrefix
-	// and the ms waiters keep the waiting mark alive, which a mark the
-	// pause set gets instead of no expiry. It deletes the pause key and
-	// its entry in line, and the lock key when it holds a pause (and then
-	// publishes, as a release does). It replies how many keys it deleted.
-	resumeScript = lazyScript("resume.lua")
-)
-
 // Pause pauses the lock called name until Resume, or until p.Until when
 // set: every acquisition of it, by any Client on the deployment, fails at
 // once with a *NotObtainedError whose Paused is set (ErrPaused) and waits end. p.By and p.Since are

@@ -19,18 +19,6 @@ import (
 // It never holds a token.
 func replacedKey(key string) string { return keys.Replaced(key) }
 
-// replaceScript marks the holder of a lock as replaced (see replacedKey).
-// KEYS[1] is the lock key, KEYS[2] its replace marker, KEYS[3] and KEYS[4]
-// its pause (pauseKey) and its line, ARGV[1] the replacer's "<host>:<pid>",
-// ARGV[2] its entry in the queue. It returns the holder's token, nil when
-// the key is free. Of a semaphore's holders it marks the oldest, by the
-// time in its token (the Since of Status; a token without one is the
-// oldest, and of equals the lowest slot), and none while a slot is free:
-// the line's check hands that one to the replacer. Where a pause waits for the holder's release
-// (Client.Pause), the holder is not marked and the replacer's entry goes
-// behind the pause: a paused name starts no run, a replacing one neither.
-var replaceScript = lazyScript("replace.lua")
-
 // extended reads the reply v (or err) of the extend scripts for the lock
 // key key: nil when extended, ErrLockNotHeld when the lock is not ours, a
 // *replacedError matching ErrReplaced when it was extended but a replacer
@@ -73,22 +61,6 @@ func replacedBy(err error) string {
 // errReplaceUnsupported is Acquire's answer to LockOptions.Replace where
 // the fair line cannot put the replacer first.
 var errReplaceUnsupported = fmt.Errorf("%w: LockOptions.Replace needs the fair line: one Redis deployment (not a quorum), a name with a line, and Redis 7.0 or newer", errors.ErrUnsupported)
-
-// replaceConfirmScript confirms a lock that a replacer got in the fair
-// line, where a hand-over is a plain SET of its token: it draws the
-// fencing number (LockOptions.Fence) as acquireFencedScript does, and
-// writes, so that a WAIT after it on the same connection counts the
-// replicas that have the hand-over too (LockOptions.MinReplicas). KEYS[1]
-// is the key holding the token (the lock key, a semaphore's slot), KEYS[2]
-// the fence counter, ARGV[1] the token, ARGV[2] the TTL in ms to set again
-// (0: none), ARGV[3] "1" to draw a number, KEYS[3] and ARGV[4] the replace
-// marker and "<host>:<pid> " of the replacer, whose marker it deletes (a
-// semaphore's replacer may get a slot another holder freed: the oldest
-// holder, not yet stopped, is then left to run), or "". It returns the number (0 when
-// none was drawn), nil when the key no longer holds the token. While the
-// token holds the key nobody else draws, so the number is above the
-// replaced holder's and below the next holder's.
-var replaceConfirmScript = lazyScript("replace_confirm.lua")
 
 // lineOptions are opts for a replacer's wait in the fair line: without
 // Fence and MinReplicas, which confirmReplacer adds once the lock is ours.

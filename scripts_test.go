@@ -3,14 +3,16 @@ package withlock
 import (
 	"context"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
-// Every script is read on first use (lazyScript): this reads them all, so
+// Every script is read on first use (script): this reads them all, so
 // that a script missing from lua/ fails here rather than in a run, and
 // every file in lua/ is read by one of them.
 func TestEveryScriptIsEmbedded(t *testing.T) {
@@ -22,7 +24,7 @@ func TestEveryScriptIsEmbedded(t *testing.T) {
 		}
 	}
 	for _, finish := range []func() string{finishScript, slotsFinishScript} {
-		if !strings.Contains(finish(), recordScript()) {
+		if !strings.Contains(finish(), scripts["record"]()) {
 			t.Error("a finish script does not carry the record's writes")
 		}
 	}
@@ -44,11 +46,12 @@ func everyScript() map[string]func() string {
 		"acquire_fenced": acquireFencedScript, "claim": claimScript, "line_check": lineCheckScript,
 		"slots_acquire": slotsAcquireScript, "slots_release": slotsReleaseScript,
 		"slots_extend": slotsExtendScript, "slots_line_check": slotsLineCheckScript,
-		"left": leftScript, "break": breakScript, "record": recordScript,
+		"left": leftScript, "break": breakScript, "record": script(recordPart),
 		"extend_index": extendIndexScript, "unindex": unindexScript, "status": statusScript,
 		"index_seen": indexSeenScript, "unindex_seen": unindexSeenScript,
 		"window": windowScript, "pause": pauseScript, "resume": resumeScript, "replace": replaceScript,
-		"replace_confirm": replaceConfirmScript, "slots_hand": slotsHand, "key_hand": keyHand,
+		"replace_confirm": replaceConfirmScript, "slots_hand": script(slotsHand), "key_hand": script(keyHand),
+		"finish": finishScript, "slots_finish": slotsFinishScript,
 	}
 }
 
@@ -103,9 +106,9 @@ func TestReleaseSetsTheMarkAgainForAliveFor(t *testing.T) {
 	}
 }
 
-// The scripts composed from the hand-over snippets (withHands) travel
-// without the comments lua/ keeps for readers: the release script goes
-// with every release, and Redis hashes its text at each EVAL. Every code
+// The scripts composed from the hand-over snippets (key_hand.lua,
+// slots_hand.lua) travel without the comments lua/ keeps for readers: the
+// release script goes with every release, and Redis hashes its text at each EVAL. Every code
 // line of the files is still there, in order, and the release script is no
 // longer than the code lines of key_hand.lua and release.lua.
 func TestComposedScriptsCarryNoComments(t *testing.T) {
@@ -148,6 +151,96 @@ func TestComposedScriptsCarryNoComments(t *testing.T) {
 		}
 		if tc.name == "release" && len(text) > size {
 			t.Errorf("release script is %d bytes, want at most %d, the code lines of %q", len(text), size, tc.files)
+		}
+	}
+}
+
+// Every file of lua/ starts with its contract, in comment lines that are
+// not sent: a first line naming the file and saying what it does, then
+// its KEYS, its ARGV and what it returns, in that order, before any code.
+func TestEveryScriptFileBeginsWithItsContract(t *testing.T) {
+	t.Parallel()
+	files, err := fs.Glob(luaFiles, "lua/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := luaFiles.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var head []string
+		for line := range strings.Lines(string(b)) {
+			if !strings.HasPrefix(line, "--") {
+				break
+			}
+			head = append(head, line)
+		}
+		name := strings.TrimPrefix(f, "lua/")
+		if len(head) == 0 || !strings.HasPrefix(head[0], "-- "+name+": ") {
+			t.Errorf("%s does not start with \"-- %s: \" and what it does", f, name)
+			continue
+		}
+		next := 0
+		for _, want := range []string{"-- KEYS", "-- ARGV", "-- Returns"} {
+			i := slices.IndexFunc(head[next:], func(l string) bool { return strings.HasPrefix(l, want) })
+			if i < 0 {
+				t.Errorf("%s: its opening comment has no line starting %q after its %d first lines", f, want, next)
+				break
+			}
+			next += i + 1
+		}
+	}
+}
+
+// Every script is sent without its files' comment lines and trailing
+// blanks (luacode.Strip), whatever parts it is made of.
+func TestEveryScriptIsSentWithoutComments(t *testing.T) {
+	t.Parallel()
+	for name, script := range everyScript() {
+		text := script()
+		for i, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "--") || strings.TrimRight(line, " \t") != line {
+				t.Errorf("the %s script's line %d is a comment or ends with blanks: %q", name, i+1, line)
+			}
+		}
+	}
+}
+
+// A lock's first renewal writes its name into the index of names only when
+// it extended the lock (extend_index.lua reads extend.lua's reply): one
+// that finds its key gone or another holder's leaves the index as it was.
+func TestTheFirstRenewalIndexesOnlyALockItExtended(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		lose    func(key string) error // what becomes of the key before the renewal
+		indexed bool
+	}{
+		{"held", func(string) error { return nil }, true},
+		{"gone", func(key string) error { return rdb.Del(ctx, key).Err() }, false},
+		{"taken", func(key string) error { return rdb.Set(ctx, key, "another's token", time.Minute).Err() }, false},
+	} {
+		c := New(rdb, nil)
+		l, err := c.TryAcquire(ctx, tc.name, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index := indexKey(c.prefix)
+		if err := rdb.HDel(ctx, index, l.key).Err(); err != nil { // the acquisition's entry
+			t.Fatal(err)
+		}
+		if err := tc.lose(l.key); err != nil {
+			t.Fatal(err)
+		}
+		err = l.Extend(ctx, time.Minute)
+		if tc.indexed != (err == nil) {
+			t.Errorf("%s: Extend = %v", tc.name, err)
+		}
+		if got := rdb.HExists(ctx, index, l.key).Val(); got != tc.indexed {
+			t.Errorf("%s: after the first renewal the index has the key: %v, want %v", tc.name, got, tc.indexed)
 		}
 	}
 }

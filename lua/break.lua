@@ -1,7 +1,21 @@
--- Break a lock whatever its token (see breakScript). KEYS[1]: the lock key;
--- KEYS[2]: its break marker. ARGV[1]: the line base of the key (its fair
--- line and a semaphore's slot keys are built here from it); ARGV[2]: who
--- breaks it, "<host>:<pid>"; ARGV[3]: a pause's prefix.
+-- break.lua: remove a lock whatever its token (breakScript, admin_list.go).
+-- slots_hand.lua and key_hand.lua come before.
+-- KEYS[1]: the lock key; KEYS[2]: its break marker (brokenKey).
+-- ARGV[1]: the key's line base ('' for none; its fair line and a
+-- semaphore's slot keys are built from it); ARGV[2]: who breaks it,
+-- "<host>:<pid>"; ARGV[3]: a pause's prefix.
+-- Returns the token it removed ({marker, each slot's token or ''} for a
+-- semaphore's); nil when the key was missing; a pause's value, left as it
+-- is.
+--
+-- Like the line's check it hands a plain lock to the first live waiter of
+-- the fair line (handKey; a lease mark left then reads '2', lapsed:
+-- lease.go), and a semaphore's slots to the first live waiters
+-- (handSlot), and publishes on the key's channel, so that waiters outside
+-- the line try at once. When it removed a token it sets the marker to
+-- "<ARGV[2]> <SHA-1 of each token removed>..." for the key's remaining
+-- life plus a second (a minute more for a key without expiry): the
+-- holder's next renewal comes within that life.
 local token = redis.call('get', KEYS[1])
 if not token then
   return token

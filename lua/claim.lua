@@ -1,7 +1,9 @@
--- Take a lock on one node of a quorum, or confirm that it is already ours
--- there: a retried acquisition, or a node that lost the key while the lock
--- kept its majority (a restart without persistence) and is being repaired.
--- KEYS[1]: the lock key.  ARGV[1]: our token.  ARGV[2]: TTL in ms.
+-- claim.lua: take a lock on one node of a quorum, or confirm that it is
+-- already ours there: a retried acquisition, or a node that lost the key
+-- while the lock kept its majority (a restart without persistence) and is
+-- being repaired (claimScript).
+-- KEYS[1]: the lock key.
+-- ARGV[1]: our token; ARGV[2]: the TTL in ms.
 -- Returns 1 when the key now holds our token with that TTL. When it is
 -- someone else's: minus the ms until it can be claimed (its PTTL + 1, as
 -- Redis expires a key only after its last ms), or 0 without an expiry.

@@ -1,7 +1,25 @@
--- handKey (see keyHand): hand the plain lock k to the first live waiter in
--- its fair line (base b), the releasing Client's own (cid) counted live, or
--- to a pause waiting at its head; the token it set (and true for a pause),
--- nil when nobody live waits (the line is then empty).
+-- key_hand.lua: a part of the scripts that hand a plain lock over
+-- (release.lua, line_check.lua, break.lua), never sent alone. It defines
+-- handKey(k, b, cid): it pops entries "<client id>|<ttl ms>|<token>" off
+-- the fair line "<b>:q" until one can take the key k, sets k to it and
+-- returns it.
+-- KEYS: none read; the caller passes k (the lock key), b (its line's base)
+-- and cid (the releasing Client's id, or nil).
+-- ARGV: none read.
+-- Returns the token it set (and true for a pause); nil when nobody live
+-- waits (the line is then empty).
+--
+-- An entry can take the key when it belongs to a live Client: the
+-- releaser's own (cid), or one whose liveness key "<b>:c:<id>" exists and
+-- whose sharded channel "<b>:w:<id>" has a subscriber to take the token
+-- published on it; the key then gets that waiter's TTL. A Client without a
+-- liveness key but with a far key "<b>:f:<id>" (its waiters far back,
+-- wait_fair_far.go) was alive lately: its waiter gets the lock for at most
+-- 3000 ms, published as "~<token>" so that it renews it, and the entry now
+-- at the head is published "?<its token>", so that it checks the line once
+-- that much has passed, should the other be frozen. An entry
+-- "0|0|<pause>" that a pause put first in line (pause.lua) takes the key
+-- for the rest of the pause.
 local function handKey(k, b, cid)
   while true do
     local e = redis.pcall('lpop', b .. ':q')

@@ -1,5 +1,9 @@
--- Note what a finished command left running (see leftScript). KEYS[1]:
--- the lock, KEYS[2]: its note. ARGV: token, note.
+-- left.lua: note what a finished command left running, if the lock is
+-- still ours, for the lock's remaining time (leftScript).
+-- KEYS[1]: the lock key; KEYS[2]: its leftovers note.
+-- ARGV[1]: our token; ARGV[2]: the note.
+-- Returns 1 when stored, 0 when the lock is not ours (or has no expiry
+-- left).
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end

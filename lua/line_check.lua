@@ -1,7 +1,23 @@
--- The fair line's check (see lineCheckScript). KEYS[1]: key. ARGV: the
--- line's base, our Client id, ms its liveness key and the waiting mark
--- live, ms its far key and the mark live instead (0: the liveness key),
--- then entries to look for. handKey comes before (key_hand.lua).
+-- line_check.lua: the fair line's check (lineCheckScript, wait_fair.go).
+-- key_hand.lua comes before.
+-- KEYS[1]: the lock key.
+-- ARGV[1]: the base of its line (lineArg); ARGV[2]: the Client's id;
+-- ARGV[3]: the life in ms of its liveness key and of the key's waiting
+-- mark, which it refreshes both; ARGV[4]: 0, or when the Client's waiters
+-- are all far back (wait_fair_far.go) the life in ms of its far key, which
+-- it then refreshes with the mark instead; ARGV[5] on: entries of that
+-- Client's waiters.
+-- Returns {the key's holder ('' if free), its PTTL, then each entry's
+-- position in the line (-1 when absent)}. The PTTL is 1, not 0, in the
+-- key's last millisecond, so that the head waiter checks again rather than
+-- wait for the poll.
+--
+-- If the key is free (its holder crashed or a min-hold ran out, so no
+-- release served the line) it hands the lock to the first live waiter as
+-- release.lua does (handKey), publishing to it even when that is the
+-- caller, and turns the key's lease mark, if one was left, into '2'
+-- (lease.go: the lease lapsed). A waiting mark 'p' (a pause's, pause.lua)
+-- is kept as it is.
 local k, b, far = KEYS[1], ARGV[1], ARGV[4]
 local life = ARGV[3]
 if far == '0' then

@@ -1,7 +1,22 @@
--- Pause a name (see pauseScript). KEYS[1]: the lock key; KEYS[2]: its pause
--- beside it; KEYS[3]: its waiting mark; KEYS[4]: its fair line. ARGV[1]:
--- the pause's value; ARGV[2]: ms it lasts, 0 until resumed; ARGV[3]: the
--- pause value's prefix; ARGV[4]: a semaphore marker's prefix.
+-- pause.lua: pause a name (pauseScript, pause.go).
+-- KEYS[1]: the lock key; KEYS[2]: its pause (pauseKey); KEYS[3]: its
+-- waiting mark; KEYS[4]: its fair line.
+-- ARGV[1]: the pause's value; ARGV[2]: the ms it lasts (0: until resumed);
+-- ARGV[3]: the pause value's prefix (pausePrefix); ARGV[4]: a semaphore
+-- marker's prefix (markerPrefix).
+-- Returns {1, ''} when the pause holds at once; {0, holder's token} when
+-- it waits for that holder; {-1, marker} for a semaphore's name, which it
+-- leaves alone.
+--
+-- It stores the value at the pause key (which Status reads) and, when the
+-- lock key is free or paused, in the lock key, where every acquisition's
+-- SET NX collides with it. With a holder, it puts the entry "0|0|<value>"
+-- at the head of the fair line and sets the waiting mark to 'p' without
+-- expiry: the holder's release then takes release.lua's slow path, which
+-- serves the line, and the pause's entry, first in line, takes the key for
+-- the rest of the pause (the line's check does the same when it finds the
+-- key free: a holder that crashed). The line's check, which refreshes the
+-- mark for those waiting, keeps a 'p' as it is.
 local k, v, ms = KEYS[1], ARGV[1], tonumber(ARGV[2])
 local cur = redis.call('get', k)
 if cur and string.sub(cur, 1, #ARGV[4]) == ARGV[4] then

@@ -1,8 +1,17 @@
--- Ask the holder of a lock to stop (see replaceScript). KEYS[1]: the lock
--- key, KEYS[2]: its replace marker, KEYS[3]: its pause (pause.lua),
--- KEYS[4]: the line. ARGV[1]: who replaces it, "<host>:<pid>"; ARGV[2]: the
--- replacer's entry, just pushed at the line's head. Returns the holder's
--- token, or nil when the key is free.
+-- replace.lua: mark the holder of a lock as replaced, asking it to stop
+-- (replaceScript, replace.go; see replacedKey).
+-- KEYS[1]: the lock key; KEYS[2]: its replace marker; KEYS[3]: its pause
+-- (pause.lua); KEYS[4]: its fair line.
+-- ARGV[1]: the replacer's "<host>:<pid>"; ARGV[2]: the replacer's entry,
+-- just pushed at the line's head.
+-- Returns the holder's token; nil when the key is free.
+--
+-- Of a semaphore's holders it marks the oldest, by the time in its token
+-- (the Since of Status; a token without one is the oldest, and of equals
+-- the lowest slot), and none while a slot is free: the line's check hands
+-- that one to the replacer. Where a pause waits for the holder's release
+-- (Client.Pause), the holder is not marked and the replacer's entry goes
+-- behind the pause: a paused name starts no run, a replacing one neither.
 local tok = redis.call('get', KEYS[1])
 if not tok then
   return tok

@@ -1,10 +1,21 @@
--- Confirm a lock a replacer got in the fair line (see replaceConfirmScript).
--- KEYS[1]: the key holding our token (the lock key, or a semaphore's slot);
--- KEYS[2]: the fence counter; KEYS[3]: the replace marker. ARGV[1]: our
--- token; ARGV[2]: the TTL in ms, or 0; ARGV[3]: '1' to draw a fencing
--- number; ARGV[4]: '<host>:<pid> ' of the replacer, to take back its
--- marker, or ''. Returns the number (0 when not drawn), or false when the
--- key does not hold our token.
+-- replace_confirm.lua: confirm a lock that a replacer got in the fair
+-- line, where a hand-over is a plain SET of its token
+-- (replaceConfirmScript, replace.go).
+-- KEYS[1]: the key holding our token (the lock key, or a semaphore's
+-- slot); KEYS[2]: the fence counter; KEYS[3]: the replace marker.
+-- ARGV[1]: our token; ARGV[2]: the TTL in ms to set again, or 0 for none;
+-- ARGV[3]: '1' to draw a fencing number; ARGV[4]: "<host>:<pid> " of the
+-- replacer, whose marker it deletes, or ''.
+-- Returns the number (0 when none was drawn); false when the key no
+-- longer holds our token.
+--
+-- It draws the fencing number (LockOptions.Fence) as acquire_fenced.lua
+-- does, and writes, so that a WAIT after it on the same connection counts
+-- the replicas that have the hand-over too (LockOptions.MinReplicas). A
+-- semaphore's replacer may get a slot another holder freed: the oldest
+-- holder, not yet stopped, is then left to run, hence ARGV[4]. While the
+-- token holds the key nobody else draws, so the number is above the
+-- replaced holder's and below the next holder's.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return false
 end

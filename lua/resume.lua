@@ -1,5 +1,12 @@
--- End a pause (see resumeScript). KEYS: as pause.lua's. ARGV[1]: the pause
--- value's prefix; ARGV[2]: ms waiters keep their mark alive.
+-- resume.lua: end a pause (resumeScript, pause.go).
+-- KEYS: as pause.lua's.
+-- ARGV[1]: the pause value's prefix; ARGV[2]: the ms waiters keep the
+-- waiting mark alive, which a mark the pause set gets instead of no
+-- expiry.
+-- Returns how many keys it deleted.
+--
+-- It deletes the pause key and its entry in line, and the lock key when it
+-- holds a pause (and then publishes, as a release does).
 local k = KEYS[1]
 local p = redis.call('get', KEYS[2])
 local n = redis.call('del', KEYS[2])

@@ -1,6 +1,17 @@
--- Take a free slot of a semaphore (see slotsAcquireScript). KEYS[1]: the
--- name's key, holding the marker; KEYS[2], when fencing: its counter. ARGV:
--- base, slots, token, TTL in ms. Slot keys are built here from the base.
+-- slots_acquire.lua: take a free slot of a semaphore (slotsAcquireScript).
+-- KEYS[1]: the name's key K, holding the marker "#slots=N"; KEYS[2], when
+-- fencing: its fence counter.
+-- ARGV[1]: the base B; ARGV[2]: the number of slots N; ARGV[3]: our token;
+-- ARGV[4]: the TTL in ms.
+-- Returns {-1, K's value} when K holds a plain token or another marker;
+-- {0, token, pttl} of the holder whose slot frees first when all are
+-- taken; else {slot, fence or 0}, after setting the slot and the marker
+-- (SET PX when missing, PEXPIRE GT otherwise).
+--
+-- It builds the slot keys "B:s:<i>" itself: undeclared keys, but in K's
+-- Cluster slot, as B is K's hash tag. A slot already holding our token (an
+-- earlier attempt that landed) is ours. The fence counter is checked
+-- first, as acquire_fenced.lua does.
 local k, b, n, tok, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local want = '#slots=' .. n
 local m = redis.call('get', k)

@@ -1,7 +1,11 @@
--- Extend a semaphore's slot only if it is still ours (see slotsExtendScript).
--- KEYS[1]: the name's key, KEYS[2]: the slot's, KEYS[3]: the replace
--- marker[, KEYS[4]: the prefix's index, on a first renewal]. ARGV: token,
--- TTL in ms, marker. Returns 1, 0, or the replacer as extend.lua does.
+-- slots_extend.lua: extend.lua for a semaphore's slot (slotsExtendScript).
+-- KEYS[1]: the name's key K; KEYS[2]: the slot's key; KEYS[3]: the replace
+-- marker (replacedKey); KEYS[4], on a first renewal: the prefix's index.
+-- ARGV[1]: our token; ARGV[2]: the TTL in ms; ARGV[3]: the marker.
+-- Returns 1, 0, or the replacer, as extend.lua does.
+--
+-- It refuses (0) when K holds anything but the marker or nothing. A failed
+-- HSET into the index (an ACL without it) does not fail the renewal.
 if redis.call('get', KEYS[2]) ~= ARGV[1] then
   return 0
 end

@@ -1,6 +1,14 @@
--- handSlot (see slotsHand): hand slot i of the semaphore with key k, line
--- base b and marker want to the first live waiter in its fair line, the
--- message carrying "<i>:<token>"; its token, or nil when nobody live waits.
+-- slots_hand.lua: a part of the scripts that hand a semaphore's free slot
+-- over (slots_line_check.lua, break.lua), never sent alone. It defines
+-- handSlot(k, b, i, want): it pops entries off the fair line "<b>:q" until
+-- one belongs to a live Client (its liveness key "<b>:c:<id>" exists and
+-- its channel "<b>:w:<id>" has a subscriber, which is published
+-- "<i>:<token>"), sets slot i ("<b>:s:<i>") to that token for its TTL and
+-- the name's key k to the marker want for at least as long.
+-- KEYS: none read; the caller passes k, b, i and want.
+-- ARGV: none read.
+-- Returns the token it set; nil when nobody live waits (the line is then
+-- empty).
 local function handSlot(k, b, i, want)
   while true do
     local e = redis.pcall('lpop', b .. ':q')

@@ -1,7 +1,17 @@
--- The fair line's check for a semaphore (see slotsLineCheckScript). KEYS[1]:
--- the name's key. ARGV: base, slots, our Client id, ms its liveness key
--- and the waiting mark live, then entries to look for. Slot and line keys
--- are built from the base; handSlot comes before (slots_hand.lua).
+-- slots_line_check.lua: the fair line's check for a semaphore
+-- (slotsLineCheckScript). slots_hand.lua comes before.
+-- KEYS[1]: the name's key K.
+-- ARGV[1]: its base B; ARGV[2]: the number of slots N; ARGV[3]: the
+-- Client's id; ARGV[4]: the life in ms of its liveness key and of the
+-- waiting mark, both refreshed; ARGV[5] on: entries of its waiters.
+-- Returns {the holder whose slot frees first ('' if none), its PTTL, then
+-- for each entry its position, -1 when absent, or "<slot>:<token>" when
+-- it holds a slot}; {-1, K's value} when K holds a plain token or another
+-- marker.
+--
+-- It hands each free slot to the first live waiter in line (handSlot; the
+-- message carries "<slot>:<token>"). Slot and line keys are built from the
+-- base.
 local k, b, n = KEYS[1], ARGV[1], tonumber(ARGV[2])
 redis.call('set', b .. ':c:' .. ARGV[3], 1, 'PX', ARGV[4])
 redis.call('set', b .. ':w', 1, 'PX', ARGV[4])

@@ -1,7 +1,24 @@
--- Release a semaphore's slot if it holds our token (see slotsReleaseScript).
--- KEYS[1]: the name's key. ARGV: token, ms to keep, base, slots, slot (0:
--- find ours), our Client id or ''. Slot keys and the waiting mark are
--- built here from the base.
+-- slots_release.lua: release.lua for a semaphore's slot
+-- (slotsReleaseScript).
+-- KEYS[1]: the name's key K.
+-- ARGV[1]: our token; ARGV[2]: the ms to keep; ARGV[3]: the base B;
+-- ARGV[4]: the number of slots N; ARGV[5]: the slot (0: find the slot
+-- holding the token, for a clean-up); ARGV[6]: the fair line's Client id
+-- or ''.
+-- Returns 0 when the slot was not ours; 1 when released (or kept); 2 when
+-- nobody waited; "<slot>:<token>" when it handed the slot over.
+--
+-- With keep it sets the slot's life to keep. Otherwise it hands the slot
+-- to the first live waiter in line as release.lua hands the key (its
+-- message, and the reply, read "<slot>:<token>"), or with nobody live in
+-- line deletes the slot and publishes on K so that waiters outside the
+-- line try; with nobody waiting (no waiting mark, see release.lua) it
+-- deletes the slot and the mark in one DEL, and skips the line and the
+-- message (reply 2). Unless it handed the slot over, it then sets the
+-- marker's life to the longest remaining slot's (the PTTL of each), or
+-- deletes it with the last: a name a semaphore used is free for other
+-- users as soon as its last slot is. Slot keys and the waiting mark are
+-- built from the base.
 local k, b, n, i = KEYS[1], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local want = '#slots=' .. n
 -- The marker lives as long as the longest slot, and goes with the last.

@@ -1,9 +1,9 @@
 // Package luacode gives a Lua script's text as it is sent to Redis: without
 // its comment-only lines and trailing blanks. Redis hashes a script's text
-// at every EVAL, and the scripts composed from snippets (the fair line's
-// hand-over before a release) travel with every release; their comments
-// are for readers of lua/, not for the server. The library composes its
-// scripts with it and the tests that read the wire import it.
+// at every EVAL, and the release script travels with every release; the
+// comments, each file's contract first, are for readers of lua/, not for
+// the server. The library sends every script through it and the tests that
+// read the wire import it.
 package luacode
 
 import "strings"

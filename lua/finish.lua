@@ -1,0 +1,12 @@
+-- finish.lua: the end of a plain lock's run in one EVAL (finishScript):
+-- its release and the record of the run. The script is key_hand.lua and
+-- release.lua run as the function release(), then record.lua, then this.
+-- KEYS[1]: the lock key, as release.lua's; KEYS[2] to KEYS[7]: the
+-- record's (record.lua).
+-- ARGV[1] to ARGV[4]: release.lua's, all four sent (ARGV[4] '': no Client
+-- id); ARGV[5] to ARGV[10]: the record's, from at = 5.
+-- Returns {the release's reply, "OK" or the first write's error}.
+--
+-- The release stays the one compare-and-delete EVAL the CLI's contract
+-- promises, and the record costs no command of its own.
+return record(release(), 5)
