@@ -18,6 +18,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/luacode"
 )
 
 // lockTTL is the TTL every library sets; holds are far shorter, so no key
@@ -49,7 +50,7 @@ func libs() []lib {
 		{name: "with-lock, a process per lock", config: "as above, but every acquisition opens a new go-redis client and Client and closes them after the release, as `with-lock -w` processes do", open: openFresh, contended: true},
 		{name: "raw go-redis floor", config: "SET NX PX + EVAL of a compare-and-delete script, nothing else", open: openRaw, uncontended: true},
 		{name: "raw go-redis floor, EVALSHA", config: "SET NX PX + the same script through redis.Script.Run: EVALSHA, EVAL only on NOSCRIPT", open: openRawSHA, uncontended: true},
-		{name: "raw go-redis floor, with-lock's commands", config: "the EVALSHA floor sending exactly what with-lock sends: its 50-byte token, and lua/release.lua with its two arguments (token, the waiting mark); what is left between this row and with-lock's is with-lock's own code", open: openRawSame, uncontended: true},
+		{name: "raw go-redis floor, with-lock's commands", config: "the EVALSHA floor sending exactly what with-lock sends: its 50-byte token, and its release script (lua/key_hand.lua and lua/release.lua, comment lines stripped) with its two arguments (token, the waiting mark); what is left between this row and with-lock's is with-lock's own code", open: openRawSame, uncontended: true},
 		{name: "bsm/redislock", config: "Obtain with LinearBackoff(10ms) / Release", open: openRedislock(10 * time.Millisecond), uncontended: true, contended: true},
 		{name: "bsm/redislock, spin", config: "Obtain without retry, called again at once until it succeeds", open: openRedislock(0), contended: true},
 		{name: "redsync", config: "Mutex.LockContext with default retry delays (50–250 ms) and unlimited tries / UnlockContext", open: openRedsync, uncontended: true, contended: true},
@@ -151,12 +152,18 @@ type rawSame struct {
 }
 
 func openRawSame(addr string) (locker, error) {
-	src, err := os.ReadFile("../lua/release.lua") // bench runs from bench/
-	if err != nil {
-		return nil, fmt.Errorf("with-lock's release script: %w", err)
+	// The release script as scripts.go makes it: the hand-over part,
+	// then the release, each without its comment lines.
+	var src string
+	for _, f := range []string{"key_hand", "release"} {
+		b, err := os.ReadFile("../lua/" + f + ".lua") // bench runs from bench/
+		if err != nil {
+			return nil, fmt.Errorf("with-lock's release script: %w", err)
+		}
+		src += luacode.Strip(string(b))
 	}
 	host, _ := os.Hostname()
-	return &rawSame{rdb: newGoRedis(addr), release: redis.NewScript(string(src)), prefix: fmt.Sprintf("%s:%d:", host, os.Getpid())}, nil
+	return &rawSame{rdb: newGoRedis(addr), release: redis.NewScript(src), prefix: fmt.Sprintf("%s:%d:", host, os.Getpid())}, nil
 }
 
 func (r *rawSame) lock(ctx context.Context, name string) (unlockFunc, error) {
