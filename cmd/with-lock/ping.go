@@ -63,17 +63,19 @@ func (r *runner) pingStart() *pinger {
 // the lock, or with --ping-skips a log entry for a run refused as busy or
 // done. The exit waits at most --ping-timeout for it, a start ping still
 // under way included: the end must not reach the server before the start.
-func (r *runner) pingEnd(res result) {
+// p is the run's pinger, once its start ping went; out, its command's
+// output, when captured.
+func (r *runner) pingEnd(res result, p *pinger, out *output) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.PingTimeout)
 	defer cancel()
-	p, code, outcome := r.ping, res.code, res.outcome
+	code, outcome := res.code, res.outcome
 	switch {
 	case p != nil:
 		select {
 		case <-p.started:
 		case <-ctx.Done():
 		}
-		if body, ok := r.pingOutput(); ok { // output.go
+		if body, ok := out.forPing(); ok { // output.go
 			p.send(ctx, http.MethodPost, strconv.Itoa(code), body)
 			return
 		}
