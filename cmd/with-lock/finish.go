@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -15,8 +19,8 @@ import (
 // metrics file (--metrics-dir), the Pushgateway (--metrics-push), the end
 // ping (--ping); and the exit: with the run's code, or dying of the
 // signal that the command, which it was passed on to, died of. How each
-// is done is in its own file (metrics.go, metrics_push.go, ping.go);
-// what is done, and when, is here. Nothing after the release changes the
+// is done is in its own file (release.go, metrics.go, metrics_push.go,
+// ping.go); what is done, and when, is here. Nothing after the release changes the
 // exit code.
 
 // finishing is what a run hands finish: how it ended, and what its steps
@@ -60,9 +64,39 @@ func (r *runner) finish(e finishing) int {
 		r.pushMetrics(res, e.begun, end, prior) // metrics_push.go
 	}
 	if r.cfg.PingURL != "" {
-		r.pingEnd(res, e.ping, e.out) // ping.go
+		r.pingEnd(res, e.ping, e.out) // which end ping is below; how it is sent, in ping.go
 	}
 	return exitAsTheCommand(res)
+}
+
+// pingEnd sends, after the lock's release, the exit code of a run that held
+// the lock, or with --ping-skips a log entry for a run refused as busy or
+// done. The exit waits at most --ping-timeout for it, a start ping still
+// under way included: the end must not reach the server before the start.
+// p is the run's pinger, once its start ping went; out, its command's
+// output, when captured.
+func (r *runner) pingEnd(res result, p *pinger, out *output) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.PingTimeout)
+	defer cancel()
+	code, outcome := res.code, res.outcome
+	switch {
+	case p != nil:
+		select {
+		case <-p.started:
+		case <-ctx.Done():
+		}
+		if body, ok := out.forPing(); ok { // output.go
+			p.send(ctx, http.MethodPost, strconv.Itoa(code), body)
+			return
+		}
+		p.send(ctx, http.MethodGet, strconv.Itoa(code), "")
+	case !res.acquired.IsZero(): // held the lock, but the command did not start
+		r.newPinger().send(ctx, http.MethodGet, strconv.Itoa(code), "")
+	case r.cfg.PingSkips && skipped(outcome):
+		host, _ := os.Hostname()
+		why := map[string]string{outcomeBusy: "the lock is busy", outcomePaused: "it is paused (--pause)", outcomeDone: "already done in this window"}[outcome]
+		r.newPinger().send(ctx, http.MethodPost, "log", fmt.Sprintf("with-lock: %s not run on %s: %s (exit %d)\n", r.cfg.Name, host, why, code))
+	}
 }
 
 // How a run ended, as the metrics (with_lock_runs_total{outcome=...}) and
