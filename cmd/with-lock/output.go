@@ -134,7 +134,7 @@ func (o *output) printHeld(outcome string) {
 // forRecord is the end of the output for the run's record: its last
 // --record-output KiB, from the start of a line when it was cut.
 func (o *output) forRecord() string {
-	if o == nil || o.cfg.RecordOutput == 0 {
+	if o == nil || o.cfg.NoRecord || o.cfg.RecordOutput == 0 {
 		return ""
 	}
 	n := o.cfg.RecordOutput << 10
