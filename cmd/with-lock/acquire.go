@@ -11,8 +11,17 @@ import (
 	"github.com/with-lock/with-lock/internal/lapse"
 )
 
-// acquire takes the lock, or returns nil and how the run ended.
-func (r *runner) acquire() (*withlock.Lock, result) {
+// taken is the lock this run got, and when it got it (at): the start of
+// its record and of the time it held the lock. Lock.Acquired is earlier
+// for a run that waited (the command that won the lock was sent while
+// another held it), and is kept for what the key's expiry needs.
+type taken struct {
+	*withlock.Lock
+	at time.Time
+}
+
+// acquire takes the lock, or returns false and how the run ended.
+func (r *connected) acquire() (taken, result, bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var lock *withlock.Lock
@@ -42,11 +51,11 @@ func (r *runner) acquire() (*withlock.Lock, result) {
 		cancel()
 		<-done
 		if lock != nil {
-			r.release(lock)
+			r.release(taken{Lock: lock}) // not noted as got: the run ends here
 		}
 		code := 128 + int(sig.(syscall.Signal))
 		r.log.error("interrupted", fields{Signal: signalName(sig), Code: &code}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))
-		return nil, notRun(code, outcomeError)
+		return taken{}, notRun(code, outcomeError), false
 	}
 	r.warnEviction() // eviction.go
 	switch {
@@ -58,17 +67,17 @@ func (r *runner) acquire() (*withlock.Lock, result) {
 		} else {
 			r.log.info("acquired", f, "acquired %s in %s, ttl %s", lock.Key(), round(took), r.cfg.TTL)
 		}
-		r.got = start.Add(took)
-		return lock, result{acquired: r.got}
+		got := taken{lock, start.Add(took)}
+		return got, result{acquired: got.at}, true
 	case errors.Is(err, withlock.ErrNotObtained):
 		if code, skip := r.doneWhileBusy(); skip { // onceper.go: kept by --min-hold after a success
-			return nil, notRun(code, outcomeDone)
+			return taken{}, notRun(code, outcomeDone), false
 		}
 		if errors.Is(err, withlock.ErrPaused) {
 			if r.cfg.ConflictExit != 0 {
 				r.busy(err) // busy.go; a pause ends a wait at once, which busy.go says
 			}
-			return nil, notRun(r.cfg.ConflictExit, outcomePaused)
+			return taken{}, notRun(r.cfg.ConflictExit, outcomePaused), false
 		}
 		if r.cfg.ConflictExit != 0 {
 			if r.cfg.Wait > 0 {
@@ -77,11 +86,11 @@ func (r *runner) acquire() (*withlock.Lock, result) {
 				r.busy(err) // busy.go
 			}
 		}
-		return nil, notRun(r.cfg.ConflictExit, outcomeBusy)
+		return taken{}, notRun(r.cfg.ConflictExit, outcomeBusy), false
 	default:
 		code := redisExit(err)
 		r.log.error("error", fields{Code: &code}, "%s%s; command not run%s", r.inUserWords(err), r.waitedLonger(err, time.Since(start)), r.hint(code, err))
-		return nil, notRun(code, outcomeError)
+		return taken{}, notRun(code, outcomeError), false
 	}
 }
 

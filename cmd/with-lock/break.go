@@ -19,7 +19,7 @@ const (
 // breakLock removes the lock whoever holds it and says on stdout whose it
 // was; the holder finds out at its next renewal and stops its command
 // (125). It exits 0 when it removed a held lock, 1 when none was held.
-func (r *runner) breakLock() int {
+func (r *connected) breakLock() int {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
 	defer cancel()
 	st, err := r.locker.Break(ctx, r.cfg.Name)

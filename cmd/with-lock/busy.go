@@ -14,7 +14,7 @@ import (
 // since when. It only reads (Status): Acquire's place in the waiting line
 // stays what it would be without -v. A lock that turns out free says
 // nothing; Acquire then takes it at once.
-func (r *runner) logWaiting(ctx context.Context) {
+func (r *connected) logWaiting(ctx context.Context) {
 	if !r.log.verbose {
 		return
 	}
@@ -36,7 +36,7 @@ func (r *runner) logWaiting(ctx context.Context) {
 // lock and since when, asked of Redis now (the holder may have changed
 // while we waited; renewal keeps its remaining time near the TTL, which
 // says little). Hidden by -q, as the busy message.
-func (r *runner) gaveUp(err error, waited time.Duration) {
+func (r *connected) gaveUp(err error, waited time.Duration) {
 	key := r.locker.Key(r.cfg.Name)
 	var held *withlock.NotObtainedError
 	errors.As(err, &held)
@@ -70,7 +70,7 @@ func (r *runner) gaveUp(err error, waited time.Duration) {
 // keeps the key, or that the key has no expiry and will never free by
 // itself. A quorum is not asked again: a slow member would slow the
 // answer.
-func (r *runner) busy(err error) {
+func (r *connected) busy(err error) {
 	if r.log.quiet {
 		return
 	}

@@ -44,3 +44,22 @@ func newLocker(cfg *config.Config) (*withlock.Client, func(), error) {
 	}
 	return locker, closeAll, nil
 }
+
+// connected is an invocation with its Client: what every step of a run
+// from the acquire on, and every action that reads or changes a lock,
+// talks to Redis through. connect makes it, so no step holds a Client
+// that is not there yet.
+type connected struct {
+	*runner
+	locker *withlock.Client
+}
+
+// connect is the step that gives the invocation its Client (newLocker),
+// and a function that closes its connections.
+func (r *runner) connect() (*connected, func(), error) {
+	locker, closeAll, err := newLocker(r.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &connected{runner: r, locker: locker}, closeAll, nil
+}

@@ -16,7 +16,7 @@ func evictionWords(key, policy string) string {
 
 // warnEviction says, after the run's acquisition, when its first
 // acquisition found the server may evict the lock.
-func (r *runner) warnEviction() {
+func (r *connected) warnEviction() {
 	if policy := r.locker.EvictionPolicy(); policy != "" {
 		r.log.warn("warning", fields{}, "warning: %s", evictionWords(r.locker.Key(r.cfg.Name), policy))
 	}

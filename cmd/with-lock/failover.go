@@ -36,7 +36,7 @@ var failoverEvents = []string{"+selected-slave", "+promoted-slave", "+switch-mas
 // watching and closes those clients, to be called once the KeepAlive
 // stopped. Without Sentinel, or with --on-lost reacquire (whose next
 // renewal takes a lock back), it does nothing.
-func (r *runner) watchFailover() (<-chan redis.UniversalClient, func()) {
+func (r *connected) watchFailover() (<-chan redis.UniversalClient, func()) {
 	if r.cfg.Topology() != config.Sentinel || r.cfg.OnLost == config.OnLostReacquire {
 		return nil, func() {}
 	}
@@ -52,7 +52,7 @@ func (r *runner) watchFailover() (<-chan redis.UniversalClient, func()) {
 
 // watchSentinels subscribes to each sentinel and brings a client of every
 // new master they name on masters, until ctx is done; then it closes them.
-func (r *runner) watchSentinels(ctx context.Context, masters chan<- redis.UniversalClient) {
+func (r *connected) watchSentinels(ctx context.Context, masters chan<- redis.UniversalClient) {
 	sentinels, err := r.cfg.SentinelClients()
 	if err != nil {
 		return // the lock's own client was built from the same settings
@@ -130,7 +130,7 @@ func newMaster(msg *redis.Message, name string) string {
 // a wait: the old master refuses connections while the sentinels fail it
 // over, which they finish in seconds, so the acquisition is tried again,
 // on the master the sentinels then name, until -w runs out.
-func (r *runner) acquireWaiting(ctx context.Context) (*withlock.Lock, error) {
+func (r *connected) acquireWaiting(ctx context.Context) (*withlock.Lock, error) {
 	for said := false; ; said = true {
 		lock, err := r.locker.Acquire(ctx, r.cfg.Name, r.cfg.TTL, r.lockOptions())
 		if err == nil || r.cfg.Topology() != config.Sentinel || ctx.Err() != nil ||

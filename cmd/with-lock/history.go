@@ -17,7 +17,7 @@ import (
 // kept (--history-size of them, for --record-ttl), newest first: a table,
 // each run's recorded output below its row, or with --json one object per
 // line as --status shows a last run. It exits 0, also when there is none.
-func (r *runner) history() int {
+func (r *connected) history() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.RedisTimeout)
 	defer cancel()
 	runs, err := r.locker.History(ctx, r.cfg.Name, 0)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -17,8 +15,8 @@ import (
 // command; the job is stopped when the lock is lost (--on-lost term),
 // when --max-run runs out, or, once the command exited, what it left
 // (--leftovers kill); and the lock is held until the job's last process
-// has ended, then released with the run's record. What hold says is in
-// hold_messages.go.
+// has ended; finish (finish.go) then releases it with the run's record.
+// What hold says is in hold_messages.go.
 
 // stopCause is why the job is being stopped, if it is; it decides the exit
 // code.
@@ -45,9 +43,10 @@ const settleTime = 100 * time.Millisecond
 
 // holding is the state of one hold; only hold's loop changes it.
 type holding struct {
-	r     *runner
+	r     *connected
 	child *supervise.Child
-	lock  *withlock.Lock
+	lock  taken
+	out   *output             // the command's output, when captured (output.go)
 	ka    *withlock.KeepAlive // nil with --no-renew
 	renew *renewals           // what KeepAlive reported (renewals.go)
 	// unwatch stops watching the sentinels for a failover (failover.go).
@@ -73,17 +72,19 @@ type holding struct {
 	noting atomic.Bool
 }
 
-// hold supervises the started command while it holds lock, releases the
-// lock once the job has ended, and returns how the run ended.
-func (r *runner) hold(child *supervise.Child, lock *withlock.Lock, window *withlock.Span) result {
-	h := r.newHolding(child, lock)
+// hold supervises the started command while it holds lock, renewed from
+// kept on when --lock-delay began the renewal (lockDelay), and returns,
+// once the job has ended, how the run ended and the hold, whose lock
+// finish releases.
+func (r *connected) hold(child *supervise.Child, lock taken, window *withlock.Span, kept *keptAlive, out *output) (result, *holding) {
+	h := r.newHolding(child, lock, kept, out)
 	h.window = window
 	for {
 		select {
 		case <-h.commandDone:
 			h.commandExited()
 		case <-h.jobDone:
-			return h.finish()
+			return h.end(), h
 		case sig := <-r.sigs:
 			h.forward(sig.(syscall.Signal))
 		case <-h.lost:
@@ -96,19 +97,19 @@ func (r *runner) hold(child *supervise.Child, lock *withlock.Lock, window *withl
 
 // newHolding begins the hold: the lock's renewal, and --max-run's clock,
 // which counts from the command's start.
-func (r *runner) newHolding(child *supervise.Child, lock *withlock.Lock) *holding {
+func (r *connected) newHolding(child *supervise.Child, lock taken, kept *keptAlive, out *output) *holding {
 	// The guard kills the command's whole process group if with-lock is
 	// killed. Without it only the parent-death signal, on Linux, stops the
 	// command, and not its children.
 	if err := child.GuardErr(); err != nil {
 		r.log.warn("warning", fields{}, "%v; if with-lock is killed, the command's children may outlive it", err)
 	}
-	h := &holding{r: r, child: child, lock: lock, commandDone: child.Done(),
-		renew: &renewals{r: r, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}}
+	h := &holding{r: r, child: child, lock: lock, out: out, commandDone: child.Done(),
+		renew: &renewals{r: r.runner, key: lock.Key(), lock: lock.Lock, lastOK: lock.Acquired()}}
 	if !r.cfg.NoRenew {
-		k := r.kept // renewing since --lock-delay's wait began
+		k := kept // renewing since --lock-delay's wait began
 		if k == nil {
-			k = r.keepAlive(lock)
+			k = r.keepAlive(lock.Lock)
 		}
 		h.ka, h.renew, h.unwatch = k.ka, k.renew, k.unwatch
 		h.lost = h.ka.Lost()
@@ -242,15 +243,15 @@ func (h *holding) leftOver() {
 	}
 }
 
-// finish ends the hold once the job has ended: the exit code and outcome,
-// and the lock released with the run's record.
-func (h *holding) finish() result {
+// end ends the hold once the job has ended: the renewal stopped, and the
+// run's exit code and what the monitoring is told of it.
+func (h *holding) end() result {
 	h.alarms.stop()
 	if h.ka != nil {
 		h.ka.Stop()
 		h.unwatch()
 	}
-	res := result{code: h.code, acquired: h.r.got, lost: h.ka != nil && h.ka.Err() != nil,
+	res := result{code: h.code, acquired: h.lock.at, lost: h.ka != nil && h.ka.Err() != nil,
 		timedOut: h.timedOut, usage: h.child.Usage(), tracking: h.child.TrackingMode(), forwarded: h.forwarded}
 	switch h.stopping {
 	case stoppingLost:
@@ -258,88 +259,5 @@ func (h *holding) finish() result {
 	case stoppingMaxRun:
 		res.code = exitTimedOut
 	}
-	res.outcome = endedAs(res)
-	h.releaseAndRecord(res)
-	h.child.Close() // its cgroup went meanwhile
 	return res
-}
-
-// endedAs is the outcome of a run whose command ran (outcome.go lists
-// them all).
-func endedAs(res result) string {
-	switch {
-	case res.lost:
-		return outcomeLost
-	case res.timedOut:
-		return outcomeTimedOut
-	case res.code == 0:
-		return outcomeOK
-	}
-	return outcomeFailed
-}
-
-// releaseAndRecord ends a run whose command ran: it releases the lock
-// unless its loss showed it is not ours and, unless --no-record, stores
-// the run's last-run record in the same round trip. Neither changes the
-// exit code. A Redis that is down costs one warning, the release's; a
-// record that alone failed is a warning that -q silences.
-//
-// The job has ended, and with it the command's output (output.go): its
-// end goes in the record, and --output-on-failure's held output is
-// printed once the lock is released.
-func (h *holding) releaseAndRecord(res result) {
-	r, lock, ka := h.r, h.lock, h.ka
-	var lost error // why the lock was lost during the run, if it was
-	if ka != nil {
-		lost = ka.Err()
-	}
-	r.endOutput()
-	defer r.printHeldOutput(res.outcome)
-	if r.cfg.NoRecord {
-		// After a presumed loss (Redis silent until the deadline) the
-		// lock may still be ours, so it is released.
-		if !errors.Is(lost, withlock.ErrLockNotHeld) {
-			r.sayReleased(lock, lock.Release(context.Background()), lost, res.usage)
-		}
-		return
-	}
-	// The record names the outcome the exit code and the monitoring
-	// give: a loss while --max-run stopped the job is "lost", as it exits 125.
-	run := withlock.Run{Started: r.got, ExitCode: res.code, Outcome: withlock.Outcome(res.outcome), Lost: lost != nil,
-		Output: r.recordOutput(), Window: h.window,
-		Extra: recordFields{CPUMs: (res.usage.User + res.usage.System).Milliseconds(), MaxRSSKB: res.usage.MaxRSSKB,
-			TimedOut: res.timedOut, Tracking: res.tracking}.extra()}
-	relErr, recErr := releaseAndRecordErrors(lock.ReleaseAndRecord(context.Background(), run, r.cfg.RecordTTL))
-	switch {
-	case recErr == nil:
-		r.sayReleased(lock, relErr, lost, res.usage)
-		r.log.info("recorded", fields{}, "recorded the run of %s (kept %s)", lock.Key(), r.cfg.RecordTTL)
-	case relErr == nil || errors.Is(relErr, withlock.ErrLockNotHeld):
-		r.sayReleased(lock, relErr, lost, res.usage)
-		r.log.warn("warning", fields{}, "%s", r.inUserWords(recErr))
-	case lost != nil:
-		r.sayReleased(lock, relErr, lost, res.usage) // Redis is still silent after a loss that was said
-	default:
-		// Redis did not answer: one warning says both.
-		r.log.warn("warning", fields{}, "%s; the lock will expire by itself; the run was not recorded", r.inUserWords(relErr))
-	}
-}
-
-// releaseAndRecordErrors splits ReleaseAndRecord's error into its parts:
-// the release's (ErrLockNotHeld, or ErrNotReleased's) and the record's
-// (ErrNotRecorded's), each nil when that part succeeded.
-func releaseAndRecordErrors(err error) (released, recorded error) {
-	parts := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		parts = j.Unwrap()
-	}
-	for _, e := range parts {
-		switch {
-		case errors.Is(e, withlock.ErrNotRecorded):
-			recorded = e
-		case e != nil:
-			released = e
-		}
-	}
-	return released, recorded
 }

@@ -13,7 +13,6 @@ import (
 
 	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/config"
-	"github.com/with-lock/with-lock/internal/supervise"
 )
 
 // What hold (hold.go) says, in the order a run may say it. Renewals' own
@@ -48,7 +47,7 @@ func (h *holding) sayStoppingLeftovers(code int, left []int) {
 func (h *holding) sayLeftovers(code int, left []int) {
 	r := h.r
 	n, pids := processes(left)
-	r.heldLog().warn("leftovers", fields{Code: &code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop %s)%s",
+	h.out.heldLog(r.log).warn("leftovers", fields{Code: &code}, "command exited %d; holding %s until its %s %s (%s; --leftovers kill would stop %s)%s",
 		code, h.lock.Key(), n, plural(len(left), "ends", "end"), pids, plural(len(left), "it", "them"), pid1Note())
 }
 
@@ -236,45 +235,4 @@ func (h *holding) notReacquired() string {
 		return ""
 	}
 	return " (--on-lost reacquire takes back only a key nobody holds)"
-}
-
-// sayReleased says how a release went: with -v when it worked, a warning
-// when it did not, as failing to release does not change the exit code
-// (the command did run, and the key expires anyway). After a loss that was
-// already said (lost), Redis saying the lock is not ours, or still not
-// answering, is no news except with -v. usage is what the job cost.
-func (r *runner) sayReleased(lock *withlock.Lock, err, lost error, usage supervise.Usage) {
-	switch {
-	case err == nil && !r.log.verbose:
-		// Said with -v only: a quiet run need not format it, which costs
-		// fmt's first use.
-	case err == nil:
-		held := time.Since(r.got)
-		f, cost := jobCost(fields{DurationMs: ms(held)}, usage)
-		if left := r.cfg.MinHold - time.Since(lock.Acquired()); left > 0 { // counted as the library keeps it
-			r.log.info("released", f, "released %s after %s%s; its key stays %s more (--min-hold %s)",
-				lock.Key(), round(held), cost, round(left), r.cfg.MinHold)
-			return
-		}
-		r.log.info("released", f, "released %s after %s%s", lock.Key(), round(held), cost)
-	case lost != nil && errors.Is(err, withlock.ErrLockNotHeld):
-	case lost != nil:
-		r.log.event(levelWarn, "warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))
-	case errors.Is(err, withlock.ErrLockNotHeld):
-		r.log.warn("warning", fields{}, "lock %s was no longer ours at release (it expired or was taken over); left it alone", lock.Key())
-	default:
-		r.log.warn("warning", fields{}, "%s; the lock will expire by itself", r.inUserWords(err))
-	}
-}
-
-// jobCost adds what the job cost (u) to f, the released event's fields,
-// and says it for the message: " (job: 12ms CPU, 3.1 MiB peak)"; nothing
-// when no process was reaped.
-func jobCost(f fields, u supervise.Usage) (fields, string) {
-	if u.MaxRSSKB == 0 {
-		return f, ""
-	}
-	cpu := (u.User + u.System).Milliseconds()
-	f.CPUMs, f.MaxRSSKB = &cpu, u.MaxRSSKB
-	return f, fmt.Sprintf(" (job: %s CPU, %.1f MiB peak)", round(u.User+u.System), float64(u.MaxRSSKB)/1024)
 }

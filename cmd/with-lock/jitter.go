@@ -13,7 +13,7 @@ import (
 // sending its SET at once. Nothing has been sent to Redis yet; a signal
 // meanwhile ends the run with 128+N, the command not run. It returns the
 // exit code and false when the run is to end.
-func (r *runner) jitter() (int, bool) {
+func (r *connected) jitter() (int, bool) {
 	if r.cfg.Jitter <= 0 {
 		return 0, true
 	}

@@ -24,7 +24,7 @@ func (h *holding) noteLeftovers(processes int) {
 		return
 	}
 	left := leftovers.Note{ExitCode: h.code, Exited: h.exited, Processes: processes}
-	lock, r := h.lock, h.r
+	lock, r := h.lock.Lock, h.r
 	go func() {
 		defer h.noting.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)

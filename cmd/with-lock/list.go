@@ -28,7 +28,7 @@ import (
 // index, which a terminal is told in one line after the table, with how to
 // see such keys (--scan). On a quorum or with --scan the keys are
 // scanned. With none, a terminal is told so and a pipe gets nothing.
-func (r *runner) list() int {
+func (r *connected) list() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*r.cfg.RedisTimeout)
 	defer cancel()
 	locks, err := r.locker.List(ctx, &withlock.ListOptions{All: r.cfg.All, Scan: r.cfg.Scan})

@@ -15,18 +15,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	withlock "github.com/with-lock/with-lock"
-	"github.com/with-lock/with-lock/internal/capture"
 	"github.com/with-lock/with-lock/internal/config"
 	"github.com/with-lock/with-lock/internal/supervise"
 )
@@ -97,32 +93,20 @@ func run(args []string) int {
 	if code, ok := r.admin(); ok { // --status, --list, --break, ...: no command
 		return code
 	}
-	begun := time.Now()
-	res := r.run()               // run.go: acquire, run the command, release
-	r.report(res, begun)         // outcome.go: --metrics-dir, --metrics-push and --ping learn how it ended
-	return exitAsTheCommand(res) // signalexit.go
+	return r.finish(r.run()) // run.go: acquire, run the command; finish.go: release, report, exit
 }
 
 // runner is one invocation of with-lock: a run of the command under the
 // lock (run.go), or an action that replaces it (--status, --list, ...).
+// It holds what every step has from the start; what a step makes (the
+// Client, the lock, the output's capture, the job, the pinger) it hands
+// to the steps after it.
 type runner struct {
-	cfg    *config.Config
-	locker *withlock.Client
-	sigs   chan os.Signal
+	cfg  *config.Config
+	sigs chan os.Signal
 	// notified is closed once sigs gets the forwarded signals (see run).
 	notified chan struct{}
-	log      *logger          // what with-lock says on stderr: log.go
-	out      *capture.Capture // the command's output, when captured: output.go
-	ping     *pinger          // --ping's, once the start ping is on its way: ping.go
-	// heldSaid is what with-lock said that --output-on-failure holds
-	// back with the output (heldLog, output.go).
-	heldSaid bytes.Buffer
-	// got is when this run got the lock: the start of its record and of
-	// the time it held the lock. Lock.Acquired is earlier for a run that
-	// waited (the command that won the lock was sent while another held
-	// it), and is kept for what the key's expiry needs.
-	got  time.Time
-	kept *keptAlive // the lock's renewal, when --lock-delay started it before the command: lockdelay.go
+	log      *logger // what with-lock says on stderr: log.go
 }
 
 // warnLocalOnly notes that the Redis is the default, local one, which no
@@ -142,7 +126,7 @@ func (r *runner) warnLocalOnly() {
 // admin runs the action that replaces a command (--status, --list,
 // --break, --history, --pause, --resume, --check), if one was asked for.
 func (r *runner) admin() (code int, ok bool) {
-	var action func() int
+	var action func(*connected) int
 	switch {
 	case r.cfg.Doctor:
 		r.defaultSignals()
@@ -151,28 +135,27 @@ func (r *runner) admin() (code int, ok bool) {
 		r.defaultSignals()
 		return r.check(), true // check.go: its own connection, and the plugin's exit codes
 	case r.cfg.Status:
-		action = r.status // status.go
+		action = (*connected).status // status.go
 	case r.cfg.List:
-		action = r.list // list.go
+		action = (*connected).list // list.go
 	case r.cfg.Break:
-		action = r.breakLock // break.go
+		action = (*connected).breakLock // break.go
 	case r.cfg.History:
-		action = r.history // history.go
+		action = (*connected).history // history.go
 	case r.cfg.Pause:
-		action = r.pause // pause.go
+		action = (*connected).pause // pause.go
 	case r.cfg.Resume:
-		action = r.resume // pause.go
+		action = (*connected).resume // pause.go
 	default:
 		return 0, false
 	}
 	r.defaultSignals()
-	locker, closeRedis, err := newLocker(r.cfg) // the same deployment the lock is taken on
+	c, closeRedis, err := r.connect() // the same deployment the lock is taken on
 	if err != nil {
 		return r.log.failed(exitConfig, "%v", err), true
 	}
 	defer closeRedis()
-	r.locker = locker
-	return action(), true
+	return action(c), true
 }
 
 // defaultSignals gives the forwarded signals back their default action,

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	withlock "github.com/with-lock/with-lock"
 	"golang.org/x/sys/unix"
 )
 
@@ -89,14 +90,15 @@ func (r *runner) newRunMetrics(res result, begun, end time.Time, prior durationR
 // priorForMetrics is, for a run that succeeded, the range of the successes
 // that the name's history kept from before it took the lock: one LRANGE,
 // after the release. A run not recorded has none to read; a history that
-// cannot be read is a warning, and a range of none.
-func (r *runner) priorForMetrics(res result) durationRange {
-	if res.outcome != outcomeOK || r.cfg.NoRecord || r.cfg.HistorySize == 0 || r.locker == nil {
+// cannot be read is a warning, and a range of none. locker is nil when
+// the run ended before it connected.
+func (r *runner) priorForMetrics(res result, locker *withlock.Client) durationRange {
+	if res.outcome != outcomeOK || r.cfg.NoRecord || r.cfg.HistorySize == 0 || locker == nil {
 		return durationRange{}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 	defer cancel()
-	runs, err := r.locker.History(ctx, r.cfg.Name, 0)
+	runs, err := locker.History(ctx, r.cfg.Name, 0)
 	if err != nil {
 		r.log.warn("warning", fields{}, "the metrics of %s say nothing of the successes before this one: %s", r.cfg.Name, r.inUserWords(err))
 		return durationRange{}

@@ -23,8 +23,8 @@ func (r *runner) window() withlock.Window {
 // arriving together run the command once: the winner's success is marked
 // before its release. An error reading the marker releases the lock and
 // runs nothing.
-func (r *runner) oncePer(lock *withlock.Lock) (window *withlock.Span, res result, skip bool) {
-	res.acquired = r.got
+func (r *connected) oncePer(lock taken) (window *withlock.Span, res result, skip bool) {
+	res.acquired = lock.at
 	if r.cfg.OncePer == 0 {
 		return nil, res, false
 	}
@@ -58,7 +58,7 @@ func (r *runner) oncePer(lock *withlock.Lock) (window *withlock.Span, res result
 // run: the first is a done skip (true, with --done-exit-code), the second
 // stays busy. It reads the marker, and the window from Redis's clock, only
 // on this busy path.
-func (r *runner) doneWhileBusy() (code int, skip bool) {
+func (r *connected) doneWhileBusy() (code int, skip bool) {
 	if r.cfg.OncePer == 0 {
 		return 0, false
 	}
@@ -74,7 +74,7 @@ func (r *runner) doneWhileBusy() (code int, skip bool) {
 
 // doneSkip says, with -v only, that the command did not run because its
 // window is done: a skip cron should not mail about.
-func (r *runner) doneSkip(w withlock.Span) {
+func (r *connected) doneSkip(w withlock.Span) {
 	r.log.info("done", fields{}, "%s already succeeded in the window starting %s (--once-per %s); command not run",
 		r.locker.Key(r.cfg.Name), utc(w.Start), short(r.cfg.OncePer))
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/with-lock/with-lock/internal/capture"
+	"github.com/with-lock/with-lock/internal/config"
 	"github.com/with-lock/with-lock/internal/supervise"
 )
 
@@ -22,6 +23,18 @@ import (
 // for.
 const outputGrace = 100 * time.Millisecond
 
+// output is the command's output as a run captures it. A nil *output is
+// a run that captures none: the command wrote where with-lock writes, and
+// every method says there is nothing.
+type output struct {
+	c   *capture.Capture
+	cfg *config.Config
+	log *logger
+	// heldSaid is what with-lock said that --output-on-failure holds
+	// back with the output (heldLog).
+	heldSaid bytes.Buffer
+}
+
 // captureOutput gives the job pipes for its stdout and stderr when the
 // settings ask for what it prints, and returns their capture; nil when
 // there is none. At a terminal the command keeps it (a pipe would change
@@ -32,7 +45,7 @@ const outputGrace = 100 * time.Millisecond
 // --output-on-failure from the environment or the config file.
 // A capture that cannot be set up is a warning; the command then writes
 // where it would have.
-func (r *runner) captureOutput(job *supervise.Prepared) *capture.Capture {
+func (r *runner) captureOutput(job *supervise.Prepared) *output {
 	hold, tail := r.cfg.OutputOnFailure, 0
 	if r.cfg.PingURL != "" {
 		tail = r.cfg.PingOutput << 10
@@ -52,7 +65,7 @@ func (r *runner) captureOutput(job *supervise.Prepared) *capture.Capture {
 		return nil
 	}
 	job.Output(c.Files())
-	return c
+	return &output{c: c, cfg: r.cfg, log: r.log}
 }
 
 // atTerminal reports whether with-lock's stdout or stderr is a terminal:
@@ -60,68 +73,73 @@ func (r *runner) captureOutput(job *supervise.Prepared) *capture.Capture {
 // leave them.
 func atTerminal() bool { return isTerminal(os.Stdout) || isTerminal(os.Stderr) }
 
-// outputStarted follows the command's start: only the command holds its
-// ends of the pipes now. A command that did not start printed nothing.
-func (r *runner) outputStarted(started bool) {
-	if r.out == nil {
-		return
+// started follows the command's start: only the command holds its ends of
+// the pipes now. A command that did not start printed nothing: its
+// capture is let go, and started returns nil.
+func (o *output) started(ok bool) *output {
+	if o == nil {
+		return nil
 	}
-	r.out.Started()
-	if !started {
-		r.out.Stop(0)
-		r.out.Close()
-		r.out = nil
+	o.c.Started()
+	if !ok {
+		o.c.Stop(0)
+		o.c.Close()
+		return nil
 	}
+	return o
 }
 
-// endOutput waits, once the job has ended, for the end of its output.
-func (r *runner) endOutput() {
-	if r.out != nil {
-		r.out.Stop(outputGrace)
+// end waits, once the job has ended, for the end of its output, and
+// returns what of it the run's record keeps (forRecord).
+func (o *output) end() string {
+	if o == nil {
+		return ""
 	}
+	o.c.Stop(outputGrace)
+	return o.forRecord()
 }
 
 // heldLog is the logger for what with-lock says about the job's end
 // itself, that a success under --output-on-failure keeps quiet as it
 // keeps the output: "holding lock:x until its 2 remaining processes end"
 // would otherwise be cron's mail of a run that went well. With the output
-// held back, the message is written (with its time) for printHeldOutput;
-// otherwise it goes out at once.
-func (r *runner) heldLog() *logger {
-	if r.out == nil || !r.out.Held() {
-		return r.log
+// held back, the message is written (with its time) for printHeld;
+// otherwise it goes out at once (log).
+func (o *output) heldLog(log *logger) *logger {
+	if o == nil || !o.c.Held() {
+		return log
 	}
-	l := *r.log
-	l.w = &r.heldSaid
+	l := *log
+	l.w = &o.heldSaid
 	return &l
 }
 
-// printHeldOutput prints the output held back by --output-on-failure when
-// the run did not succeed (its outcome), after what heldLog kept of
+// printHeld prints the output held back by --output-on-failure when the
+// run did not succeed (its outcome), after what heldLog kept of
 // with-lock's own messages, and lets it go.
-func (r *runner) printHeldOutput(outcome string) {
-	if r.out == nil {
+func (o *output) printHeld(outcome string) {
+	if o == nil {
 		return
 	}
-	defer r.out.Close()
-	if !r.out.Held() || outcome == outcomeOK {
+	defer o.c.Close()
+	if !o.c.Held() || outcome == outcomeOK {
 		return
 	}
-	_, _ = r.heldSaid.WriteTo(r.log.w)
-	if err := r.out.PrintHeld(); err != nil {
-		r.log.warn("warning", fields{}, "print the command's output: %v", err)
+	_, _ = o.heldSaid.WriteTo(o.log.w)
+	if err := o.c.PrintHeld(); err != nil {
+		o.log.warn("warning", fields{}, "print the command's output: %v", err)
 	}
 }
 
-// recordOutput is the end of the output for the run's record: its last
+// forRecord is the end of the output for the run's record: its last
 // --record-output KiB, from the start of a line when it was cut.
-func (r *runner) recordOutput() string {
-	if r.out == nil || r.cfg.RecordOutput == 0 {
+func (o *output) forRecord() string {
+	if o == nil || o.cfg.NoRecord || o.cfg.RecordOutput == 0 {
 		return ""
 	}
-	n := r.cfg.RecordOutput << 10
-	tail := r.out.Tail(n)
-	if r.out.Written() > int64(len(tail)) {
+	n := o.cfg.RecordOutput << 10
+	tail := o.c.Tail(n)
+	if o.c.Written() > int64(len(tail)) {
 		if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
 			tail = tail[i+1:]
 		}
@@ -129,12 +147,12 @@ func (r *runner) recordOutput() string {
 	return string(tail)
 }
 
-// pingOutput is the end of the output for the end ping's body, its last
+// forPing is the end of the output for the end ping's body, its last
 // --ping-output KiB byte for byte, and whether there is one: not when
 // nothing was captured (a terminal, or --ping-output 0).
-func (r *runner) pingOutput() (string, bool) {
-	if r.out == nil || r.cfg.PingOutput == 0 {
+func (o *output) forPing() (string, bool) {
+	if o == nil || o.cfg.PingOutput == 0 {
 		return "", false
 	}
-	return string(r.out.Tail(r.cfg.PingOutput << 10)), true
+	return string(o.c.Tail(o.cfg.PingOutput << 10)), true
 }

@@ -18,7 +18,7 @@ const (
 // pause is --pause: every run of the name, on every host, refuses from now
 // (or, while a holder runs, from its release) until --resume or --for.
 // The holder that runs is not stopped, and it says so.
-func (r *runner) pause() int {
+func (r *connected) pause() int {
 	p := withlock.Pause{Reason: r.cfg.PauseReason}
 	if r.cfg.PauseFor > 0 {
 		p.Until = time.Now().Add(r.cfg.PauseFor)
@@ -45,7 +45,7 @@ func (r *runner) pause() int {
 }
 
 // resume is --resume: the name's runs start again.
-func (r *runner) resume() int {
+func (r *connected) resume() int {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout)
 	defer cancel()
 	ended, err := r.locker.Resume(ctx, r.cfg.Name)

@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,34 +55,6 @@ func (r *runner) pingStart() *pinger {
 		p.send(ctx, http.MethodGet, "start", "")
 	}()
 	return p
-}
-
-// pingEnd sends, after the lock's release, the exit code of a run that held
-// the lock, or with --ping-skips a log entry for a run refused as busy or
-// done. The exit waits at most --ping-timeout for it, a start ping still
-// under way included: the end must not reach the server before the start.
-func (r *runner) pingEnd(res result) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.PingTimeout)
-	defer cancel()
-	p, code, outcome := r.ping, res.code, res.outcome
-	switch {
-	case p != nil:
-		select {
-		case <-p.started:
-		case <-ctx.Done():
-		}
-		if body, ok := r.pingOutput(); ok { // output.go
-			p.send(ctx, http.MethodPost, strconv.Itoa(code), body)
-			return
-		}
-		p.send(ctx, http.MethodGet, strconv.Itoa(code), "")
-	case !res.acquired.IsZero(): // held the lock, but the command did not start
-		r.newPinger().send(ctx, http.MethodGet, strconv.Itoa(code), "")
-	case r.cfg.PingSkips && (outcome == outcomeBusy || outcome == outcomePaused || outcome == outcomeDone):
-		host, _ := os.Hostname()
-		why := map[string]string{outcomeBusy: "the lock is busy", outcomePaused: "it is paused (--pause)", outcomeDone: "already done in this window"}[outcome]
-		r.newPinger().send(ctx, http.MethodPost, "log", fmt.Sprintf("with-lock: %s not run on %s: %s (exit %d)\n", r.cfg.Name, host, why, code))
-	}
 }
 
 // send makes the ping to URL/suffix, with one retry when the first attempt

@@ -1,13 +1,42 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	withlock "github.com/with-lock/with-lock"
+	"github.com/with-lock/with-lock/internal/config"
 )
+
+// keptAlive is a lock's renewal and what hold learns from it.
+type keptAlive struct {
+	ka    *withlock.KeepAlive
+	renew *renewals
+	// unwatch stops watching the sentinels for a failover (failover.go),
+	// once ka has stopped.
+	unwatch func()
+}
+
+// stop stops the renewal and the watch of the sentinels.
+func (k *keptAlive) stop() {
+	k.ka.Stop()
+	k.unwatch()
+}
+
+// keepAlive starts renewing lock for the rest of the run, and under
+// Sentinel reading it at once on a master a failover promotes.
+func (r *connected) keepAlive(lock *withlock.Lock) *keptAlive {
+	renew := &renewals{r: r.runner, key: lock.Key(), lock: lock, lastOK: lock.Acquired()}
+	masters, unwatch := r.watchFailover() // failover.go
+	ka := lock.KeepAlive(context.Background(), &withlock.KeepAliveOptions{
+		OnRenew: renew.report, OnReacquire: renew.reacquired, OnServerClock: renew.serverClock,
+		Reacquire: r.cfg.OnLost == config.OnLostReacquire, Recheck: masters})
+	renew.started(ka)
+	return &keptAlive{ka: ka, renew: renew, unwatch: unwatch}
+}
 
 // renewals is what hold learns from KeepAlive's reports (OnRenew,
 // OnReacquire), which come on KeepAlive's goroutine: it says with -v when a renewal was slow

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	withlock "github.com/with-lock/with-lock"
 	"github.com/with-lock/with-lock/internal/config"
 	"github.com/with-lock/with-lock/internal/supervise"
 )
@@ -17,14 +15,14 @@ import (
 // what the monitoring (--metrics-dir, --metrics-push, --ping) reports.
 type result struct {
 	code     int
-	outcome  string          // one of outcomes (outcome.go)
-	acquired time.Time       // when this run got the lock (runner.got); zero when it did not
+	outcome  string          // one of outcomes (finish.go)
+	acquired time.Time       // when this run got the lock (taken.at); zero when it did not
 	lost     bool            // the lock was lost while the command ran
 	timedOut bool            // --max-run stopped the job
 	usage    supervise.Usage // what the job's processes cost, once it ended
 	tracking string          // what followed the job, in one word (Child.TrackingMode)
 	// forwarded is the last signal passed on to the command, which
-	// with-lock may end by as the command did (signalexit.go).
+	// with-lock may end by as the command did (exitAsTheCommand, finish.go).
 	forwarded syscall.Signal
 }
 
@@ -32,17 +30,13 @@ type result struct {
 // started.
 func notRun(code int, outcome string) result { return result{code: code, outcome: outcome} }
 
-// release gives up the lock of a run that ends after the acquire without
-// its command: a signal meanwhile, --once-per's window already done, a
-// command that could not start.
-func (r *runner) release(lock *withlock.Lock) {
-	r.sayReleased(lock, lock.Release(context.Background()), nil, supervise.Usage{})
-}
-
-// run runs the command under the lock: each step either ends the run with
-// its result, or leads to the next, and hold (hold.go) ends with the
-// release.
-func (r *runner) run() result {
+// run runs the command under the lock, one step after another: each step
+// hands the steps after it what it made (the Client, the lock, the
+// renewal --lock-delay began, the output's capture, the job, the pinger),
+// or ends the run. Either way run hands finish (finish.go) how the run
+// ended and what the end needs.
+func (r *runner) run() finishing {
+	e := finishing{begun: time.Now()}
 	// The job's guard, subreaper and cgroup are made while the command is
 	// looked up and the lock taken; a run that does not start the command
 	// undoes them.
@@ -50,40 +44,42 @@ func (r *runner) run() result {
 	defer job.Discard()
 	path, err := supervise.Resolve(r.cfg.Command[0])
 	if err != nil {
-		return notRun(r.startFailed(err), outcomeError)
+		return e.ended(notRun(r.startFailed(err), outcomeError))
 	}
 	// The connections are left for the exit to close: every reply the run
 	// needs has arrived by then, and closing go-redis's pools costs a
 	// short job a tenth of with-lock's start-up-to-exit time.
-	locker, _, err := newLocker(r.cfg) // connect.go
+	c, _, err := r.connect() // connect.go
 	if err != nil {
-		return notRun(r.log.failed(exitConfig, "%v", err), outcomeError)
+		return e.ended(notRun(r.log.failed(exitConfig, "%v", err), outcomeError))
 	}
-	r.locker = locker
+	e.locker = c.locker
 	<-r.notified                     // from here on a signal must not leave the lock behind
-	if code, ok := r.jitter(); !ok { // jitter.go: --jitter's random delay
-		return notRun(code, outcomeError)
+	if code, ok := c.jitter(); !ok { // jitter.go: --jitter's random delay
+		return e.ended(notRun(code, outcomeError))
 	}
-	lock, res := r.acquire() // acquire.go
-	if lock == nil {
-		return res
+	lock, res, ok := c.acquire() // acquire.go
+	if !ok {
+		return e.ended(res)
 	}
-	window, res, skip := r.oncePer(lock) // onceper.go: --once-per's window already done?
+	window, res, skip := c.oncePer(lock) // onceper.go: --once-per's window already done?
 	if skip {
-		return res
+		return e.ended(res)
 	}
-	if res, ok := r.lockDelay(lock); !ok { // lockdelay.go: after a lapsed lease, --lock-delay
-		return res
+	kept, res, ok := c.lockDelay(lock) // lockdelay.go: after a lapsed lease, --lock-delay
+	if !ok {
+		return e.ended(res)
 	}
-	r.out = r.captureOutput(job) // output.go: what the command prints, when asked for
+	out := r.captureOutput(job) // output.go: what the command prints, when asked for
 	child, err := job.Start(path, r.cfg.Command, r.env(lock))
-	r.outputStarted(err == nil)
+	out = out.started(err == nil)
 	if err != nil {
 		r.release(lock)
-		return result{code: r.startFailed(err), outcome: outcomeFailed, acquired: r.got}
+		return e.ended(result{code: r.startFailed(err), outcome: outcomeFailed, acquired: lock.at})
 	}
-	r.ping = r.pingStart()             // ping.go: --ping's start, sent beside the command
-	return r.hold(child, lock, window) // hold.go: renew, stop the job when due, release
+	e.ping, e.out = r.pingStart(), out                        // ping.go: --ping's start, sent beside the command
+	e.result, e.held = c.hold(child, lock, window, kept, out) // hold.go: renew, stop the job when due, until it ends
+	return e
 }
 
 // jobOptions are how the job is followed (--tracking) and limited.
@@ -96,7 +92,7 @@ func (r *runner) jobOptions() supervise.Options {
 // env is the command's environment: ours, without secrets and without
 // another lock's WITH_LOCK_* (see config.CommandEnviron), plus what names
 // its own lock.
-func (r *runner) env(lock *withlock.Lock) []string {
+func (r *runner) env(lock taken) []string {
 	env := append(config.CommandEnviron(os.Environ()),
 		config.EnvLockName+"="+r.cfg.Name,
 		config.EnvLockKey+"="+lock.Key(),

@@ -157,7 +157,7 @@ func printJSON(v any) error {
 
 // status prints who holds the lock, for how long, its fencing number and
 // its last recorded run, and exits 0 when it is held, 1 when it is free.
-func (r *runner) status() int {
+func (r *connected) status() int {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RedisTimeout) // the whole wait, as the message says
 	defer cancel()
 	st, err := r.locker.Status(ctx, r.cfg.Name)
@@ -203,7 +203,7 @@ func (r *runner) status() int {
 // usualDurations is how long the successes of the name that its history
 // keeps took. The status stands without it: a history that cannot be read
 // is a warning.
-func (r *runner) usualDurations(ctx context.Context) durationRange {
+func (r *connected) usualDurations(ctx context.Context) durationRange {
 	runs, err := r.locker.History(ctx, r.cfg.Name, 0)
 	if err != nil {
 		r.log.warn("warning", fields{}, "the usual duration is not shown: %s", r.inUserWords(err))
