@@ -51,7 +51,9 @@ func (r *connected) acquire() (taken, result, bool) {
 		cancel()
 		<-done
 		if lock != nil {
-			r.release(taken{Lock: lock}) // not noted as got: the run ends here
+			// Not noted as got, the run ends here; held since its acquire
+			// returned, which -v's "released after" counts from.
+			r.release(taken{lock, lock.Acquired()})
 		}
 		code := 128 + int(sig.(syscall.Signal))
 		r.log.error("interrupted", fields{Signal: signalName(sig), Code: &code}, "%v while acquiring %s; command not run", sig, r.locker.Key(r.cfg.Name))

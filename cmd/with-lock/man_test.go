@@ -116,7 +116,7 @@ func TestManPageNamesEveryJSONField(t *testing.T) {
 	}
 }
 
-// TestCompletionsListEveryFlag keeps the hand-written shell completions in
+// TestCompletionsListEveryFlag keeps the shell completions (make docs) in
 // packaging/completions and the man page in step with the flags: every long
 // flag --help prints must be offered by the bash, zsh and fish completion
 // and documented in with-lock.1.
