@@ -206,3 +206,8 @@ func SharedTrips(c *Client) (inFlight bool, waiting int) {
 	defer rt.mu.Unlock()
 	return rt.inFlight > 0, len(rt.pending)
 }
+
+// ExtendScript and ExtendIndexScript are the texts of a plain lock's
+// renewal and of its first renewal, as sent.
+func ExtendScript() string      { return extendScript() }
+func ExtendIndexScript() string { return extendIndexScript() }

@@ -169,8 +169,8 @@ type stallConn struct {
 }
 
 func (c *stallConn) Write(b []byte) (int, error) {
-	// extend.lua, or extend_index.lua at a lock's first renewal.
-	if strings.Contains(string(b), "Extend a lock only if it is still ours") || strings.Contains(string(b), "-- extend.lua, and add") {
+	// The renewal's script, or the first renewal's (with the index).
+	if w := string(b); strings.Contains(w, withlock.ExtendScript()) || strings.Contains(w, withlock.ExtendIndexScript()) {
 		c.s.once.Do(func() {
 			c.s.before()
 			c.armed = true
