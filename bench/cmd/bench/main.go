@@ -145,6 +145,8 @@ func run(c config) error {
 				if g == 1 {
 					lr.us1, lr.allocs1 = append(lr.us1, u.usPerPair), append(lr.allocs1, u.allocsPerPair)
 					lr.cmds = append(lr.cmds, u.cmdsPerPair)
+					lr.clientCPU1, lr.serverCPU1 = append(lr.clientCPU1, u.clientCPU), append(lr.serverCPU1, u.serverCPU)
+					lr.scriptUs1 = append(lr.scriptUs1, u.scriptUs)
 				} else {
 					lr.us16, lr.allocs16 = append(lr.us16, u.usPerPair), append(lr.allocs16, u.allocsPerPair)
 					lr.clientCPU16, lr.serverCPU16 = append(lr.clientCPU16, u.clientCPU), append(lr.serverCPU16, u.serverCPU)

@@ -149,20 +149,23 @@ func (r *results) pairedThroughput() string {
 	return b.String()
 }
 
-// cpuTable is the CPU time per uncontended pair at 16 goroutines, medians
-// over rounds: what a pair costs the two cores the bench process and
-// redis-server share, whatever else runs on the machine.
+// cpuTable is the CPU time per uncontended pair at 1 and at 16
+// goroutines, medians over rounds: what a pair costs the two cores the
+// bench process and redis-server share, whatever else runs on the machine.
 func (r *results) cpuTable() string {
 	var rows [][]string
 	for _, l := range r.libs {
 		if !l.lib.uncontended {
 			continue
 		}
+		c1, s1 := medianF(l.clientCPU1), medianF(l.serverCPU1)
 		c, s := medianF(l.clientCPU16), medianF(l.serverCPU16)
-		rows = append(rows, []string{l.lib.name, fmt.Sprintf("%.1f", c), fmt.Sprintf("%.1f", s), fmt.Sprintf("%.1f", c+s), fmt.Sprintf("%.2f", medianF(l.scriptUs16)), fmt.Sprintf("%.0f", medianF(l.bytes16))})
+		rows = append(rows, []string{l.lib.name,
+			fmt.Sprintf("%.1f", c1), fmt.Sprintf("%.1f", s1), fmt.Sprintf("%.2f", medianF(l.scriptUs1)),
+			fmt.Sprintf("%.1f", c), fmt.Sprintf("%.1f", s), fmt.Sprintf("%.1f", c+s), fmt.Sprintf("%.2f", medianF(l.scriptUs16)), fmt.Sprintf("%.0f", medianF(l.bytes16))})
 	}
-	return "\nCPU per pair at 16 goroutines, µs (medians over rounds); \"release script in Redis\" is redis-server's time in one EVAL or EVALSHA (the commands it ran included), from INFO commandstats; the last column is the bench process's heap allocation per pair:\n\n" +
-		mdTable([]string{"library", "bench process", "redis-server", "sum", "release script in Redis", "bytes/pair"}, rows)
+	return "\nCPU per pair, µs (medians over rounds); \"release script\" is redis-server's time in one EVAL or EVALSHA (the commands it ran included), from INFO commandstats; the last column is the bench process's heap allocation per pair at 16 goroutines:\n\n" +
+		mdTable([]string{"library", "1 goroutine: bench process", "redis-server", "release script", "16 goroutines: bench process", "redis-server", "sum", "release script", "bytes/pair"}, rows)
 }
 
 func (r *results) contendedTable() string {

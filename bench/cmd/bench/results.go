@@ -86,6 +86,8 @@ type libResult struct {
 	// CPU µs per pair at 16 goroutines, this process's and redis-server's
 	// (uncontended.go), one entry per round.
 	clientCPU16, serverCPU16 []float64
+	// The same at 1 goroutine, where a pair's time is its latency.
+	clientCPU1, serverCPU1, scriptUs1 []float64
 	scriptUs16               []float64 // µs in Redis per release script (uncontended.go)
 	bytes16                  []float64 // heap bytes allocated per pair
 	modes                    map[string]*modeResult
