@@ -283,11 +283,29 @@ func firstCell(row string) (string, bool) {
 // variable.
 func settingsDeclared(t *testing.T) (flags map[string][]string, hasEnv map[string]bool) {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("internal", "config", "settings.go"), nil, 0)
+	files, err := filepath.Glob(filepath.Join("internal", "config", "settings*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	flags, hasEnv = map[string][]string{}, map[string]bool{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inspectSettings(f, flags, hasEnv)
+	}
+	if len(flags) < 50 {
+		t.Fatalf("read %d settings from %s; the reading must have stopped finding them", len(flags), strings.Join(files, ", "))
+	}
+	return flags, hasEnv
+}
+
+// inspectSettings adds the settings declared in f to flags and hasEnv.
+func inspectSettings(f *ast.File, flags map[string][]string, hasEnv map[string]bool) {
 	ast.Inspect(f, func(n ast.Node) bool {
 		lit, ok := n.(*ast.CompositeLit)
 		if !ok {
@@ -313,10 +331,6 @@ func settingsDeclared(t *testing.T) (flags map[string][]string, hasEnv map[strin
 		hasEnv[long] = fields["env"] != nil && (!isLit || env != "")
 		return false
 	})
-	if len(flags) < 50 {
-		t.Fatalf("read %d settings from settings.go; the reading must have stopped finding them", len(flags))
-	}
-	return flags, hasEnv
 }
 
 // stringLit is the value of e when it is a string literal.

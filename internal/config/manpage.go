@@ -159,17 +159,15 @@ func envName(flag string) string {
 	return "WITH_LOCK_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// manText returns, by flag name, the description of each setting in the man
-// page's OPTIONS: roff, longer than --help's one line, kept by help group in
-// mantext_*.go. A setting without one is described by its help. The default
-// and the variable are added from the settings table, so a description
-// says neither.
+// manText returns, by flag name, the description of each setting in the
+// man page's OPTIONS that has one longer than its help (setting.man).
 func manText() map[string]string {
 	text := map[string]string{}
-	for _, group := range []map[string]string{manConnectionText(), manLockText(), manSupervisionText(),
-		manMonitoringText(), manOutputText(), manActionsText()} {
-		for name, t := range group {
-			text[name] = t
+	for _, g := range settings(new(Config)) {
+		for _, s := range g.settings {
+			if s.man != "" {
+				text[s.name] = s.man
+			}
 		}
 	}
 	return text

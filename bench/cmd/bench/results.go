@@ -88,9 +88,9 @@ type libResult struct {
 	clientCPU16, serverCPU16 []float64
 	// The same at 1 goroutine, where a pair's time is its latency.
 	clientCPU1, serverCPU1, scriptUs1 []float64
-	scriptUs16               []float64 // µs in Redis per release script (uncontended.go)
-	bytes16                  []float64 // heap bytes allocated per pair
-	modes                    map[string]*modeResult
+	scriptUs16                        []float64 // µs in Redis per release script (uncontended.go)
+	bytes16                           []float64 // heap bytes allocated per pair
+	modes                             map[string]*modeResult
 }
 
 func (l *libResult) mode(key string) *modeResult {
