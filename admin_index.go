@@ -211,7 +211,7 @@ func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) 
 	} else {
 		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, indexKey(l.c.prefix), replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	}
-	v = l.clock.note(v, sent, time.Now()) // serverclock.go
+	v = l.clock.note(v, sent, time.Now()) // keepalive_clocks.go
 	if err := extended(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
 		return err
 	}

@@ -289,7 +289,7 @@ func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	}
 	sent := time.Now()
 	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
-	v = l.clock.note(v, sent, time.Now()) // serverclock.go
+	v = l.clock.note(v, sent, time.Now()) // keepalive_clocks.go
 	return extended(l.key, v, err)        // replace.go
 }
 

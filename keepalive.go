@@ -110,7 +110,7 @@ type KeepAlive struct {
 	onRenew     func(time.Duration, error)
 	onReacquire func(time.Duration)
 	// onServerClock is KeepAliveOptions.OnServerClock; clockSeen, the
-	// server's clock as the last renewal read it (serverclock.go), is
+	// server's clock as the last renewal read it (keepalive_clocks.go), is
 	// the loop's alone.
 	onServerClock func(time.Duration)
 	clockSeen     serverSample
@@ -127,7 +127,7 @@ type KeepAlive struct {
 	err      error
 	deadline time.Time // the local deadline, as Deadline returns it
 
-	sched lateness // how late the renewal timer fires (keepalive_lateness.go)
+	sched lateness // how late the renewal timer fires (keepalive_clocks.go)
 	// rechecking is KeepAliveOptions.Recheck's goroutine (keepalive_recheck.go).
 	rechecking sync.WaitGroup
 }
@@ -305,7 +305,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 		case r := <-results:
 			busy = false
 			if ctx.Err() == nil {
-				k.serverClockMoved() // serverclock.go
+				k.serverClockMoved() // keepalive_clocks.go
 			}
 			// A replaced lock was extended all the same: it stays ours,
 			// renewed, until Release hands it to the replacer, so that the

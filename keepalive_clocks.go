@@ -1,11 +1,12 @@
 package withlock
 
-// The server's clock, read by the renewal: Redis expires keys by its wall
-// clock, so a step of that clock moves every lock's expiry at once (a step
-// forward expires them). The extend script returns the server's TIME with
-// its answer, in the renewal's round trip, and KeepAlive compares how far
-// it moved between two renewals with how far this host's monotonic clock
-// did (KeepAliveOptions.OnServerClock).
+// The two clocks a renewal watches. The server's: Redis expires keys by
+// its wall clock, so a step of that clock moves every lock's expiry at
+// once (a step forward expires them). The renew script returns the
+// server's TIME with its answer, in the renewal's round trip, and
+// KeepAlive compares how far it moved between two renewals with how far
+// this host's monotonic clock did (KeepAliveOptions.OnServerClock). This
+// host's: how late its timers fire (lateTimer, lateness below).
 
 import (
 	"strconv"

@@ -56,7 +56,7 @@ type Lock struct {
 	// the mark went with an acquiring command, lapsed is Lapsed.
 	lapse, leaseSent, lapsed bool
 
-	clock serverClock // the server's TIME, as the last renewal read it (serverclock.go)
+	clock serverClock // the server's TIME, as the last renewal read it (keepalive_clocks.go)
 
 	// The release script's KEYS and ARGV for a plain release (no min-hold
 	// left, no Client id), built once by newLock so that an uncontended
