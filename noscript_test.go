@@ -4,7 +4,7 @@ package withlock_test
 // after its first release; a server that no longer has the script answers
 // NOSCRIPT, and the Client sends it whole again. The tests here empty the
 // script cache with SCRIPT FLUSH under held, renewed locks and fail if a
-// release or a renewal is lost to it; noscript_cache_test.go loses the
+// release or a renewal is lost to it; the tests further down lose the
 // cache the other ways a server does. Where a release goes by digest they
 // also check, in INFO errorstats, that an EVALSHA really was refused
 // NOSCRIPT: the test exercises the resend, not a warm cache.
