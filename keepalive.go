@@ -128,7 +128,7 @@ type KeepAlive struct {
 	deadline time.Time // the local deadline, as Deadline returns it
 
 	sched lateness // how late the renewal timer fires (keepalive_clocks.go)
-	// rechecking is KeepAliveOptions.Recheck's goroutine (keepalive_recheck.go).
+	// rechecking is KeepAliveOptions.Recheck's goroutine (keepalive_loss.go).
 	rechecking sync.WaitGroup
 }
 

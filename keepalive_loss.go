@@ -1,8 +1,10 @@
 package withlock
 
-// What a KeepAlive does when a renewal finds its key gone: tell whether
-// Client.Break removed it (admin_list.go), and with KeepAliveOptions.Reacquire
-// take it back when nobody broke or took it (retake).
+// What a KeepAlive does when its lock may be gone. When a renewal finds
+// its key gone: tell whether Client.Break removed it (admin_break.go), and
+// with KeepAliveOptions.Reacquire take it back when nobody broke or took it
+// (retake). When a failover promotes a master: read the lock there at once
+// (KeepAliveOptions.Recheck, below).
 
 import (
 	"context"
