@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/pipeline"
 )
 
 // indexWrite is the write of a lock key into its prefix's index that goes
@@ -30,7 +31,7 @@ func (w indexWrite) eval(ctx context.Context, rdb redis.UniversalClient, script 
 		return rdb.Eval(ctx, script, keys, args...)
 	}
 	var cmd *redis.Cmd
-	_ = pipelined(ctx, rdb, func(p redis.Pipeliner) { // pipeline.go; each command has its error
+	_ = pipeline.Send(ctx, rdb, func(p redis.Pipeliner) { // each command has its error
 		p.HSet(ctx, w.index, w.key, "")
 		cmd = p.Eval(ctx, script, keys, args...)
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/pipeline"
 )
 
 // single keeps locks on one Redis deployment (a plain server, Sentinel, or
@@ -165,7 +166,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 	if probe {
 		s.server.pipelined(ctx, rdb, queue) // INFO memory after the command
 	} else {
-		_ = pipelined(ctx, rdb, queue) // each command has its error
+		_ = pipeline.Send(ctx, rdb, queue) // each command has its error
 	}
 	if index == nil && s.names.due(l.key, now) { // admin_index_cluster.go: indexReached
 		index = s.names.queue(ctx, s.rdb, l)

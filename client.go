@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/keys"
+	"github.com/with-lock/with-lock/internal/pipeline"
 	"github.com/with-lock/with-lock/internal/serverinfo"
 )
 
@@ -353,7 +354,7 @@ func (sc *serverCheck) due(rdb redis.UniversalClient) bool {
 // commands of send have their own replies.
 func (sc *serverCheck) pipelined(ctx context.Context, rdb pipeSetter, send func(redis.Pipeliner)) {
 	var info *redis.StringCmd
-	_ = pipelined(ctx, rdb, func(p redis.Pipeliner) { // pipeline.go; each command has its error
+	_ = pipeline.Send(ctx, rdb, func(p redis.Pipeliner) { // each command has its error
 		send(p)
 		info = p.Info(ctx, "memory")
 	})

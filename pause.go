@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/keys"
+	"github.com/with-lock/with-lock/internal/pipeline"
 )
 
 // ErrPaused means the lock's name is paused (Client.Pause): nothing takes
@@ -160,7 +161,7 @@ func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, erro
 		}
 	}
 	var script *redis.Cmd
-	err = pipelined(ctx, s.rdb, func(pipe redis.Pipeliner) { // pipeline.go: a refused connection is the script's error too
+	err = pipeline.Send(ctx, s.rdb, func(pipe redis.Pipeliner) { // a refused connection is the script's error too
 		pipe.HSet(ctx, indexKey(c.prefix), key, "") // List shows the paused name, as it shows a taken one (admin_index.go)
 		script = pipe.Eval(ctx, pauseScript(), keys,
 			pauseValue(p), ms, pausePrefix, markerPrefix)
