@@ -118,7 +118,7 @@ func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
 }
 
 // breakScript removes a lock whatever its token. KEYS[1] is the lock key,
-// KEYS[2] its break marker (brokenKey). It returns the token it removed, or
+// KEYS[2] its break marker (keys.Broken). It returns the token it removed, or
 // nil when the key was missing; like the line's check it hands a plain
 // lock to the first live waiter of the fair line (handKey, scripts.go;
 // ARGV[1] is the key's line base, "" for none; a lease mark left then
@@ -136,8 +136,8 @@ var breakScript = withHands("break.lua", slotsHand, keyHand)
 // slots, by slot ("" for a free one). A paused key is left as it is, with
 // a *NotObtainedError with Paused: a pause is no holder.
 func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (string, []string, error) {
-	b, _ := lineBase(key) // "" for a key that cannot be a semaphore
-	v, err := rdb.Eval(ctx, breakScript(), []string{key, brokenKey(key)}, b, by, pausePrefix).Result()
+	b, _ := keys.LineBase(key) // "" for a key that cannot be a semaphore
+	v, err := rdb.Eval(ctx, breakScript(), []string{key, keys.Broken(key)}, b, by, pausePrefix).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", nil, nil
@@ -169,12 +169,12 @@ func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (st
 
 // isSideKey reports whether key is the fencing counter, last-run record,
 // history, last success, once-per marker, break or replace marker, leftovers note
-// or lease mark of another key (see sideKey), or one of the keys beside it that have its
-// line base (lineBase): its fair line, its waiting mark, a waiting Client's
+// or lease mark of another key (see keys.Side), or one of the keys beside it that have its
+// line base (keys.LineBase): its fair line, its waiting mark, a waiting Client's
 // liveness or far key, a semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
 	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "replaced", "left", "pause", "lease"} {
-		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
+		if base, ok := baseOf(key, what); ok && keys.Side(base, what) == key {
 			return true
 		}
 	}
@@ -203,22 +203,22 @@ func isLineKey(key string) bool {
 		}
 		b = key[:j]
 	}
-	lb, tagged := lineBase(b)
+	lb, tagged := keys.LineBase(b)
 	return ok && tagged && lb == b && strings.Contains(b, "{")
 }
 
 // lockKeyOfRecord returns the lock key whose last-run record is at key.
 func lockKeyOfRecord(key string) (string, bool) {
 	base, ok := baseOf(key, "last")
-	return base, ok && sideKey(base, "last") == key
+	return base, ok && keys.Side(base, "last") == key
 }
 
 // baseOf guesses the lock key whose side key called what key is:
 // "{base}:what", "base:what" or "base:what:<n>". The caller checks the guess
-// with sideKey.
+// with keys.Side.
 func baseOf(key, what string) (string, bool) {
 	if base, ok := strings.CutSuffix(key, ":"+what); ok {
-		if strings.HasPrefix(base, "{") && strings.HasSuffix(base, "}") && sideKey(base[1:len(base)-1], what) == key {
+		if strings.HasPrefix(base, "{") && strings.HasSuffix(base, "}") && keys.Side(base[1:len(base)-1], what) == key {
 			return base[1 : len(base)-1], true
 		}
 		return base, true
@@ -233,7 +233,7 @@ func baseOf(key, what string) (string, bool) {
 // the keys that start with prefix.
 func recordPattern(prefix string) string {
 	const name = "\x00" // stands for any name: no glob character, no brace
-	if p := globEscape(recordKey(prefix + name)); strings.HasSuffix(p, ":last") {
+	if p := globEscape(keys.Record(prefix + name)); strings.HasSuffix(p, ":last") {
 		return strings.Replace(p, name, "*", 1)
 	}
 	// A prefix with a '}' and no hash tag: the record's numeric suffix
@@ -260,12 +260,6 @@ func globEscape(s string) string {
 // that the holder's KeepAlive can say who broke it (LostError.BrokenBy)
 // and not take it back (KeepAliveOptions.Reacquire).
 
-// brokenKey is the key of the marker Client.Break leaves beside the lock
-// key key, in its Cluster slot: "<host:pid of the breaker> <sha1 of each
-// token removed>…", living as long as the broken key had left (plus a
-// second), so that its holder's next renewal can find it.
-func brokenKey(key string) string { return keys.Broken(key) }
-
 // breaker is who breaks a lock as the marker names it: the Client's
 // "<host>:<pid>".
 func (c *Client) breaker() string { return strings.TrimSuffix(c.owner, ":") }
@@ -288,7 +282,7 @@ func (s *single) brokenBy(ctx context.Context, l *Lock) (string, error) {
 
 // brokenOn reads the break marker of l's key on rdb (see single.brokenBy).
 func brokenOn(ctx context.Context, rdb redis.UniversalClient, l *Lock) (string, error) {
-	v, err := rdb.Get(ctx, brokenKey(l.key)).Result()
+	v, err := rdb.Get(ctx, keys.Broken(l.key)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", nil

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -50,16 +51,16 @@ func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
 
 // listKeysOf appends to keys those List reads of the lock key key, all in
 // its Cluster slot: the key itself, its fence counter, last-run record,
-// last success, once-per marker and leftovers note (sideKey), and its pause
+// last success, once-per marker and leftovers note (keys.Side), and its pause
 // (pauseKey) where it can have one: 6 or 7 keys.
-func listKeysOf(keys []string, key string) []string {
-	open, close := "", "" // the line base is key itself (hashTagged) or "{key}"
+func listKeysOf(lockKeys []string, key string) []string {
+	open, close := "", "" // the line base is key itself (keys.HashTagged) or "{key}"
 	switch {
-	case hashTagged(key):
-	case taggable(key):
+	case keys.HashTagged(key):
+	case keys.Taggable(key):
 		open, close = "{", "}"
 	default: // numbered side keys (sameSlotKey), and no pause
-		return append(keys, key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key))
+		return append(lockKeys, key, keys.Fence(key), keys.Record(key), keys.Success(key), keys.Window(key), keys.Left(key))
 	}
 	// Each is "<base>:<what>": one string holds them all, so that a
 	// thousand locks cost a thousand allocations here, not six thousand.
@@ -75,12 +76,12 @@ func listKeysOf(keys []string, key string) []string {
 		ends[i] = b.Len()
 	}
 	all, start := b.String(), 0
-	keys = append(keys, key)
+	lockKeys = append(lockKeys, key)
 	for _, end := range ends {
-		keys = append(keys, all[start:end])
+		lockKeys = append(lockKeys, all[start:end])
 		start = end
 	}
-	return keys
+	return lockKeys
 }
 
 // listSides are the side keys listKeysOf reads, in the order of

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
+	"github.com/with-lock/with-lock/internal/serverinfo"
 	"slices"
 	"strconv"
 	"time"
@@ -209,12 +211,12 @@ var statusScript = lazyScript("status.lua")
 // readStatus reads key's status on one node with statusScript, and what
 // the node says of its eviction policy (Status.EvictionPolicy).
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
-	keys := []string{key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)}
+	lockKeys := []string{key, keys.Fence(key), keys.Record(key), keys.Success(key), keys.Window(key), keys.Left(key)}
 	if pk, ok := pauseKey(key); ok {
-		keys = append(keys, pk) // pause.go
+		lockKeys = append(lockKeys, pk) // pause.go
 	}
-	v, err := rdb.Eval(ctx, statusScript(), keys, 1, 1).Slice()
-	if err == nil && len(v) != len(keys)+2 {
+	v, err := rdb.Eval(ctx, statusScript(), lockKeys, 1, 1).Slice()
+	if err == nil && len(v) != len(lockKeys)+2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
 	if err != nil {
@@ -223,11 +225,11 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 	ms, _ := v[1].(int64)
 	n := statusOf(holderTTL(ms), scriptRead(v[0]),
 		scriptRead(v[2]), scriptRead(v[3]), scriptRead(v[4]), scriptRead(v[5]), scriptRead(v[6]))
-	if len(keys) > 6 && n.err == nil {
+	if len(lockKeys) > 6 && n.err == nil {
 		n.pause, _ = v[7].(string)
 	}
 	if info, ok := v[len(v)-1].(string); ok && n.err == nil {
-		n.evicts = evictingPolicy(info) // client.go
+		n.evicts = serverinfo.EvictingPolicy(info) // client.go
 	}
 	return n
 }
@@ -339,7 +341,7 @@ func majority(op, key string, views []nodeStatus, need int) (lockView, error) {
 		if len(t) >= need {
 			slices.Sort(t)
 			v.token = token
-			v.st.Held, v.st.Holder = true, Holder{ID: holderOf(token), TTL: t[len(t)-need], Since: sinceOf(token)}
+			v.st.Held, v.st.Holder = true, Holder{ID: keys.Holder(token), TTL: t[len(t)-need], Since: sinceOf(token)}
 		}
 	}
 	return v, nil

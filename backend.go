@@ -58,15 +58,15 @@ type adminBackend interface {
 	keys(ctx context.Context, match string) ([]string, error)
 	// breakLock deletes key whatever its token and wakes its waiters, and
 	// leaves a marker naming by ("<host>:<pid>") for the holder to read
-	// (brokenKey). It returns the view of what it removed (st.Held false
+	// (keys.Broken). It returns the view of what it removed (st.Held false
 	// when nothing was held), without records.
 	breakLock(ctx context.Context, key, by string) (lockView, error)
 	// finish releases l as release does and, in the same round trip,
-	// stores w: the record at recordKey(l.key), the history, the last
+	// stores w: the record at keys.Record(l.key), the history, the last
 	// success and a once-per marker (admin_records.go). relErr is what
 	// release would return; recErr is the record's failure.
 	finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error)
-	// history returns up to n of the runs recorded at historyKey(key),
+	// history returns up to n of the runs recorded at keys.History(key),
 	// newest first, as JSON records; on a quorum every node's, each once.
 	history(ctx context.Context, key string, n int) ([]string, error)
 }
@@ -95,7 +95,7 @@ type indexKeeper interface {
 // windowMarker is a backend that can keep once-per markers (onceper.go):
 // a plain lock on one deployment.
 type windowMarker interface {
-	// marked reads the once-per marker at windowKey(key), "" when none,
+	// marked reads the once-per marker at keys.Window(key), "" when none,
 	// and the server's present, together.
 	marked(ctx context.Context, key string) (string, time.Time, error)
 }

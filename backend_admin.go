@@ -6,6 +6,7 @@ package withlock
 import (
 	"context"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"sync"
 	"time"
 
@@ -36,7 +37,7 @@ func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView
 		v.st.Paused = new(p)
 	}
 	if n.token != "" {
-		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(n.token), TTL: n.ttl, Since: sinceOf(n.token)}
+		v.st.Held, v.st.Holder = true, Holder{ID: keys.Holder(n.token), TTL: n.ttl, Since: sinceOf(n.token)}
 	}
 	if n.record != "" {
 		v.records = []string{n.record}
@@ -94,7 +95,7 @@ func (s *single) breakLock(ctx context.Context, key, by string) (lockView, error
 		return brokenSlots(v, n, slots), nil
 	}
 	if token != "" {
-		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(token), Since: sinceOf(token)}
+		v.st.Held, v.st.Holder = true, Holder{ID: keys.Holder(token), Since: sinceOf(token)}
 	}
 	return v, nil
 }
@@ -146,15 +147,15 @@ func finishReply(l *Lock, v []any, err error) (relErr, recErr error) {
 // a MULTI/EXEC, which Redis refuses when out of memory).
 func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, error) {
 	key := v.st.Key
-	b, ok := lineBase(key)
+	b, ok := keys.LineBase(key)
 	if !ok {
 		return v, nil
 	}
-	keys := make([]string, n)
+	slotKeys := make([]string, n)
 	for i := range n {
-		keys[i] = slotKey(b, i+1)
+		slotKeys[i] = keys.Slot(b, i+1)
 	}
-	res, err := s.rdb.Eval(ctx, statusScript(), keys, n, 0).Slice()
+	res, err := s.rdb.Eval(ctx, statusScript(), slotKeys, n, 0).Slice()
 	if err == nil && len(res) != 2*n {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
@@ -170,7 +171,7 @@ func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, er
 			continue
 		}
 		ms, _ := res[2*i+1].(int64)
-		h := Holder{Slot: i + 1, ID: holderOf(token), TTL: holderTTL(ms), Since: sinceOf(token)}
+		h := Holder{Slot: i + 1, ID: keys.Holder(token), TTL: holderTTL(ms), Since: sinceOf(token)}
 		st.Holders = append(st.Holders, h)
 		if !st.Held {
 			st.Held, st.Holder = true, h
@@ -190,7 +191,7 @@ func brokenSlots(v lockView, n int, tokens []string) lockView {
 		if token == "" {
 			continue
 		}
-		h := Holder{Slot: i + 1, ID: holderOf(token), Since: sinceOf(token)}
+		h := Holder{Slot: i + 1, ID: keys.Holder(token), Since: sinceOf(token)}
 		st.Holders = append(st.Holders, h)
 		if !st.Held {
 			st.Held, st.Holder = true, h

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"sync/atomic"
 	"time"
 
@@ -194,7 +195,7 @@ func markRefused(key string, markErr error) error {
 
 // sendFenced sends acquireFencedScript for l through rdb.
 func sendFenced(ctx context.Context, rdb setter, l *Lock) *redis.Cmd {
-	return rdb.Eval(ctx, acquireFencedScript(), []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds())
+	return rdb.Eval(ctx, acquireFencedScript(), []string{l.key, keys.Fence(l.key)}, l.token, l.ttl.Milliseconds())
 }
 
 // fenced reads acquireFencedScript's reply into l.fence: true when the lock
@@ -218,7 +219,7 @@ func (s *single) sent(ctx context.Context, l *Lock, fenced, ok bool, err error) 
 	case fenced && isWrongType(err):
 		// Only the counter can fail the script: a lock key of another
 		// type makes its SET NX answer "held", and held finds out.
-		return false, wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
+		return false, wrongType(ctx, s.rdb, keys.Fence(l.key), "fence counter", err)
 	case mayHaveLanded(err):
 		s.abandon(ctx, l, false)
 	}
@@ -259,7 +260,7 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 	if fenced {
 		// While we hold the lock nobody else can draw a number, so the
 		// counter is still the one our landed script drew.
-		if l.fence, err = s.rdb.Get(ctx, fenceKey(l.key)).Int64(); err != nil {
+		if l.fence, err = s.rdb.Get(ctx, keys.Fence(l.key)).Int64(); err != nil {
 			s.abandon(ctx, l, !mayHaveLanded(err))
 			return fmt.Errorf("read fence of %s: %w", l.key, err)
 		}
@@ -289,7 +290,7 @@ func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
 	sent := time.Now()
-	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
+	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, keys.Replaced(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	v = l.clock.note(v, sent, time.Now()) // keepalive_clocks.go
 	return extended(l.key, v, err)        // replace.go
 }

@@ -147,12 +147,12 @@ func (c *Client) newLock(name, token string, ttl time.Duration, opts *LockOption
 }
 
 // keyAndMark returns the key of the lock called name and its waiting mark
-// (waitMark), in one allocation where the mark is "{key}:w": the key is
+// (keys.Mark), in one allocation where the mark is "{key}:w": the key is
 // then inside the mark.
 func (c *Client) keyAndMark(name string) (key, mark string) {
 	if hasBrace(c.prefix) || hasBrace(name) {
 		key = c.Key(name)
-		return key, waitMark(key)
+		return key, keys.Mark(key)
 	}
 	mark = "{" + c.prefix + name + "}:w"
 	return mark[1 : len(mark)-3], mark
@@ -359,7 +359,7 @@ func (sc *serverCheck) pipelined(ctx context.Context, rdb pipeSetter, send func(
 		info = p.Info(ctx, "memory")
 	})
 	if text, err := info.Result(); err == nil {
-		if policy := evictingPolicy(text); policy != "" {
+		if policy := serverinfo.EvictingPolicy(text); policy != "" {
 			sc.policy.Store(&policy)
 		}
 	}
@@ -372,8 +372,3 @@ func (sc *serverCheck) learnt() string {
 	}
 	return ""
 }
-
-// evictingPolicy reads the text of INFO memory: its maxmemory_policy when
-// the server may evict a lock, else "" (serverinfo.EvictingPolicy, which
-// --doctor judges by too).
-func evictingPolicy(info string) string { return serverinfo.EvictingPolicy(info) }

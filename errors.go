@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"strconv"
 	"strings"
 	"time"
@@ -119,7 +120,7 @@ func (e waitEnded) Unwrap() error { return e.cause }
 func notObtained(key, token string, ttl time.Duration) *NotObtainedError {
 	e := &NotObtainedError{Key: key, Holder: Holder{ID: "unknown", TTL: ttl}}
 	if token != "" {
-		e.Holder.ID, e.Holder.Since = holderOf(token), sinceOf(token)
+		e.Holder.ID, e.Holder.Since = keys.Holder(token), sinceOf(token)
 	}
 	return e
 }

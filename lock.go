@@ -45,7 +45,7 @@ type Lock struct {
 	refence atomic.Int64
 
 	// announce is set on a try of a waiter that is not in the fair line:
-	// the backend marks the key as waited for this long (waitMark) with
+	// the backend marks the key as waited for this long (keys.Mark) with
 	// the try, so that the holder's release publishes. 0 for none.
 	announce time.Duration
 
@@ -64,7 +64,7 @@ type Lock struct {
 	// go in by pointer, which go-redis writes as the strings. Read-only
 	// after newLock, so concurrent Releases share them; a Lock made
 	// elsewhere leaves them empty (releaseCall).
-	mark    string // waitMark(key), built with key in one allocation
+	mark    string // keys.Mark(key), built with key in one allocation
 	relKeys [1]string
 	relArgs [2]any
 }
@@ -157,12 +157,12 @@ func releaseArgs(token, mark string, keep time.Duration, cid string) []any {
 	return []any{token, mark}
 }
 
-// waitMark is waitMark(l.key), without building it again when newLock did.
+// waitMark is keys.Mark(l.key), without building it again when newLock did.
 func (l *Lock) waitMark() string {
 	if l.mark != "" {
 		return l.mark
 	}
-	return waitMark(l.key)
+	return keys.Mark(l.key)
 }
 
 // renewalDue returns when the backend wants l renewed early, and false when
@@ -172,35 +172,10 @@ func (l *Lock) renewalDue() (time.Time, bool) {
 	return l.acquired.Add(at), at > 0
 }
 
-// Keys and tokens. Where a lock's keys live (its side keys and fair line in
-// its Cluster hash slot) is decided once, in internal/keys, which the tests
-// import too; the short names below are the library's for it. Tokens are
-// made here (owner prefix, time, crypto/rand); which part of one may be
-// shown is internal/keys' too.
-
-// fenceKey is the key of the fencing counter of the lock key key, in its
-// Cluster slot, so that both can be written by one script: "{key}:fence"
-// (docs/production-redis.md documents it for ACLs).
-func fenceKey(key string) string { return keys.Fence(key) }
-
-// sideKey is the key called what beside the lock key key, in its slot.
-func sideKey(key, what string) string { return keys.Side(key, what) }
-
-// hashTagged reports whether key's Cluster slot comes from a hash tag of
-// its own.
-func hashTagged(key string) bool { return keys.HashTagged(key) }
-
-// taggable reports whether a key without a hash tag can be made one of its
-// own, "{key}".
-func taggable(key string) bool { return keys.Taggable(key) }
-
-// lineBase is the hash-tagged base of the names beside key in its slot,
-// false for a key that has none (so no fair line and no semaphore: such a
-// key waits without a line).
-func lineBase(key string) (string, bool) { return keys.LineBase(key) }
-
-// hasLine reports whether key has a line: lineBase without building it.
-func hasLine(key string) bool { return keys.HasLine(key) }
+// Tokens are made here (owner prefix, time, crypto/rand). Where a lock's
+// keys live (its side keys and fair line in its Cluster hash slot), and
+// which part of a token may be shown, is decided once, in internal/keys,
+// which the library and the tests call directly.
 
 // lineArg is what the line's check is given for key's fair line: its
 // base, or "" for a key that has none.
@@ -208,12 +183,6 @@ func lineArg(key string) string {
 	b, _ := keys.LineBase(key)
 	return b
 }
-
-// waitMark is the key of key's waiting mark, "<base>:w": it exists while
-// someone may be waiting for key, so that a release with nobody waiting
-// skips the line and the release message (releaseScript). "" for a key
-// without a line base, whose releases always publish.
-func waitMark(key string) string { return keys.Mark(key) }
 
 // tokenRandomBytes is the random part of a token: 128 bits make a collision
 // between two owners practically impossible.
@@ -254,11 +223,6 @@ func newToken(prefix string, now time.Time) (string, error) {
 	return sb.String(), nil
 }
 
-// holderOf returns the "<host>:<pid>" part of a token, the part that is safe
-// to show: the random part is what proves ownership and must not be printed.
-// A token in another format yields "unknown".
-func holderOf(token string) string { return keys.Holder(token) }
-
 // sinceOf returns the time a token was made (see newToken), or the zero
 // time for a token without one: from an older version, or another program.
 func sinceOf(token string) time.Time {
@@ -279,19 +243,13 @@ func sinceOf(token string) time.Time {
 // The CLI holds the lock until its job's last process ends; Status reads
 // the note so that --status shows why.
 
-// leftNote is a leftovers.Note as stored at leftKey, with a digest of the
+// leftNote is a leftovers.Note as stored at keys.Left, with a digest of the
 // holder's token (tokenTag): a note outlived by its holder's lock names
 // another holder than the present one and is not shown.
 type leftNote struct {
 	leftovers.Note
 	Tag string `json:"token_sha256"`
 }
-
-// leftKey is the key of the leftovers note of the lock key key, in its
-// Redis Cluster slot: "{key}:left". It lives as long as the lock had left
-// when the note was written, and the release by ReleaseAndRecord deletes
-// it.
-func leftKey(key string) string { return keys.Left(key) }
 
 // leftScript stores the note if the lock is still ours, for the lock's
 // remaining time: KEYS[1] the lock, KEYS[2] the note; ARGV the token and
@@ -305,7 +263,7 @@ type leftNoter interface {
 }
 
 func (s *single) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
-	n, err := s.rdb.Eval(ctx, leftScript(), []string{l.key, leftKey(l.key)}, l.token, note).Int64()
+	n, err := s.rdb.Eval(ctx, leftScript(), []string{l.key, keys.Left(l.key)}, l.token, note).Int64()
 	if err != nil {
 		return false, fmt.Errorf("leftovers note on %s: %w", l.key, err)
 	}
@@ -316,7 +274,7 @@ func (s *single) noteLeft(ctx context.Context, l *Lock, note string) (bool, erro
 // and reports it held when a majority does.
 func (q *quorum) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
 	res := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeResult {
-		n, err := rdb.Eval(ctx, leftScript(), []string{l.key, leftKey(l.key)}, l.token, note).Int64()
+		n, err := rdb.Eval(ctx, leftScript(), []string{l.key, keys.Left(l.key)}, l.token, note).Int64()
 		return nodeResult{n: n, err: err}
 	})
 	yes, no, errs := tally(res)
