@@ -153,7 +153,7 @@ func outcomeOf(run *Run, timedOut bool) Outcome {
 // run succeeded also stores it at keys.Success and, with a marker's expiry
 // above 0, the once-per window's marker (onceper.go), until that expiry by
 // the server's TIME; when the release gave the
-// lock up, it deletes the holder's leftovers note (lock.go). Every key is in the lock's
+// lock up, it deletes the holder's leftovers note (leftovers.go). Every key is in the lock's
 // Cluster slot and lives for the retention, the marker until its expiry. The
 // writes are pcalls after the release, so that none can stop the release
 // or hide its reply: the script returns {the release's reply, "OK" or the

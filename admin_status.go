@@ -127,7 +127,7 @@ type lockView struct {
 	token     string
 	records   []string
 	successes []string
-	left      []string // leftovers notes (lock.go), one per node that has one
+	left      []string // leftovers notes (leftovers.go), one per node that has one
 }
 
 // status completes v.st with the newest of v.records, and tells whether
