@@ -298,17 +298,6 @@ func checkExtra(extra map[string]json.RawMessage) error {
 	return nil
 }
 
-// keep is what is left of l's min-hold: how long the key must still live
-// after a release, or 0 to delete it.
-func (l *Lock) keep() time.Duration {
-	if l.minHold > 0 {
-		if left := l.minHold - time.Since(l.acquired); left >= time.Millisecond {
-			return left
-		}
-	}
-	return 0
-}
-
 // Client.History: the recorded runs of a name, newest first.
 
 // History returns up to n of the last runs of the lock called name that

@@ -129,6 +129,17 @@ func (l *Lock) Release(ctx context.Context) error {
 	return l.c.b.release(ctx, l, keep)
 }
 
+// keep is what is left of l's min-hold: how long the key must still live
+// after a release, or 0 to delete it.
+func (l *Lock) keep() time.Duration {
+	if l.minHold > 0 {
+		if left := l.minHold - time.Since(l.acquired); left >= time.Millisecond {
+			return left
+		}
+	}
+	return 0
+}
+
 // releaseCall returns the release script's KEYS and ARGV for l (see
 // releaseScript): with keep and cid, the Client id sent by a Client with
 // waiters of its own, or "".
