@@ -1,21 +1,22 @@
 package withlock
 
 // Client.Status: reading who holds a lock, for how long, and its records,
-// from one node or a majority of a quorum's.
+// from one node or a majority of a quorum's; the holder an acquisition that
+// found the key held reads (inspect); and what a key holds when it is not
+// a lock (wrongType).
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/with-lock/with-lock/internal/keys"
-	"github.com/with-lock/with-lock/internal/serverinfo"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/leftovers"
+	"github.com/with-lock/with-lock/internal/serverinfo"
 )
 
 // Holder is one owner of a lock, or of one of a semaphore's slots, as
@@ -345,4 +346,54 @@ func majority(op, key string, views []nodeStatus, need int) (lockView, error) {
 		}
 	}
 	return v, nil
+}
+
+// inspect reads who holds key and for how long, in one round trip: the
+// holder's token ("" when the key is gone) and its remaining time, as
+// Holder.TTL says it (-1 without expiry, 0 when gone).
+func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", 0, fmt.Errorf("inspect %s: %w", key, err)
+	}
+	return get.Val(), pttlHolderTTL(pttl.Val()), nil
+}
+
+// Describing a foreign key that holds what this package did not write
+// (ErrWrongType).
+
+// wrongType describes key after Redis answered err, a WRONGTYPE reply, for
+// it: its type, or its value when it is a string, in one round trip taken
+// only on this error path.
+func wrongType(ctx context.Context, rdb redis.UniversalClient, key, what string, err error) error {
+	var typ *redis.StatusCmd
+	var get *redis.StringCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		typ = p.Type(ctx, key)
+		get = p.Get(ctx, key)
+		return nil
+	})
+	e := &wrongTypeError{what: what, key: key, holds: "something else", err: err}
+	switch t := typ.Val(); t {
+	case "string":
+		e.holds = quoteShort(get.Val(), 32)
+	case "", "none": // gone meanwhile, or TYPE failed
+	default:
+		e.holds = "a " + t
+	}
+	return e
+}
+
+// quoteShort quotes s, cut to n bytes, for an error message.
+func quoteShort(s string, n int) string {
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", s[:n])
 }

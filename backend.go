@@ -27,7 +27,7 @@ type backend interface {
 	// an earlier attempt with l's token had landed), a *NotObtainedError
 	// when someone else holds it, and any other error when it cannot tell;
 	// before returning such an error it has removed whatever it may have
-	// left behind (see abandon in backend_single.go). It sets l.fence if
+	// left behind (see abandon in cleanup.go). It sets l.fence if
 	// opts.Fence.
 	acquire(ctx context.Context, l *Lock, opts *LockOptions) error
 	// extend sets l's remaining time to ttl if it is still ours, else

@@ -7,11 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/with-lock/with-lock/internal/keys"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/pipeline"
 )
 
@@ -268,23 +268,6 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 	return nil
 }
 
-// inspect reads who holds key and for how long, in one round trip: the
-// holder's token ("" when the key is gone) and its remaining time, as
-// Holder.TTL says it (-1 without expiry, 0 when gone).
-func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
-	var get *redis.StringCmd
-	var pttl *redis.DurationCmd
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, key)
-		pttl = p.PTTL(ctx, key)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return "", 0, fmt.Errorf("inspect %s: %w", key, err)
-	}
-	return get.Val(), pttlHolderTTL(pttl.Val()), nil
-}
-
 func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() {
 		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
@@ -386,35 +369,3 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, far bool, entri
 
 // lineStore: one deployment keeps the line beside the lock's key.
 func (s *single) lineStore() redis.UniversalClient { return s.rdb }
-
-// handOver pipelines the release script for from and a SET NX PX for to,
-// with what goes with to's SET (sendWith): a handoff between waiters of one
-// Client costs one round trip, and the release is still the one EVAL whose
-// message wakes other processes.
-func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err error) {
-	to.acquired = time.Now() // before sending: to's key cannot outlive acquired+ttl
-	var release *redis.Cmd
-	var set *redis.BoolCmd
-	_ = s.sendWith(ctx, s.rdb, to, to.acquired, false, func(p redis.Pipeliner) {
-		// As a Client with waiters of its own: the key's waiting mark is
-		// kept for those behind to, and the release message published.
-		release = p.Eval(ctx, releaseScript(), []string{from.key}, releaseArgs(from.token, from.waitMark(), 0, ownWaitersOutsideTheLine)...)
-		set = p.SetNX(ctx, to.key, to.token, to.ttl)
-	})
-	got, serr := set.Result()
-	if serr != nil && mayHaveLanded(serr) {
-		// The SET may still land, and the waiter may give up instead of
-		// trying again: then nobody would release that key.
-		s.abandon(ctx, to, false)
-	}
-	got = got && serr == nil
-	to.leaseSent = to.leaseSent && got
-	n, err := release.Int64()
-	switch {
-	case err != nil:
-		return got, opError("release", from.key, err)
-	case n == 0:
-		return got, ErrLockNotHeld
-	}
-	return got, nil
-}

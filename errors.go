@@ -7,12 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/with-lock/with-lock/internal/keys"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 var (
@@ -322,39 +322,6 @@ func opError(op, key string, err error) error {
 		return fmt.Errorf("%s %s: %w: the server was demoted to a replica (%w)", op, key, ErrLockNotHeld, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
-}
-
-// Describing a foreign key that holds what this package did not write
-// (ErrWrongType).
-
-// wrongType describes key after Redis answered err, a WRONGTYPE reply, for
-// it: its type, or its value when it is a string, in one round trip taken
-// only on this error path.
-func wrongType(ctx context.Context, rdb redis.UniversalClient, key, what string, err error) error {
-	var typ *redis.StatusCmd
-	var get *redis.StringCmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		typ = p.Type(ctx, key)
-		get = p.Get(ctx, key)
-		return nil
-	})
-	e := &wrongTypeError{what: what, key: key, holds: "something else", err: err}
-	switch t := typ.Val(); t {
-	case "string":
-		e.holds = quoteShort(get.Val(), 32)
-	case "", "none": // gone meanwhile, or TYPE failed
-	default:
-		e.holds = "a " + t
-	}
-	return e
-}
-
-// quoteShort quotes s, cut to n bytes, for an error message.
-func quoteShort(s string, n int) string {
-	if len(s) <= n {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprintf("%q...", s[:n])
 }
 
 // isWrongType reports whether err is Redis's WRONGTYPE reply (or the fenced
