@@ -292,6 +292,30 @@ func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid
 	return released(l.key, v, err)
 }
 
+// releaseCall returns the release script's KEYS and ARGV for l (see
+// releaseScript): with keep and cid, the Client id sent by a Client with
+// waiters of its own, or "".
+func (l *Lock) releaseCall(keep time.Duration, cid string) ([]string, []any) {
+	if keep == 0 && cid == "" && l.relArgs[0] != nil {
+		return l.relKeys[:], l.relArgs[:]
+	}
+	return []string{l.key}, releaseArgs(l.token, l.waitMark(), keep, cid)
+}
+
+// releaseArgs is releaseScript's ARGV: the token and the waiting mark, then
+// the time to keep the key and the Client id only when one of them is
+// sent. Redis pushes every argument into the script's ARGV table, which
+// costs it time on every release, so a plain release sends only two.
+func releaseArgs(token, mark string, keep time.Duration, cid string) []any {
+	switch {
+	case cid != "":
+		return []any{token, mark, keep.Milliseconds(), cid}
+	case keep > 0:
+		return []any{token, mark, keep.Milliseconds()}
+	}
+	return []any{token, mark}
+}
+
 // released reads a release script's reply v (or err) for the lock key
 // key: what the lock was handed to (see releaseTo), or ErrLockNotHeld.
 func released(key string, v any, err error) (string, error) {
@@ -329,6 +353,13 @@ func (s *single) handed(v string) (string, int) { return v, 0 }
 
 // mayHold: the key holds the waiter's token.
 func (s *single) mayHold(v, token string) bool { return v == token }
+
+// lineArg is what the line's check is given for key's fair line: its
+// base, or "" for a key that has none.
+func lineArg(key string) string {
+	b, _ := keys.LineBase(key)
+	return b
+}
 
 // lineCheck runs lineCheckScript: an entry was handed the lock when the
 // key holds its token, for aliveFor at most when it was handed as to a far

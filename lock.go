@@ -140,30 +140,6 @@ func (l *Lock) keep() time.Duration {
 	return 0
 }
 
-// releaseCall returns the release script's KEYS and ARGV for l (see
-// releaseScript): with keep and cid, the Client id sent by a Client with
-// waiters of its own, or "".
-func (l *Lock) releaseCall(keep time.Duration, cid string) ([]string, []any) {
-	if keep == 0 && cid == "" && l.relArgs[0] != nil {
-		return l.relKeys[:], l.relArgs[:]
-	}
-	return []string{l.key}, releaseArgs(l.token, l.waitMark(), keep, cid)
-}
-
-// releaseArgs is releaseScript's ARGV: the token and the waiting mark, then
-// the time to keep the key and the Client id only when one of them is
-// sent. Redis pushes every argument into the script's ARGV table, which
-// costs it time on every release, so a plain release sends only two.
-func releaseArgs(token, mark string, keep time.Duration, cid string) []any {
-	switch {
-	case cid != "":
-		return []any{token, mark, keep.Milliseconds(), cid}
-	case keep > 0:
-		return []any{token, mark, keep.Milliseconds()}
-	}
-	return []any{token, mark}
-}
-
 // waitMark is keys.Mark(l.key), without building it again when newLock did.
 func (l *Lock) waitMark() string {
 	if l.mark != "" {
@@ -183,13 +159,6 @@ func (l *Lock) renewalDue() (time.Time, bool) {
 // keys live (its side keys and fair line in its Cluster hash slot), and
 // which part of a token may be shown, is decided once, in internal/keys,
 // which the library and the tests call directly.
-
-// lineArg is what the line's check is given for key's fair line: its
-// base, or "" for a key that has none.
-func lineArg(key string) string {
-	b, _ := keys.LineBase(key)
-	return b
-}
 
 // tokenRandomBytes is the random part of a token: 128 bits make a collision
 // between two owners practically impossible.
