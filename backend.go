@@ -155,7 +155,7 @@ type handOverer interface {
 }
 
 // breakTeller is a backend whose Break leaves a marker its victim can read
-// (admin_list.go): every one.
+// (admin_break.go): every one.
 type breakTeller interface {
 	brokenBy(ctx context.Context, l *Lock) (string, error)
 }

@@ -6,11 +6,11 @@ package withlock
 import (
 	"context"
 	"fmt"
-	"github.com/with-lock/with-lock/internal/keys"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // The single backend's reading, listing, breaking and recording (see
@@ -231,10 +231,4 @@ func (s *semaphore) indexed(ctx context.Context, prefix string) ([]string, bool,
 
 func (s *semaphore) unindex(ctx context.Context, prefix string, keys []string) error {
 	return s.one.unindex(ctx, prefix, keys)
-}
-
-// brokenBy reads the marker Break left on the name's key, which names the
-// digest of every slot's token it removed.
-func (s *semaphore) brokenBy(ctx context.Context, l *Lock) (string, error) {
-	return s.one.brokenBy(ctx, l)
 }
