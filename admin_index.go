@@ -172,6 +172,14 @@ func queueIndexWrite(ctx context.Context, p redis.Pipeliner, l *Lock, now time.T
 func (s *single) indexWrites() *nameIndex    { return s.names }
 func (s *semaphore) indexWrites() *nameIndex { return s.one.names }
 
+func (s *semaphore) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
+	return s.one.indexed(ctx, prefix)
+}
+
+func (s *semaphore) unindex(ctx context.Context, prefix string, keys []string) error {
+	return s.one.unindex(ctx, prefix, keys)
+}
+
 // indexed returns the keys in the index of prefix: on a Cluster from the
 // master of the index's slot.
 func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, error) {

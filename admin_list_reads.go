@@ -4,12 +4,11 @@ package withlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/with-lock/with-lock/internal/keys"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // listChunk is how many locks' keys one MGET of List reads, where one
@@ -17,37 +16,6 @@ import (
 // runs, so a long list is read by several, sent in one pipeline, and an
 // acquisition meanwhile waits for no more than about a millisecond of them.
 const listChunk = 250
-
-// views reads the views of keys in one round trip (on a Cluster, one per
-// master), then a semaphore's slots for each key that holds its marker:
-// each lock's keys (listKeysOf) with an MGET and its PTTL. On one
-// deployment that is not a Cluster an MGET reads listChunk locks' keys at
-// once; a Cluster's MGET may only read keys of one slot, so there each
-// lock has its own. The reads are not one transaction, unlike Status's:
-// a lock taken or released meanwhile may be shown either way, as List
-// says. A key that another program uses (a fence counter that is not a
-// number) gets a zero view; MGET reads a lock key of another type as
-// missing.
-func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
-	nodes, err := readLocks(ctx, s.rdb, keys)
-	if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
-		return nil, fmt.Errorf("status of %d locks: %w", len(keys), err)
-	}
-	views := make([]lockView, len(keys))
-	for i, key := range keys {
-		switch n := nodes[i]; {
-		case n.err == nil: // isWrongType allocates, even for nil
-		case isWrongType(n.err) || errors.Is(n.err, errNotANumber):
-			continue
-		default:
-			return nil, fmt.Errorf("status of %s: %w", key, n.err)
-		}
-		if views[i], err = s.viewOf(ctx, key, nodes[i]); err != nil {
-			return nil, err
-		}
-	}
-	return views, nil
-}
 
 // listKeysOf appends to keys those List reads of the lock key key, all in
 // its Cluster slot: the key itself, its fence counter, last-run record,

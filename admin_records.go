@@ -342,16 +342,3 @@ func historyOn(ctx context.Context, rdb redis.UniversalClient, key string, n int
 	}
 	return raws, nil
 }
-
-func (s *single) history(ctx context.Context, key string, n int) ([]string, error) {
-	return historyOn(ctx, s.rdb, key, n)
-}
-
-// history is the union of the nodes' runs once a majority has answered:
-// the same run is the same JSON on every node that stored it.
-func (q *quorum) history(ctx context.Context, key string, n int) ([]string, error) {
-	return q.unionOfMajority(ctx, func(ctx context.Context, rdb redis.UniversalClient) nodeStrings {
-		raws, err := historyOn(ctx, rdb, key, n)
-		return nodeStrings{raws, err}
-	})
-}

@@ -262,15 +262,6 @@ func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
 	return ttlOf(ctx, s.one.rdb, l.key, keys.Slot(b, l.slot), l.token)
 }
 
-// finish is single's finish with the slot's release script.
-func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
-	b, _ := keys.LineBase(l.key)
-	w, beside := w.apart(s.one.rdb, l.key) // admin_index_cluster.go
-	v, err := beside.eval(ctx, s.one.rdb, slotsFinishScript(), append([]string{l.key}, w.keys(l.key)...),
-		append([]any{l.token, keep.Milliseconds(), b, s.n, l.slot, ""}, w.args()...)...).Slice()
-	return finishReply(l, v, err)
-}
-
 func (s *semaphore) slots() int { return s.n }
 
 // subscribe is the plain lock's: a slot's release publishes on the name's key.
