@@ -210,7 +210,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 // error.
 func (s *semaphore) take(ctx context.Context, l *Lock, keys []string, b string) ([]any, error, error) {
 	now := l.acquired
-	probe := s.one.server.due(s.one.rdb) // the first acquisition also asks INFO memory (client.go)
+	probe := s.one.server.due(s.one.rdb) // the first acquisition also asks INFO memory (server_check.go)
 	if !probe && !s.one.goesWithSet(l, now) {
 		v, err := s.one.rdb.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
 		return v, nil, err

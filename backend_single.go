@@ -26,7 +26,7 @@ type single struct {
 	releaseBy atomic.Int32 // how the release script is sent (scripts.go)
 	trips     roundTrips   // round trips shared by concurrent callers (roundtrip.go)
 
-	server serverCheck // what the first acquisition learns of the server (client.go)
+	server serverCheck // what the first acquisition learns of the server (server_check.go)
 }
 
 // newSingle is the backend of a Client on rdb, which writes the names it
@@ -78,7 +78,7 @@ func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) 
 	if now.IsZero() {
 		now = time.Now()
 	}
-	probe := s.server.due(s.rdb) // the first acquisition also asks INFO memory (client.go)
+	probe := s.server.due(s.rdb) // the first acquisition also asks INFO memory (server_check.go)
 	if probe || s.goesWithSet(l, now) {
 		return s.setWith(ctx, rdb, l, fenced, now, probe)
 	}
@@ -134,7 +134,7 @@ func (s *single) setWith(ctx context.Context, rdb pipeSetter, l *Lock, fenced bo
 //   - after it, with internal/lapse.Detect, the SET … GET of the lease
 //     mark (lease.go);
 //   - after it, on the Client's first acquisition, INFO memory, which says
-//     whether the server may evict the lock (client.go).
+//     whether the server may evict the lock (server_check.go).
 //
 // With none of them the command goes alone: a long-lived Client's
 // uncontended acquisition is one SET.
