@@ -203,9 +203,9 @@ func (w *recordWrite) withoutIndex() *recordWrite {
 // ones the plain script.
 var extendIndexScript = lazyScript("extend_index.lua")
 
-// extendIndexed is extend for l's first renewal: it also indexes l, on a
+// renewIndexed is renew for l's first renewal: it also indexes l, on a
 // Cluster with an HSET beside the plain script.
-func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
+func (s *single) renewIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
 	var v any
 	var err error
 	sent := time.Now()
@@ -215,11 +215,11 @@ func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) 
 		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, keys.Index(l.c.prefix), keys.Replaced(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	}
 	v = l.clock.note(v, sent, time.Now()) // keepalive_clocks.go
-	if err := extended(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
+	if err := renewed(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
 		return err
 	}
 	l.indexed.Store(true)
-	return extended(l.key, v, nil)
+	return renewed(l.key, v, nil)
 }
 
 // unindexScript prunes the index KEYS[1] of the lock keys among the rest,

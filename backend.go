@@ -30,9 +30,9 @@ type backend interface {
 	// left behind (see abandon in cleanup.go). It sets l.fence if
 	// opts.Fence.
 	acquire(ctx context.Context, l *Lock, opts *LockOptions) error
-	// extend sets l's remaining time to ttl if it is still ours, else
+	// renew sets l's remaining time to ttl if it is still ours, else
 	// returns an error matching ErrLockNotHeld.
-	extend(ctx context.Context, l *Lock, ttl time.Duration) error
+	renew(ctx context.Context, l *Lock, ttl time.Duration) error
 	// release gives l up if it is still ours, or with keep > 0 shortens its
 	// life to keep; ErrLockNotHeld when it is not ours.
 	release(ctx context.Context, l *Lock, keep time.Duration) error

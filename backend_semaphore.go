@@ -230,7 +230,7 @@ func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
 	cleanupScript(ctx, s.one.rdb, false, l.key, slotsReleaseScript(), []string{l.key}, l.token, 0, b, s.n, 0, "")
 }
 
-func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+func (s *semaphore) renew(ctx context.Context, l *Lock, ttl time.Duration) error {
 	b, _ := keys.LineBase(l.key)
 	lockKeys := []string{l.key, keys.Slot(b, l.slot), keys.Replaced(l.key)}
 	first := !l.indexed.Load()
@@ -239,7 +239,7 @@ func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) erro
 		lockKeys, beside = indexWith(s.one.rdb, lockKeys, l)
 	}
 	v, err := beside.eval(ctx, s.one.rdb, slotsExtendScript(), lockKeys, l.token, ttl.Milliseconds(), marker(s.n)).Result()
-	err = extended(l.key, v, err) // replace.go
+	err = renewed(l.key, v, err) // replace.go
 	if first && (err == nil || errors.Is(err, ErrReplaced)) {
 		l.indexed.Store(true)
 	}

@@ -1,7 +1,7 @@
 package withlock
 
 // The backend for one Redis deployment (plain, Sentinel, Cluster): acquire,
-// extend, release, TTL, the fair line's check and the hand-over.
+// renew, release, TTL, the fair line's check and the hand-over.
 
 import (
 	"context"
@@ -268,14 +268,14 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 	return nil
 }
 
-func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+func (s *single) renew(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() {
-		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
+		return s.renewIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
 	sent := time.Now()
 	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, keys.Replaced(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	v = l.clock.note(v, sent, time.Now()) // keepalive_clocks.go
-	return extended(l.key, v, err)        // replace.go
+	return renewed(l.key, v, err)         // replace.go
 }
 
 func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {

@@ -27,7 +27,7 @@ var (
 	ErrLockNotHeld = errors.New("lock is no longer held")
 
 	// ErrReplaced means an Acquire with LockOptions.Replace asked this
-	// lock's holder to stop: Extend returns it having extended the lock,
+	// lock's holder to stop: Extend returns it having renewed the lock,
 	// which stays ours until Release hands it to the replacer, and a
 	// KeepAlive reports it as a loss (LostError.ReplacedBy) while it goes
 	// on renewing, so that the replacer waits for the work to end.

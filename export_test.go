@@ -137,7 +137,7 @@ func (f *fakeRenewals) acquire(_ context.Context, l *Lock, _ *LockOptions) error
 	return nil
 }
 
-func (f *fakeRenewals) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+func (f *fakeRenewals) renew(ctx context.Context, l *Lock, ttl time.Duration) error {
 	f.mu.Lock()
 	f.sent = append(f.sent, time.Since(l.acquired))
 	f.ttls = append(f.ttls, ttl)

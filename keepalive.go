@@ -307,7 +307,7 @@ func (k *KeepAlive) run(ctx context.Context) {
 			if ctx.Err() == nil {
 				k.serverClockMoved() // keepalive_clocks.go
 			}
-			// A replaced lock was extended all the same: it stays ours,
+			// A replaced lock was renewed all the same: it stays ours,
 			// renewed, until Release hands it to the replacer, so that the
 			// replacer starts only once the work has stopped.
 			by := replacedBy(r.err) // replace.go

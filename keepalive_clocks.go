@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// withServerTime is the extend scripts' ARGV[3]: any value asks for TIME.
+// withServerTime is the renewal scripts' ARGV[3] (extend.lua and its kin): any value asks for TIME.
 const withServerTime = "t"
 
 // serverSample is one reading of the server's clock: server, its TIME, and
@@ -32,7 +32,7 @@ type serverClock struct {
 	last serverSample
 }
 
-// note keeps the TIME in the extend script's reply v, sent at sent and
+// note keeps the TIME in the renewal script's reply v, sent at sent and
 // answered at done, and returns the reply without it.
 func (c *serverClock) note(v any, sent, done time.Time) any {
 	a, ok := v.([]any)

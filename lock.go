@@ -110,7 +110,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
-	return l.c.b.extend(ctx, l, ttl)
+	return l.c.b.renew(ctx, l, ttl)
 }
 
 // Release gives the lock up if it is still ours, with one compare-and-delete

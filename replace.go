@@ -24,11 +24,11 @@ import (
 // behind the pause: a paused name starts no run, a replacing one neither.
 var replaceScript = lazyScript("replace.lua")
 
-// extended reads the reply v (or err) of the extend scripts for the lock
-// key key: nil when extended, ErrLockNotHeld when the lock is not ours, a
-// *replacedError matching ErrReplaced when it was extended but a replacer
+// renewed reads the reply v (or err) of the renewal scripts for the lock
+// key key: nil when renewed, ErrLockNotHeld when the lock is not ours, a
+// *replacedError matching ErrReplaced when it was renewed but a replacer
 // asked its holder to stop.
-func extended(key string, v any, err error) error {
+func renewed(key string, v any, err error) error {
 	if err != nil {
 		return opError("extend", key, err)
 	}
@@ -44,7 +44,7 @@ func extended(key string, v any, err error) error {
 }
 
 // replacedError is Extend's answer for a lock that a replacer asked its
-// holder to give up: it was extended all the same.
+// holder to give up: it was renewed all the same.
 type replacedError struct{ key, by string }
 
 func (e *replacedError) Error() string {

@@ -215,7 +215,7 @@ func (f *fairRooms) wait(ctx, tctx context.Context, c *Client, b fairLine, want 
 		// (a far waiter, until it confirms): renew once, and count from
 		// then.
 		sent := time.Now()
-		err := c.b.extend(tctx, l, l.ttl)
+		err := c.b.renew(tctx, l, l.ttl)
 		switch {
 		case err == nil, errors.Is(err, ErrReplaced):
 			// Replaced already: KeepAlive's first renewal says so.
