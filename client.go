@@ -209,7 +209,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration, op
 	return l, err
 }
 
-// Client.Do: acquire, keep alive, run a function, release.
+// Client.Do: acquire, keep renewing (KeepAlive), run a function, release.
 
 // DoOptions configure Do. A nil *DoOptions means the defaults: fail at once
 // when the lock is busy, no fencing, no min-hold, default renewal.

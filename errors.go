@@ -315,7 +315,7 @@ var errCannotQueue = errors.New("cannot queue a command for this client")
 // also matches ErrLockNotHeld: the server that held our key was demoted, and
 // with asynchronous replication the promoted replica may never have received
 // the key, so for all the owner knows someone else holds the lock now. This
-// is the conservative choice: stop relying on the lock (a keep-alive stops
+// is the conservative choice: stop relying on the lock (a KeepAlive's loss stops
 // the job) rather than carry on through a failover that may have lost it.
 func opError(op, key string, err error) error {
 	if redis.IsReadOnlyError(err) {

@@ -132,8 +132,8 @@ type KeepAlive struct {
 	rechecking sync.WaitGroup
 }
 
-// KeepAlive starts renewing the lock every interval with one token-checked
-// PEXPIRE to its TTL, so the key never lives longer than the TTL past the
+// KeepAlive keeps renewing the lock: every interval it renews it as Extend
+// does once, with one token-checked PEXPIRE to its TTL, so the key never lives longer than the TTL past the
 // last renewal and a crashed owner's lock is freed within the TTL. It also
 // renews early when the lock's backend asks for it: a quorum lock (NewQuorum)
 // does the moment another owner's key leaves a node that the lock lacks,

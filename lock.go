@@ -103,8 +103,9 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	return l.c.b.ttl(ctx, l)
 }
 
-// Extend sets the lock's remaining time to ttl if it is still ours, with one
-// compare-and-PEXPIRE script. It never recreates an expired key: then it
+// Extend renews the lock once: it sets the lock's remaining time to ttl if
+// it is still ours, with one compare-and-PEXPIRE script (KeepAlive keeps
+// renewing it). It never recreates an expired key: then it
 // returns ErrLockNotHeld.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
