@@ -1,5 +1,8 @@
 package withlock_test
 
+// The index of names List reads: written with the acquisitions, pruned of
+// names out of use, on one Redis and on a Cluster.
+
 import (
 	"context"
 	"errors"

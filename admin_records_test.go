@@ -1,7 +1,7 @@
 package withlock_test
 
 // Last-run records and history: what a run's record holds, which outcome it
-// says, how long it is kept.
+// says, how long it is kept; further down, once-per windows.
 
 import (
 	"context"

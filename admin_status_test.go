@@ -1,7 +1,7 @@
 package withlock_test
 
 // Status: who holds a lock and since when, the leftovers note of the
-// present holder, and a key another program uses.
+// present holder, and a key another program uses; further down, List.
 
 import (
 	"context"

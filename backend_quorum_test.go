@@ -1,5 +1,8 @@
 package withlock_test
 
+// The quorum (NewQuorum): a majority decides each call; its members slow,
+// down, busy or late.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package withlock_test
 
+// The semaphore (NewSemaphore): N holders per name, each on its slot; its
+// waiters in the fair line; and its marker, Status, Break and busy error.
+
 import (
 	"context"
 	"errors"

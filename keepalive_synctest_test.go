@@ -1,5 +1,9 @@
 package withlock
 
+// KeepAlive from inside the package: its schedule and deadline under
+// synctest's fake clock, the slack its timer's lateness adds, and what it
+// says of the server's clock.
+
 import (
 	"context"
 	"errors"

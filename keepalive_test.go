@@ -1,7 +1,8 @@
 package withlock_test
 
 // KeepAlive's renewals: within the TTL, each reported to OnRenew, and with
-// Reacquire a vanished key taken back (and only that).
+// Reacquire a vanished key taken back (and only that); further down, a lost
+// lock seen and said.
 
 import (
 	"context"

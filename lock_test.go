@@ -2,7 +2,7 @@ package withlock_test
 
 // A held Lock: Extend, TTL and MinHold, the release script sent by digest,
 // what the uncontended pair allocates, and Do, which holds a lock around a
-// function.
+// function; further down, fencing numbers.
 
 import (
 	"context"

@@ -2,7 +2,8 @@ package withlock_test
 
 // The fair line: waiters of every Client served in arrival order, each
 // hand-over with the waiter's TTL, Break handing the lock to the line's
-// head at once, on one Redis, a Cluster and through Sentinel.
+// head at once, on one Redis, a Cluster and through Sentinel; further down,
+// its dead, frozen and far waiters, and its faults.
 
 import (
 	"context"

@@ -1,5 +1,8 @@
 package withlock_test
 
+// Waiting without the fair line: the in-process queues of one Client, the
+// shared subscription, and the hand-off between its waiters.
+
 import (
 	"context"
 	"errors"

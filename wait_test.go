@@ -1,7 +1,8 @@
 package withlock_test
 
 // Acquire waits for a release or an expiry, gives up at its deadline saying
-// why, and a retried SET that landed is ours.
+// why, and a retried SET that landed is ours; further down, the waiting
+// mark and the record of a run that waited.
 
 import (
 	"bytes"
