@@ -459,7 +459,7 @@ func TestKeepAliveDeadlineWhileRedisPaused(t *testing.T) {
 		t.Errorf("loss reported %s after acquisition, not before the TTL (%s) ran out", after, ttl)
 	}
 	// The deadline comes earlier on a loaded host, by at most the margin
-	// again (keepalive_lateness.go); the loss is never before it.
+	// again (keepalive_clocks.go); the loss is never before it.
 	if early := ka.Deadline().Sub(lostAt); after < ttl-2*margin || early > 10*time.Millisecond {
 		t.Errorf("loss reported %s after acquisition, %s before the local deadline (TTL-%s, less the slack of a loaded host)", after, early, margin)
 	}
