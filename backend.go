@@ -44,7 +44,9 @@ type backend interface {
 }
 
 // adminBackend is a backend that can be seen and cleared, and keeps
-// last-run records (the admin_*.go files): every one. A backend without it
+// last-run records, for the admin_*.go files: every one, in
+// backend_admin.go (one deployment, plain or semaphore) and
+// backend_quorum_admin.go. A backend without it
 // makes Status, List, Break, History and ReleaseAndRecord return
 // errors.ErrUnsupported (Client.admin).
 type adminBackend interface {
