@@ -81,11 +81,6 @@ const (
 	pruneAfter = 10 * time.Minute
 )
 
-// indexKey is the index of the lock keys under prefix: "{<prefix>}:names",
-// which no lock key under prefix can be (they start with prefix) and which
-// the documented ACL's "~{<prefix>*" covers.
-func indexKey(prefix string) string { return keys.Index(prefix) }
-
 // indexApart reports whether scripts on rdb cannot write the index, so
 // that the client writes it beside them: on a Cluster.
 func indexApart(rdb redis.UniversalClient) bool {
@@ -131,7 +126,7 @@ func (x *nameIndex) due(key string, now time.Time) bool {
 // queue queues on p (or sends, on a client) the write of l's key into its
 // prefix's index, whose reply answered is then given.
 func (x *nameIndex) queue(ctx context.Context, p redis.Cmdable, l *Lock) *redis.IntCmd {
-	return p.HSet(ctx, indexKey(l.c.prefix), l.key, "")
+	return p.HSet(ctx, keys.Index(l.c.prefix), l.key, "")
 }
 
 // answered remembers the write of key sent at sent, once Redis answered it:
@@ -177,14 +172,22 @@ func queueIndexWrite(ctx context.Context, p redis.Pipeliner, l *Lock, now time.T
 func (s *single) indexWrites() *nameIndex    { return s.names }
 func (s *semaphore) indexWrites() *nameIndex { return s.one.names }
 
+func (s *semaphore) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
+	return s.one.indexed(ctx, prefix)
+}
+
+func (s *semaphore) unindex(ctx context.Context, prefix string, keys []string) error {
+	return s.one.unindex(ctx, prefix, keys)
+}
+
 // indexed returns the keys in the index of prefix: on a Cluster from the
 // master of the index's slot.
 func (s *single) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
-	keys, err := s.rdb.HKeys(ctx, indexKey(prefix)).Result()
+	lockKeys, err := s.rdb.HKeys(ctx, keys.Index(prefix)).Result()
 	if err != nil {
-		return nil, false, fmt.Errorf("read the index %s: %w", indexKey(prefix), err)
+		return nil, false, fmt.Errorf("read the index %s: %w", keys.Index(prefix), err)
 	}
-	return keys, true, nil
+	return lockKeys, true, nil
 }
 
 // withoutIndex is w without the index's write.
@@ -194,29 +197,29 @@ func (w *recordWrite) withoutIndex() *recordWrite {
 	return &c
 }
 
-// extendIndexed is extend for l's first renewal: it also indexes l, on a
+// renewIndexed is renew for l's first renewal: it also indexes l, on a
 // Cluster with an HSET beside the plain script.
-func (s *single) extendIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
+func (s *single) renewIndexed(ctx context.Context, l *Lock, ttl time.Duration) error {
 	var v any
 	var err error
 	sent := time.Now()
 	if indexApart(s.rdb) {
-		v, err = indexBeside(indexKey(l.c.prefix), l.key).eval(ctx, s.rdb, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
+		v, err = indexBeside(keys.Index(l.c.prefix), l.key).eval(ctx, s.rdb, extendScript(), []string{l.key, keys.Replaced(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	} else {
-		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, replacedKey(l.key), indexKey(l.c.prefix)}, l.token, ttl.Milliseconds(), withServerTime).Result()
+		v, err = s.rdb.Eval(ctx, extendIndexScript(), []string{l.key, keys.Replaced(l.key), keys.Index(l.c.prefix)}, l.token, ttl.Milliseconds(), withServerTime).Result()
 	}
-	v = l.clock.note(v, sent, time.Now()) // serverclock.go
-	if err := extended(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
+	v = l.clock.note(v, sent, time.Now()) // keepalive_clocks.go
+	if err := renewed(l.key, v, err); err != nil && !errors.Is(err, ErrReplaced) {
 		return err
 	}
 	l.indexed.Store(true)
-	return extended(l.key, v, nil)
+	return renewed(l.key, v, nil)
 }
 
 // unindex prunes keys, seen out of use, from the index of prefix where
 // they still are (unindexScript).
-func (s *single) unindex(ctx context.Context, prefix string, keys []string) error {
-	if len(keys) == 0 {
+func (s *single) unindex(ctx context.Context, prefix string, lockKeys []string) error {
+	if len(lockKeys) == 0 {
 		return nil
 	}
 	unused := pruneAfter
@@ -224,10 +227,10 @@ func (s *single) unindex(ctx context.Context, prefix string, keys []string) erro
 		unused = s.names.unused
 	}
 	if indexApart(s.rdb) {
-		return s.unindexApart(ctx, prefix, keys, unused) // admin_index_cluster.go
+		return s.unindexApart(ctx, prefix, lockKeys, unused) // admin_index_cluster.go
 	}
-	ks := []string{indexKey(prefix)}
-	for _, k := range keys {
+	ks := []string{keys.Index(prefix)}
+	for _, k := range lockKeys {
 		ks = append(ks, inUseKeys(k)...)
 	}
 	return s.rdb.Eval(ctx, unindexScript(), ks, unused.Milliseconds()).Err()
@@ -238,10 +241,10 @@ func (s *single) unindex(ctx context.Context, prefix string, keys []string) erro
 // slot.
 func inUseKeys(k string) []string {
 	line := k // a key with '}' and no hash tag has no line: its own key again
-	if b, ok := lineBase(k); ok {
+	if b, ok := keys.LineBase(k); ok {
 		line = b + ":q"
 	}
-	return []string{k, recordKey(k), successKey(k), line}
+	return []string{k, keys.Record(k), keys.Success(k), line}
 }
 
 // listKeys returns the lock keys List reads: from the index where the

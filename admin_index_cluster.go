@@ -6,10 +6,12 @@ package withlock
 import (
 	"context"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/pipeline"
 )
 
 // indexWrite is the write of a lock key into its prefix's index that goes
@@ -30,7 +32,7 @@ func (w indexWrite) eval(ctx context.Context, rdb redis.UniversalClient, script 
 		return rdb.Eval(ctx, script, keys, args...)
 	}
 	var cmd *redis.Cmd
-	_ = pipelined(ctx, rdb, func(p redis.Pipeliner) { // pipeline.go; each command has its error
+	_ = pipeline.Send(ctx, rdb, func(p redis.Pipeliner) { // each command has its error
 		p.HSet(ctx, w.index, w.key, "")
 		cmd = p.Eval(ctx, script, keys, args...)
 	})
@@ -40,11 +42,11 @@ func (w indexWrite) eval(ctx context.Context, rdb redis.UniversalClient, script 
 // indexWith returns the keys of a script that also writes l's key into its
 // prefix's index: keys and the index, for a script that writes it itself,
 // or on a Cluster keys alone and the write to send beside it.
-func indexWith(rdb redis.UniversalClient, keys []string, l *Lock) ([]string, indexWrite) {
+func indexWith(rdb redis.UniversalClient, lockKeys []string, l *Lock) ([]string, indexWrite) {
 	if indexApart(rdb) {
-		return keys, indexBeside(indexKey(l.c.prefix), l.key)
+		return lockKeys, indexBeside(keys.Index(l.c.prefix), l.key)
 	}
-	return append(keys, indexKey(l.c.prefix)), indexWrite{}
+	return append(lockKeys, keys.Index(l.c.prefix)), indexWrite{}
 }
 
 // apart returns w for a script on rdb that records the run of key: w
@@ -82,17 +84,17 @@ func indexReached(client redis.UniversalClient, rdb pipeSetter) bool {
 // far above indexEvery), itself before step 2. So a lock taken on that
 // trust was taken before step 2, and is seen there if still held; one
 // taken after step 2 wrote the name again.
-func (s *single) unindexApart(ctx context.Context, prefix string, keys []string, unused time.Duration) error {
-	index := indexKey(prefix)
-	args := make([]any, len(keys))
-	for i, k := range keys {
+func (s *single) unindexApart(ctx context.Context, prefix string, lockKeys []string, unused time.Duration) error {
+	index := keys.Index(prefix)
+	args := make([]any, len(lockKeys))
+	for i, k := range lockKeys {
 		args[i] = k
 	}
 	v, err := s.rdb.Eval(ctx, indexSeenScript(), []string{index}, args...).Slice()
 	if err != nil {
 		return fmt.Errorf("read the index %s: %w", index, err)
 	}
-	if len(v) != len(keys)+1 {
+	if len(v) != len(lockKeys)+1 {
 		return fmt.Errorf("read the index %s: unexpected reply of %d values", index, len(v))
 	}
 	now, _ := v[0].(int64)
@@ -101,7 +103,7 @@ func (s *single) unindexApart(ctx context.Context, prefix string, keys []string,
 		used      *redis.IntCmd
 	}
 	var due []entry
-	for i, k := range keys {
+	for i, k := range lockKeys {
 		seen, ok := v[i+1].(string)
 		if !ok {
 			continue // gone already

@@ -1,13 +1,10 @@
 package withlock
 
-// Client.List and Client.Break, and how the admin paths tell a lock's key
-// from its side keys and records.
+// Client.List, how the admin paths tell a lock's key
+// from its side keys and records, and how List reads the locks it found.
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -87,81 +84,14 @@ func (c *Client) List(ctx context.Context, opts *ListOptions) ([]*Status, error)
 	return list, nil
 }
 
-// Break removes the lock called name whatever its token, and hands it to
-// the head of the fair line or wakes those waiting for it, with one
-// script: on a Cluster on the key's master, on a quorum on every node. It returns what it removed:
-// Held false when nothing was held (on a quorum: no token was on a
-// majority; keys on a minority are removed all the same). On a quorum it
-// returns once a majority removed the key and their answers settle whose
-// it was; a node that has not answered by then gets the removal of that
-// holder's key queued, and is named in Status.Unanswered. The former
-// holder finds out at its next renewal, which fails with ErrLockNotHeld;
-// the break leaves a marker beside the key, for as long as the removed key
-// had left, from which the holder's KeepAlive learns who broke it
-// (LostError.BrokenBy) and that it must not take it back
-// (KeepAliveOptions.Reacquire). The marker names this Client's host:pid
-// and holds only digests of the tokens removed. A paused name is left
-// paused, with a *NotObtainedError with Paused (ErrPaused): Resume ends a pause.
-func (c *Client) Break(ctx context.Context, name string) (*Status, error) {
-	if name == "" {
-		return nil, ErrEmptyName
-	}
-	a, err := c.admin("break " + c.Key(name))
-	if err != nil {
-		return nil, err
-	}
-	v, err := a.breakLock(ctx, c.Key(name), c.breaker())
-	if err != nil {
-		return nil, err
-	}
-	return v.st, nil
-}
-
-// breakOn runs the break script for key on rdb, as the Client by
-// ("<host>:<pid>"), and returns the token it removed, "" when the key was
-// missing; for a semaphore's marker also the tokens it removed from the
-// slots, by slot ("" for a free one). A paused key is left as it is, with
-// a *NotObtainedError with Paused: a pause is no holder.
-func breakOn(ctx context.Context, rdb redis.UniversalClient, key, by string) (string, []string, error) {
-	b, _ := lineBase(key) // "" for a key that cannot be a semaphore
-	v, err := rdb.Eval(ctx, breakScript(), []string{key, brokenKey(key)}, b, by, pausePrefix).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return "", nil, nil
-	case isWrongType(err):
-		return "", nil, wrongType(ctx, rdb, key, "key", err)
-	case err != nil:
-		// Not opError: a READONLY here says the server is a replica, not
-		// that a lock of ours was lost.
-		return "", nil, fmt.Errorf("break %s: %w", key, err)
-	}
-	switch v := v.(type) {
-	case string:
-		if p, ok := pauseOf(v); ok {
-			return "", nil, pausedError(key, p)
-		}
-		return v, nil, nil
-	case []any:
-		var out []string
-		for _, t := range v {
-			s, _ := t.(string)
-			out = append(out, s)
-		}
-		if len(out) > 0 {
-			return out[0], out[1:], nil
-		}
-	}
-	return "", nil, fmt.Errorf("break %s: unexpected reply %v", key, v)
-}
-
 // isSideKey reports whether key is the fencing counter, last-run record,
 // history, last success, once-per marker, break or replace marker, leftovers note
-// or lease mark of another key (see sideKey), or one of the keys beside it that have its
-// line base (lineBase): its fair line, its waiting mark, a waiting Client's
+// or lease mark of another key (see keys.Side), or one of the keys beside it that have its
+// line base (keys.LineBase): its fair line, its waiting mark, a waiting Client's
 // liveness or far key, a semaphore's slot. None of them is a lock.
 func isSideKey(key string) bool {
 	for _, what := range []string{"fence", "last", "runs", "ok", "done", "broken", "replaced", "left", "pause", "lease"} {
-		if base, ok := baseOf(key, what); ok && sideKey(base, what) == key {
+		if base, ok := baseOf(key, what); ok && keys.Side(base, what) == key {
 			return true
 		}
 	}
@@ -190,22 +120,22 @@ func isLineKey(key string) bool {
 		}
 		b = key[:j]
 	}
-	lb, tagged := lineBase(b)
+	lb, tagged := keys.LineBase(b)
 	return ok && tagged && lb == b && strings.Contains(b, "{")
 }
 
 // lockKeyOfRecord returns the lock key whose last-run record is at key.
 func lockKeyOfRecord(key string) (string, bool) {
 	base, ok := baseOf(key, "last")
-	return base, ok && sideKey(base, "last") == key
+	return base, ok && keys.Side(base, "last") == key
 }
 
 // baseOf guesses the lock key whose side key called what key is:
 // "{base}:what", "base:what" or "base:what:<n>". The caller checks the guess
-// with sideKey.
+// with keys.Side.
 func baseOf(key, what string) (string, bool) {
 	if base, ok := strings.CutSuffix(key, ":"+what); ok {
-		if strings.HasPrefix(base, "{") && strings.HasSuffix(base, "}") && sideKey(base[1:len(base)-1], what) == key {
+		if strings.HasPrefix(base, "{") && strings.HasSuffix(base, "}") && keys.Side(base[1:len(base)-1], what) == key {
 			return base[1 : len(base)-1], true
 		}
 		return base, true
@@ -220,7 +150,7 @@ func baseOf(key, what string) (string, bool) {
 // the keys that start with prefix.
 func recordPattern(prefix string) string {
 	const name = "\x00" // stands for any name: no glob character, no brace
-	if p := globEscape(recordKey(prefix + name)); strings.HasSuffix(p, ":last") {
+	if p := globEscape(keys.Record(prefix + name)); strings.HasSuffix(p, ":last") {
 		return strings.Replace(p, name, "*", 1)
 	}
 	// A prefix with a '}' and no hash tag: the record's numeric suffix
@@ -240,75 +170,149 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// Client.Break's marker: the key naming who broke a lock, which a holder's
-// KeepAlive reads to say so in its LostError.
+// How List reads the locks it found: all of them in one round trip.
 
-// The marker Client.Break leaves for the holder of the lock it removed, so
-// that the holder's KeepAlive can say who broke it (LostError.BrokenBy)
-// and not take it back (KeepAliveOptions.Reacquire).
+// listChunk is how many locks' keys one MGET of List reads, where one
+// MGET may read many locks: each command holds Redis for as long as it
+// runs, so a long list is read by several, sent in one pipeline, and an
+// acquisition meanwhile waits for no more than about a millisecond of them.
+const listChunk = 250
 
-// brokenKey is the key of the marker Client.Break leaves beside the lock
-// key key, in its Cluster slot: "<host:pid of the breaker> <sha1 of each
-// token removed>…", living as long as the broken key had left (plus a
-// second), so that its holder's next renewal can find it.
-func brokenKey(key string) string { return keys.Broken(key) }
-
-// breaker is who breaks a lock as the marker names it: the Client's
-// "<host>:<pid>".
-func (c *Client) breaker() string { return strings.TrimSuffix(c.owner, ":") }
-
-// tokenSum is how the break marker names a token it removed: the hex SHA-1
-// that Lua's redis.sha1hex computes. The marker never holds a token.
-func tokenSum(token string) string {
-	sum := sha1.Sum([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
-// brokenBy reads the break marker of l's key: the "<host>:<pid>" of the
-// Client whose Break removed l's token, or "" when Redis knows of no such
-// break (the key vanished otherwise, or the marker has expired). It is one
-// GET, sent only after a renewal found l not ours. A semaphore's slot is
-// named in its name's marker, so this serves both.
-func (s *single) brokenBy(ctx context.Context, l *Lock) (string, error) {
-	return brokenOn(ctx, s.rdb, l)
-}
-
-// brokenOn reads the break marker of l's key on rdb (see single.brokenBy).
-func brokenOn(ctx context.Context, rdb redis.UniversalClient, l *Lock) (string, error) {
-	v, err := rdb.Get(ctx, brokenKey(l.key)).Result()
+// listKeysOf appends to keys those List reads of the lock key key, all in
+// its Cluster slot: the key itself, its fence counter, last-run record,
+// last success, once-per marker and leftovers note (keys.Side), and its pause
+// (pauseKey) where it can have one: 6 or 7 keys.
+func listKeysOf(lockKeys []string, key string) []string {
+	open, close := "", "" // the line base is key itself (keys.HashTagged) or "{key}"
 	switch {
-	case errors.Is(err, redis.Nil):
-		return "", nil
-	case err != nil:
-		return "", err
+	case keys.HashTagged(key):
+	case keys.Taggable(key):
+		open, close = "{", "}"
+	default: // numbered side keys (sameSlotKey), and no pause
+		return append(lockKeys, key, keys.Fence(key), keys.Record(key), keys.Success(key), keys.Window(key), keys.Left(key))
 	}
-	by, sums, _ := strings.Cut(v, " ")
-	for _, sum := range strings.Fields(sums) {
-		if sum == tokenSum(l.token) {
-			return by, nil
-		}
+	// Each is "<base>:<what>": one string holds them all, so that a
+	// thousand locks cost a thousand allocations here, not six thousand.
+	var b strings.Builder
+	b.Grow(len(listSides) * (len(open) + len(key) + len(close) + len(":fence")))
+	var ends [len(listSides)]int
+	for i, what := range listSides {
+		b.WriteString(open)
+		b.WriteString(key)
+		b.WriteString(close)
+		b.WriteByte(':')
+		b.WriteString(what)
+		ends[i] = b.Len()
 	}
-	return "", nil
+	all, start := b.String(), 0
+	lockKeys = append(lockKeys, key)
+	for _, end := range ends {
+		lockKeys = append(lockKeys, all[start:end])
+		start = end
+	}
+	return lockKeys
 }
 
-// brokenBy on a quorum asks every node at once (Break left the marker on
-// each that held the key) and returns the first breaker named, without
-// waiting for the nodes that are slow to answer once one did; "" when none
-// names l's token.
-func (q *quorum) brokenBy(ctx context.Context, l *Lock) (string, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // the slower reads end here
-	found := make(chan string, len(q.nodes))
-	for _, rdb := range q.nodes {
-		go func() {
-			by, _ := brokenOn(ctx, rdb, l)
-			found <- by
-		}()
+// listSides are the side keys listKeysOf reads, in the order of
+// statusOf's arguments, then the pause.
+var listSides = [...]string{"fence", "last", "ok", "done", "left", "pause"}
+
+// readLocks reads the locks keys on rdb in one pipeline (on a Cluster, one
+// per master), as views says, and returns each one's status, with the
+// error of its own reads, and the pipeline's first error. A quorum's views
+// read each node so.
+func readLocks(ctx context.Context, rdb redis.UniversalClient, keys []string) ([]nodeStatus, error) {
+	if _, cluster := rdb.(*redis.ClusterClient); cluster {
+		return readEach(ctx, rdb, keys)
 	}
-	for range q.nodes {
-		if by := <-found; by != "" {
-			return by, nil
+	return readChunks(ctx, rdb, keys)
+}
+
+// readChunks reads keys with one MGET per listChunk locks and a PTTL per
+// lock, all in one pipeline.
+func readChunks(ctx context.Context, rdb redis.UniversalClient, keys []string) ([]nodeStatus, error) {
+	type chunk struct {
+		values *redis.SliceCmd
+		ends   []int // where each lock's values end in values
+		pttls  []*redis.DurationCmd
+	}
+	var chunks []chunk
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for rest := keys; len(rest) > 0; {
+			locks := rest[:min(listChunk, len(rest))]
+			rest = rest[len(locks):]
+			c := chunk{ends: make([]int, len(locks)), pttls: make([]*redis.DurationCmd, len(locks))}
+			all := make([]string, 0, 7*len(locks))
+			for i, key := range locks {
+				all = listKeysOf(all, key)
+				c.ends[i] = len(all)
+				c.pttls[i] = p.PTTL(ctx, key)
+			}
+			c.values = p.MGet(ctx, all...)
+			chunks = append(chunks, c)
+		}
+		return nil
+	})
+	nodes := make([]nodeStatus, 0, len(keys))
+	for _, c := range chunks {
+		v, verr := c.values.Result()
+		if verr == nil && len(v) != c.ends[len(c.ends)-1] {
+			verr = fmt.Errorf("unexpected reply of %d values", len(v))
+		}
+		start := 0
+		for i, end := range c.ends {
+			if verr != nil {
+				nodes = append(nodes, nodeStatus{err: verr})
+				continue
+			}
+			nodes = append(nodes, listed(v[start:end], nil, c.pttls[i]))
+			start = end
 		}
 	}
-	return "", nil
+	return nodes, err
+}
+
+// readEach reads keys with an MGET and a PTTL each, all in one pipeline
+// (on a Cluster, one per master).
+func readEach(ctx context.Context, rdb redis.UniversalClient, keys []string) ([]nodeStatus, error) {
+	values := make([]*redis.SliceCmd, len(keys))
+	pttls := make([]*redis.DurationCmd, len(keys))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range keys {
+			values[i] = p.MGet(ctx, listKeysOf(make([]string, 0, 7), key)...)
+			pttls[i] = p.PTTL(ctx, key)
+		}
+		return nil
+	})
+	nodes := make([]nodeStatus, len(keys))
+	for i := range keys {
+		v, verr := values[i].Result()
+		nodes[i] = listed(v, verr, pttls[i])
+	}
+	return nodes, err
+}
+
+// listed is the status of a lock from the MGET of its listKeysOf, v or
+// err, and its PTTL, read as readStatus reads its script's reply.
+func listed(v []any, err error, pttl *redis.DurationCmd) nodeStatus {
+	if err == nil && len(v) != 6 && len(v) != 7 {
+		err = fmt.Errorf("unexpected reply %v", v)
+	}
+	if err == nil {
+		err = pttl.Err()
+	}
+	if err != nil {
+		return nodeStatus{err: err}
+	}
+	d := pttl.Val()
+	ms := d.Milliseconds()
+	if d < 0 {
+		ms = int64(d) // go-redis keeps PTTL's -1 and -2 as -1ns and -2ns
+	}
+	n := statusOf(holderTTL(ms), scriptRead(v[0]), scriptRead(v[1]), scriptRead(v[2]),
+		scriptRead(v[3]), scriptRead(v[4]), scriptRead(v[5]))
+	if len(v) == 7 && n.err == nil {
+		n.pause, _ = v[6].(string)
+	}
+	return n
 }

@@ -81,7 +81,7 @@ const (
 	OutcomeLost   Outcome = "lost"   // the lock was lost before the run ended
 )
 
-// record is a Run as stored at recordKey, as JSON: with the lock's name, and
+// record is a Run as stored at keys.Record, as JSON: with the lock's name, and
 // a digest of the token that tells the holder's own finished run from
 // another's without revealing the token.
 type record struct {
@@ -89,10 +89,6 @@ type record struct {
 	Run
 	Tag string `json:"token_sha256"`
 }
-
-// recordKey is the key of the last-run record of the lock key key, in its
-// Redis Cluster slot: "{key}:last".
-func recordKey(key string) string { return keys.Record(key) }
 
 // tokenTag is a digest of token: the first 64 bits of its SHA-256, in hex.
 func tokenTag(token string) string {
@@ -151,18 +147,6 @@ func outcomeOf(run *Run, timedOut bool) Outcome {
 	return OutcomeFailed
 }
 
-// historyKey is the list of the last runs of the lock key key, newest
-// first, in its slot: "{key}:runs".
-func historyKey(key string) string { return keys.History(key) }
-
-// successKey is the record of the last successful run (OutcomeOK) of the
-// lock key key, in its slot: "{key}:ok".
-func successKey(key string) string { return keys.Success(key) }
-
-// windowKey is the marker of the once-per window in which the lock key
-// key's job last succeeded, in its slot: "{key}:done".
-func windowKey(key string) string { return keys.Window(key) }
-
 // recordWrite is what a finish script stores after the release.
 type recordWrite struct {
 	rec       string        // the run's record, JSON
@@ -176,11 +160,11 @@ type recordWrite struct {
 
 // keys are the record's keys for the lock key key, after the release's.
 func (w *recordWrite) keys(key string) []string {
-	keys := []string{recordKey(key), historyKey(key), successKey(key), windowKey(key), leftKey(key)}
+	sideKeys := []string{keys.Record(key), keys.History(key), keys.Success(key), keys.Window(key), keys.Left(key)}
 	if w.index != "" {
-		keys = append(keys, w.index)
+		sideKeys = append(sideKeys, w.index)
 	}
-	return keys
+	return sideKeys
 }
 
 // args are the record's ARGV, after the release's.
@@ -237,7 +221,7 @@ func (l *Lock) releaseAndRecord(ctx context.Context, run Run, retention time.Dur
 	if err := checkExtra(run.Extra); err != nil {
 		return l.c.b.release(ctx, l, l.keep()), err
 	}
-	run.Holder, run.Fence = holderOf(l.token), l.fence
+	run.Holder, run.Fence = keys.Holder(l.token), l.fence
 	if run.Started.IsZero() {
 		run.Started = l.acquired
 		if !l.obtained.IsZero() {
@@ -260,7 +244,7 @@ func (l *Lock) releaseAndRecord(ctx context.Context, run Run, retention time.Dur
 		return l.c.b.release(ctx, l, l.keep()), err
 	}
 	w := recordWrite{rec: string(b), retention: retention, history: l.c.history, ok: run.Outcome == OutcomeOK,
-		index: indexKey(l.c.prefix)}
+		index: keys.Index(l.c.prefix)}
 	if run.Window != nil {
 		if _, ok := l.c.b.(windowMarker); !ok || l.slot > 0 {
 			return l.c.b.release(ctx, l, l.keep()), unsupported("once-per window of " + l.key + ": a quorum or a semaphore keeps none")
@@ -289,17 +273,6 @@ func checkExtra(extra map[string]json.RawMessage) error {
 		}
 	}
 	return nil
-}
-
-// keep is what is left of l's min-hold: how long the key must still live
-// after a release, or 0 to delete it.
-func (l *Lock) keep() time.Duration {
-	if l.minHold > 0 {
-		if left := l.minHold - time.Since(l.acquired); left >= time.Millisecond {
-			return left
-		}
-	}
-	return 0
 }
 
 // Client.History: the recorded runs of a name, newest first.
@@ -338,24 +311,11 @@ func (c *Client) History(ctx context.Context, name string, n int) ([]Run, error)
 	return runs, nil
 }
 
-// historyOn reads up to n of the runs at historyKey(key) on rdb.
+// historyOn reads up to n of the runs at keys.History(key) on rdb.
 func historyOn(ctx context.Context, rdb redis.UniversalClient, key string, n int) ([]string, error) {
-	raws, err := rdb.LRange(ctx, historyKey(key), 0, int64(n)-1).Result()
+	raws, err := rdb.LRange(ctx, keys.History(key), 0, int64(n)-1).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
 	return raws, nil
-}
-
-func (s *single) history(ctx context.Context, key string, n int) ([]string, error) {
-	return historyOn(ctx, s.rdb, key, n)
-}
-
-// history is the union of the nodes' runs once a majority has answered:
-// the same run is the same JSON on every node that stored it.
-func (q *quorum) history(ctx context.Context, key string, n int) ([]string, error) {
-	return q.unionOfMajority(ctx, func(ctx context.Context, rdb redis.UniversalClient) nodeStrings {
-		raws, err := historyOn(ctx, rdb, key, n)
-		return nodeStrings{raws, err}
-	})
 }

@@ -1,7 +1,9 @@
 package withlock
 
 // Client.Status: reading who holds a lock, for how long, and its records,
-// from one node or a majority of a quorum's.
+// from one node or a majority of a quorum's; the holder an acquisition that
+// found the key held reads (inspect); and what a key holds when it is not
+// a lock (wrongType).
 
 import (
 	"context"
@@ -12,8 +14,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/leftovers"
+	"github.com/with-lock/with-lock/internal/serverinfo"
 )
 
 // Holder is one owner of a lock, or of one of a semaphore's slots, as
@@ -125,7 +128,7 @@ type lockView struct {
 	token     string
 	records   []string
 	successes []string
-	left      []string // leftovers notes (lock.go), one per node that has one
+	left      []string // leftovers notes (leftovers.go), one per node that has one
 }
 
 // status completes v.st with the newest of v.records, and tells whether
@@ -195,12 +198,12 @@ type nodeStatus struct {
 // readStatus reads key's status on one node with statusScript, and what
 // the node says of its eviction policy (Status.EvictionPolicy).
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
-	keys := []string{key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)}
+	lockKeys := []string{key, keys.Fence(key), keys.Record(key), keys.Success(key), keys.Window(key), keys.Left(key)}
 	if pk, ok := pauseKey(key); ok {
-		keys = append(keys, pk) // pause.go
+		lockKeys = append(lockKeys, pk) // pause.go
 	}
-	v, err := rdb.Eval(ctx, statusScript(), keys, 1, 1).Slice()
-	if err == nil && len(v) != len(keys)+2 {
+	v, err := rdb.Eval(ctx, statusScript(), lockKeys, 1, 1).Slice()
+	if err == nil && len(v) != len(lockKeys)+2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
 	if err != nil {
@@ -209,11 +212,11 @@ func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) node
 	ms, _ := v[1].(int64)
 	n := statusOf(holderTTL(ms), scriptRead(v[0]),
 		scriptRead(v[2]), scriptRead(v[3]), scriptRead(v[4]), scriptRead(v[5]), scriptRead(v[6]))
-	if len(keys) > 6 && n.err == nil {
+	if len(lockKeys) > 6 && n.err == nil {
 		n.pause, _ = v[7].(string)
 	}
 	if info, ok := v[len(v)-1].(string); ok && n.err == nil {
-		n.evicts = evictingPolicy(info) // client.go
+		n.evicts = serverinfo.EvictingPolicy(info) // client.go
 	}
 	return n
 }
@@ -325,8 +328,58 @@ func majority(op, key string, views []nodeStatus, need int) (lockView, error) {
 		if len(t) >= need {
 			slices.Sort(t)
 			v.token = token
-			v.st.Held, v.st.Holder = true, Holder{ID: holderOf(token), TTL: t[len(t)-need], Since: sinceOf(token)}
+			v.st.Held, v.st.Holder = true, Holder{ID: keys.Holder(token), TTL: t[len(t)-need], Since: sinceOf(token)}
 		}
 	}
 	return v, nil
+}
+
+// inspect reads who holds key and for how long, in one round trip: the
+// holder's token ("" when the key is gone) and its remaining time, as
+// Holder.TTL says it (-1 without expiry, 0 when gone).
+func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.Get(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", 0, fmt.Errorf("inspect %s: %w", key, err)
+	}
+	return get.Val(), pttlHolderTTL(pttl.Val()), nil
+}
+
+// Describing a foreign key that holds what this package did not write
+// (ErrWrongType).
+
+// wrongType describes key after Redis answered err, a WRONGTYPE reply, for
+// it: its type, or its value when it is a string, in one round trip taken
+// only on this error path.
+func wrongType(ctx context.Context, rdb redis.UniversalClient, key, what string, err error) error {
+	var typ *redis.StatusCmd
+	var get *redis.StringCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		typ = p.Type(ctx, key)
+		get = p.Get(ctx, key)
+		return nil
+	})
+	e := &wrongTypeError{what: what, key: key, holds: "something else", err: err}
+	switch t := typ.Val(); t {
+	case "string":
+		e.holds = quoteShort(get.Val(), 32)
+	case "", "none": // gone meanwhile, or TYPE failed
+	default:
+		e.holds = "a " + t
+	}
+	return e
+}
+
+// quoteShort quotes s, cut to n bytes, for an error message.
+func quoteShort(s string, n int) string {
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q...", s[:n])
 }

@@ -27,12 +27,12 @@ type backend interface {
 	// an earlier attempt with l's token had landed), a *NotObtainedError
 	// when someone else holds it, and any other error when it cannot tell;
 	// before returning such an error it has removed whatever it may have
-	// left behind (see abandon in backend_single.go). It sets l.fence if
+	// left behind (see abandon in cleanup.go). It sets l.fence if
 	// opts.Fence.
 	acquire(ctx context.Context, l *Lock, opts *LockOptions) error
-	// extend sets l's remaining time to ttl if it is still ours, else
+	// renew sets l's remaining time to ttl if it is still ours, else
 	// returns an error matching ErrLockNotHeld.
-	extend(ctx context.Context, l *Lock, ttl time.Duration) error
+	renew(ctx context.Context, l *Lock, ttl time.Duration) error
 	// release gives l up if it is still ours, or with keep > 0 shortens its
 	// life to keep; ErrLockNotHeld when it is not ours.
 	release(ctx context.Context, l *Lock, keep time.Duration) error
@@ -44,7 +44,9 @@ type backend interface {
 }
 
 // adminBackend is a backend that can be seen and cleared, and keeps
-// last-run records (the admin_*.go files): every one. A backend without it
+// last-run records, for the admin_*.go files: every one, in
+// backend_admin.go (one deployment, plain or semaphore) and
+// backend_quorum_admin.go. A backend without it
 // makes Status, List, Break, History and ReleaseAndRecord return
 // errors.ErrUnsupported (Client.admin).
 type adminBackend interface {
@@ -58,15 +60,15 @@ type adminBackend interface {
 	keys(ctx context.Context, match string) ([]string, error)
 	// breakLock deletes key whatever its token and wakes its waiters, and
 	// leaves a marker naming by ("<host>:<pid>") for the holder to read
-	// (brokenKey). It returns the view of what it removed (st.Held false
+	// (keys.Broken). It returns the view of what it removed (st.Held false
 	// when nothing was held), without records.
 	breakLock(ctx context.Context, key, by string) (lockView, error)
 	// finish releases l as release does and, in the same round trip,
-	// stores w: the record at recordKey(l.key), the history, the last
+	// stores w: the record at keys.Record(l.key), the history, the last
 	// success and a once-per marker (admin_records.go). relErr is what
 	// release would return; recErr is the record's failure.
 	finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error)
-	// history returns up to n of the runs recorded at historyKey(key),
+	// history returns up to n of the runs recorded at keys.History(key),
 	// newest first, as JSON records; on a quorum every node's, each once.
 	history(ctx context.Context, key string, n int) ([]string, error)
 }
@@ -95,7 +97,7 @@ type indexKeeper interface {
 // windowMarker is a backend that can keep once-per markers (onceper.go):
 // a plain lock on one deployment.
 type windowMarker interface {
-	// marked reads the once-per marker at windowKey(key), "" when none,
+	// marked reads the once-per marker at keys.Window(key), "" when none,
 	// and the server's present, together.
 	marked(ctx context.Context, key string) (string, time.Time, error)
 }
@@ -155,7 +157,7 @@ type handOverer interface {
 }
 
 // breakTeller is a backend whose Break leaves a marker its victim can read
-// (admin_list.go): every one.
+// (admin_break.go): every one.
 type breakTeller interface {
 	brokenBy(ctx context.Context, l *Lock) (string, error)
 }

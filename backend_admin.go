@@ -1,15 +1,18 @@
 package withlock
 
-// The admin methods of one deployment and of a semaphore's slots: views,
-// keys, Break, and the release-and-record of a run.
+// The admin methods (adminBackend) of one deployment and of a semaphore's
+// slots: views, keys, the break, the release-and-record of a run, and the
+// history. A quorum's are in backend_quorum_admin.go.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 // The single backend's reading, listing, breaking and recording (see
@@ -36,7 +39,7 @@ func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView
 		v.st.Paused = new(p)
 	}
 	if n.token != "" {
-		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(n.token), TTL: n.ttl, Since: sinceOf(n.token)}
+		v.st.Held, v.st.Holder = true, Holder{ID: keys.Holder(n.token), TTL: n.ttl, Since: sinceOf(n.token)}
 	}
 	if n.record != "" {
 		v.records = []string{n.record}
@@ -51,6 +54,37 @@ func (s *single) viewOf(ctx context.Context, key string, n nodeStatus) (lockView
 		return s.viewSlots(ctx, v, slots)
 	}
 	return v, nil
+}
+
+// views reads the views of keys in one round trip (on a Cluster, one per
+// master), then a semaphore's slots for each key that holds its marker:
+// each lock's keys (listKeysOf) with an MGET and its PTTL. On one
+// deployment that is not a Cluster an MGET reads listChunk locks' keys at
+// once; a Cluster's MGET may only read keys of one slot, so there each
+// lock has its own. The reads are not one transaction, unlike Status's:
+// a lock taken or released meanwhile may be shown either way, as List
+// says. A key that another program uses (a fence counter that is not a
+// number) gets a zero view; MGET reads a lock key of another type as
+// missing.
+func (s *single) views(ctx context.Context, keys []string) ([]lockView, error) {
+	nodes, err := readLocks(ctx, s.rdb, keys)
+	if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+		return nil, fmt.Errorf("status of %d locks: %w", len(keys), err)
+	}
+	views := make([]lockView, len(keys))
+	for i, key := range keys {
+		switch n := nodes[i]; {
+		case n.err == nil: // isWrongType allocates, even for nil
+		case isWrongType(n.err) || errors.Is(n.err, errNotANumber):
+			continue
+		default:
+			return nil, fmt.Errorf("status of %s: %w", key, n.err)
+		}
+		if views[i], err = s.viewOf(ctx, key, nodes[i]); err != nil {
+			return nil, err
+		}
+	}
+	return views, nil
 }
 
 // keys scans the deployment; on a Cluster every master, at once.
@@ -94,7 +128,7 @@ func (s *single) breakLock(ctx context.Context, key, by string) (lockView, error
 		return brokenSlots(v, n, slots), nil
 	}
 	if token != "" {
-		v.st.Held, v.st.Holder = true, Holder{ID: holderOf(token), Since: sinceOf(token)}
+		v.st.Held, v.st.Holder = true, Holder{ID: keys.Holder(token), Since: sinceOf(token)}
 	}
 	return v, nil
 }
@@ -136,6 +170,10 @@ func finishReply(l *Lock, v []any, err error) (relErr, recErr error) {
 	return relErr, recErr
 }
 
+func (s *single) history(ctx context.Context, key string, n int) ([]string, error) {
+	return historyOn(ctx, s.rdb, key, n)
+}
+
 // Reading and breaking a semaphore's slots for Status, List and Break.
 
 // Reading and breaking a semaphore's name, for any Client of the
@@ -146,15 +184,15 @@ func finishReply(l *Lock, v []any, err error) (relErr, recErr error) {
 // a MULTI/EXEC, which Redis refuses when out of memory).
 func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, error) {
 	key := v.st.Key
-	b, ok := lineBase(key)
+	b, ok := keys.LineBase(key)
 	if !ok {
 		return v, nil
 	}
-	keys := make([]string, n)
+	slotKeys := make([]string, n)
 	for i := range n {
-		keys[i] = slotKey(b, i+1)
+		slotKeys[i] = keys.Slot(b, i+1)
 	}
-	res, err := s.rdb.Eval(ctx, statusScript(), keys, n, 0).Slice()
+	res, err := s.rdb.Eval(ctx, statusScript(), slotKeys, n, 0).Slice()
 	if err == nil && len(res) != 2*n {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
@@ -170,7 +208,7 @@ func (s *single) viewSlots(ctx context.Context, v lockView, n int) (lockView, er
 			continue
 		}
 		ms, _ := res[2*i+1].(int64)
-		h := Holder{Slot: i + 1, ID: holderOf(token), TTL: holderTTL(ms), Since: sinceOf(token)}
+		h := Holder{Slot: i + 1, ID: keys.Holder(token), TTL: holderTTL(ms), Since: sinceOf(token)}
 		st.Holders = append(st.Holders, h)
 		if !st.Held {
 			st.Held, st.Holder = true, h
@@ -190,7 +228,7 @@ func brokenSlots(v lockView, n int, tokens []string) lockView {
 		if token == "" {
 			continue
 		}
-		h := Holder{Slot: i + 1, ID: holderOf(token), Since: sinceOf(token)}
+		h := Holder{Slot: i + 1, ID: keys.Holder(token), Since: sinceOf(token)}
 		st.Holders = append(st.Holders, h)
 		if !st.Held {
 			st.Held, st.Holder = true, h
@@ -224,16 +262,11 @@ func (s *semaphore) history(ctx context.Context, key string, n int) ([]string, e
 	return s.one.history(ctx, key, n)
 }
 
-func (s *semaphore) indexed(ctx context.Context, prefix string) ([]string, bool, error) {
-	return s.one.indexed(ctx, prefix)
-}
-
-func (s *semaphore) unindex(ctx context.Context, prefix string, keys []string) error {
-	return s.one.unindex(ctx, prefix, keys)
-}
-
-// brokenBy reads the marker Break left on the name's key, which names the
-// digest of every slot's token it removed.
-func (s *semaphore) brokenBy(ctx context.Context, l *Lock) (string, error) {
-	return s.one.brokenBy(ctx, l)
+// finish is single's finish with the slot's release script.
+func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
+	b, _ := keys.LineBase(l.key)
+	w, beside := w.apart(s.one.rdb, l.key) // admin_index_cluster.go
+	v, err := beside.eval(ctx, s.one.rdb, slotsFinishScript(), append([]string{l.key}, w.keys(l.key)...),
+		append([]any{l.token, keep.Milliseconds(), b, s.n, l.slot, ""}, w.args()...)...).Slice()
+	return finishReply(l, v, err)
 }

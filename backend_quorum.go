@@ -41,7 +41,7 @@ const (
 //     the answers of a majority settle who holds the lock;
 //     Status.Unanswered names the nodes they did without.
 //   - A node where another owner's key stood when the lock was taken or
-//     extended is repaired the moment that key expires: KeepAlive renews
+//     renewed is repaired the moment that key expires: KeepAlive renews
 //     early then, so the lock gains the node while it still has its
 //     majority (Lock.Extend called by hand repairs only when it runs).
 //   - Acquire waits for release messages from the first node only; a
@@ -224,7 +224,7 @@ func (q *quorum) release(ctx context.Context, l *Lock, keep time.Duration) error
 	return q.quorumError("release", l, yes, no, errs)
 }
 
-func (q *quorum) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+func (q *quorum) renew(ctx context.Context, l *Lock, ttl time.Duration) error {
 	start := time.Now()
 	// A late answer is harmless: extend.lua never creates a key.
 	res, _ := q.raceScript(ctx, ttl, lateGrace, func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
@@ -240,7 +240,7 @@ func (q *quorum) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 	// or the next loss of a node would cost the lock its majority. Never on
 	// a node where someone else's key sits; never when the majority is gone
 	// (extend.lua does not recreate keys, and neither does this).
-	repairTTL := ttl - time.Since(start) // no longer than the extended keys
+	repairTTL := ttl - time.Since(start) // no longer than the renewed keys
 	var free time.Duration
 	for i, r := range res {
 		if r.err == nil && r.n == 0 && repairTTL >= time.Millisecond {
@@ -257,7 +257,7 @@ func (q *quorum) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
 // freeAfter is, from a claim.lua answer just received, when that node's key
 // can be claimed, as a time since l was acquired; 0 when it is ours or
 // another owner's without an expiry. The earliest such time of a lock's
-// nodes goes to l.renewBy: KeepAlive renews then, and the renewal (extend)
+// nodes goes to l.renewBy: KeepAlive renews then, and the renewal (renew)
 // puts the key on that node while the lock still has its majority. A node
 // that did not answer has no known time: the next regular renewal tries it
 // again.

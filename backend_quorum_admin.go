@@ -267,3 +267,12 @@ func (q *quorum) finish(ctx context.Context, l *Lock, keep time.Duration, w *rec
 	}
 	return relErr, recErr
 }
+
+// history is the union of the nodes' runs once a majority has answered:
+// the same run is the same JSON on every node that stored it.
+func (q *quorum) history(ctx context.Context, key string, n int) ([]string, error) {
+	return q.unionOfMajority(ctx, func(ctx context.Context, rdb redis.UniversalClient) nodeStrings {
+		raws, err := historyOn(ctx, rdb, key, n)
+		return nodeStrings{raws, err}
+	})
+}

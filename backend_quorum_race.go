@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A majority decides: a quorum's calls (acquire, extend, release, ttl)
+// A majority decides: a quorum's calls (acquire, renew, release, ttl)
 // return as soon as their outcome is known, and never wait for a node that
 // is slow to answer once a majority has (race). The slow node's call goes
 // on in the background, and what it leaves behind is taken care of:

@@ -4,7 +4,7 @@ package withlock
 // marker key.
 
 // A semaphore admits up to N holders of one name at once. Its keys, all in
-// the Cluster slot of the name's key K (B is lineBase(K), K's hash tag):
+// the Cluster slot of the name's key K (B is keys.LineBase(K), K's hash tag):
 //
 //   - K holds the marker "#slots=N" (tokens never start with '#'), so that
 //     every user of the name sees how many slots it has: a plain lock's SET
@@ -15,7 +15,7 @@ package withlock
 //   - "B:s:1" … "B:s:N" hold the holders' tokens, each a plain lock.
 //
 // The fencing counter, the last-run record and the fair line are the
-// plain lock's (fenceKey, recordKey, wait_fair.go).
+// plain lock's (keys.Fence, keys.Record, wait_fair.go).
 
 import (
 	"context"
@@ -91,13 +91,10 @@ func slotsOf(v string) (int, bool) {
 	return n, err == nil && n > 0
 }
 
-// slotKey is the key of slot i of the name whose key has the line base b.
-func slotKey(b string, i int) string { return keys.Slot(b, i) }
-
 // base is key's line base, or an error for a key with '}' and no hash tag,
 // whose slot keys could not share its Cluster slot.
 func (s *semaphore) base(key string) (string, error) {
-	b, ok := lineBase(key)
+	b, ok := keys.LineBase(key)
 	if !ok {
 		return "", unsupported(fmt.Sprintf("semaphore %s: a name with '}' needs a hash tag {...} before it", key))
 	}
@@ -112,17 +109,17 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 	if err != nil {
 		return err
 	}
-	keys := []string{l.key}
+	lockKeys := []string{l.key}
 	if opts != nil && opts.Fence {
-		keys = append(keys, fenceKey(l.key))
+		lockKeys = append(lockKeys, keys.Fence(l.key))
 	}
-	v, markErr, err := s.take(ctx, l, keys, b)
+	v, markErr, err := s.take(ctx, l, lockKeys, b)
 	if err == nil && len(v) < 2 {
 		err = fmt.Errorf("unexpected reply %v", v)
 	}
 	switch {
 	case isWrongType(err) && strings.Contains(err.Error(), "fence counter"):
-		return wrongType(ctx, s.one.rdb, fenceKey(l.key), "fence counter", err)
+		return wrongType(ctx, s.one.rdb, keys.Fence(l.key), "fence counter", err)
 	case isWrongType(err):
 		return wrongType(ctx, s.one.rdb, l.key, "key", err)
 	case err != nil:
@@ -166,7 +163,7 @@ func (s *semaphore) acquire(ctx context.Context, l *Lock, opts *LockOptions) err
 // error.
 func (s *semaphore) take(ctx context.Context, l *Lock, keys []string, b string) ([]any, error, error) {
 	now := l.acquired
-	probe := s.one.server.due(s.one.rdb) // the first acquisition also asks INFO memory (client.go)
+	probe := s.one.server.due(s.one.rdb) // the first acquisition also asks INFO memory (server_check.go)
 	if !probe && !s.one.goesWithSet(l, now) {
 		v, err := s.one.rdb.Eval(ctx, slotsAcquireScript(), keys, b, s.n, l.token, l.ttl.Milliseconds()).Slice()
 		return v, nil, err
@@ -182,20 +179,20 @@ func (s *semaphore) take(ctx context.Context, l *Lock, keys []string, b string) 
 // abandonSlot deletes l's token from whichever slot holds it, as abandon
 // does for a plain lock.
 func (s *semaphore) abandonSlot(ctx context.Context, l *Lock) {
-	b, _ := lineBase(l.key)
+	b, _ := keys.LineBase(l.key)
 	cleanupScript(ctx, s.one.rdb, false, l.key, slotsReleaseScript(), []string{l.key}, l.token, 0, b, s.n, 0, "")
 }
 
-func (s *semaphore) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
-	b, _ := lineBase(l.key)
-	keys := []string{l.key, slotKey(b, l.slot), replacedKey(l.key)}
+func (s *semaphore) renew(ctx context.Context, l *Lock, ttl time.Duration) error {
+	b, _ := keys.LineBase(l.key)
+	lockKeys := []string{l.key, keys.Slot(b, l.slot), keys.Replaced(l.key)}
 	first := !l.indexed.Load()
 	var beside indexWrite
 	if first { // admin_index.go: the first renewal indexes the name
-		keys, beside = indexWith(s.one.rdb, keys, l)
+		lockKeys, beside = indexWith(s.one.rdb, lockKeys, l)
 	}
-	v, err := beside.eval(ctx, s.one.rdb, slotsExtendScript(), keys, l.token, ttl.Milliseconds(), marker(s.n)).Result()
-	err = extended(l.key, v, err) // replace.go
+	v, err := beside.eval(ctx, s.one.rdb, slotsExtendScript(), lockKeys, l.token, ttl.Milliseconds(), marker(s.n)).Result()
+	err = renewed(l.key, v, err) // replace.go
 	if first && (err == nil || errors.Is(err, ErrReplaced)) {
 		l.indexed.Store(true)
 	}
@@ -208,23 +205,14 @@ func (s *semaphore) release(ctx context.Context, l *Lock, keep time.Duration) er
 }
 
 func (s *semaphore) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid string) (string, error) {
-	b, _ := lineBase(l.key)
+	b, _ := keys.LineBase(l.key)
 	v, err := s.one.rdb.Eval(ctx, slotsReleaseScript(), []string{l.key}, l.token, keep.Milliseconds(), b, s.n, l.slot, cid).Result()
 	return released(l.key, v, err)
 }
 
 func (s *semaphore) ttl(ctx context.Context, l *Lock) (time.Duration, error) {
-	b, _ := lineBase(l.key)
-	return ttlOf(ctx, s.one.rdb, l.key, slotKey(b, l.slot), l.token)
-}
-
-// finish is single's finish with the slot's release script.
-func (s *semaphore) finish(ctx context.Context, l *Lock, keep time.Duration, w *recordWrite) (relErr, recErr error) {
-	b, _ := lineBase(l.key)
-	w, beside := w.apart(s.one.rdb, l.key) // admin_index_cluster.go
-	v, err := beside.eval(ctx, s.one.rdb, slotsFinishScript(), append([]string{l.key}, w.keys(l.key)...),
-		append([]any{l.token, keep.Milliseconds(), b, s.n, l.slot, ""}, w.args()...)...).Slice()
-	return finishReply(l, v, err)
+	b, _ := keys.LineBase(l.key)
+	return ttlOf(ctx, s.one.rdb, l.key, keys.Slot(b, l.slot), l.token)
 }
 
 func (s *semaphore) slots() int { return s.n }

@@ -1,7 +1,7 @@
 package withlock
 
 // The backend for one Redis deployment (plain, Sentinel, Cluster): acquire,
-// extend, release, TTL, the fair line's check and the hand-over.
+// renew, release, TTL, the fair line's check and the hand-over.
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
+	"github.com/with-lock/with-lock/internal/pipeline"
 )
 
 // single keeps locks on one Redis deployment (a plain server, Sentinel, or
@@ -21,10 +23,10 @@ type single struct {
 	rdb   redis.UniversalClient
 	names *nameIndex // the names this Client wrote into the index lately (admin_index.go); nil: no index
 
-	releaseBy atomic.Int32 // how the release script is sent (scripts.go)
+	releaseBy atomic.Int32 // how the release script is sent (runRelease, roundtrip_senders.go)
 	trips     roundTrips   // round trips shared by concurrent callers (roundtrip.go)
 
-	server serverCheck // what the first acquisition learns of the server (client.go)
+	server serverCheck // what the first acquisition learns of the server (server_check.go)
 }
 
 // newSingle is the backend of a Client on rdb, which writes the names it
@@ -76,7 +78,7 @@ func (s *single) set(ctx context.Context, rdb pipeSetter, l *Lock, fenced bool) 
 	if now.IsZero() {
 		now = time.Now()
 	}
-	probe := s.server.due(s.rdb) // the first acquisition also asks INFO memory (client.go)
+	probe := s.server.due(s.rdb) // the first acquisition also asks INFO memory (server_check.go)
 	if probe || s.goesWithSet(l, now) {
 		return s.setWith(ctx, rdb, l, fenced, now, probe)
 	}
@@ -132,7 +134,7 @@ func (s *single) setWith(ctx context.Context, rdb pipeSetter, l *Lock, fenced bo
 //   - after it, with internal/lapse.Detect, the SET … GET of the lease
 //     mark (lease.go);
 //   - after it, on the Client's first acquisition, INFO memory, which says
-//     whether the server may evict the lock (client.go).
+//     whether the server may evict the lock (server_check.go).
 //
 // With none of them the command goes alone: a long-lived Client's
 // uncontended acquisition is one SET.
@@ -165,7 +167,7 @@ func (s *single) sendWith(ctx context.Context, rdb pipeSetter, l *Lock, now time
 	if probe {
 		s.server.pipelined(ctx, rdb, queue) // INFO memory after the command
 	} else {
-		_ = pipelined(ctx, rdb, queue) // each command has its error
+		_ = pipeline.Send(ctx, rdb, queue) // each command has its error
 	}
 	if index == nil && s.names.due(l.key, now) { // admin_index_cluster.go: indexReached
 		index = s.names.queue(ctx, s.rdb, l)
@@ -193,7 +195,7 @@ func markRefused(key string, markErr error) error {
 
 // sendFenced sends acquireFencedScript for l through rdb.
 func sendFenced(ctx context.Context, rdb setter, l *Lock) *redis.Cmd {
-	return rdb.Eval(ctx, acquireFencedScript(), []string{l.key, fenceKey(l.key)}, l.token, l.ttl.Milliseconds())
+	return rdb.Eval(ctx, acquireFencedScript(), []string{l.key, keys.Fence(l.key)}, l.token, l.ttl.Milliseconds())
 }
 
 // fenced reads acquireFencedScript's reply into l.fence: true when the lock
@@ -217,7 +219,7 @@ func (s *single) sent(ctx context.Context, l *Lock, fenced, ok bool, err error) 
 	case fenced && isWrongType(err):
 		// Only the counter can fail the script: a lock key of another
 		// type makes its SET NX answer "held", and held finds out.
-		return false, wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
+		return false, wrongType(ctx, s.rdb, keys.Fence(l.key), "fence counter", err)
 	case mayHaveLanded(err):
 		s.abandon(ctx, l, false)
 	}
@@ -258,7 +260,7 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 	if fenced {
 		// While we hold the lock nobody else can draw a number, so the
 		// counter is still the one our landed script drew.
-		if l.fence, err = s.rdb.Get(ctx, fenceKey(l.key)).Int64(); err != nil {
+		if l.fence, err = s.rdb.Get(ctx, keys.Fence(l.key)).Int64(); err != nil {
 			s.abandon(ctx, l, !mayHaveLanded(err))
 			return fmt.Errorf("read fence of %s: %w", l.key, err)
 		}
@@ -266,31 +268,14 @@ func (s *single) held(ctx context.Context, l *Lock, fenced bool) error {
 	return nil
 }
 
-// inspect reads who holds key and for how long, in one round trip: the
-// holder's token ("" when the key is gone) and its remaining time, as
-// Holder.TTL says it (-1 without expiry, 0 when gone).
-func inspect(ctx context.Context, rdb redis.UniversalClient, key string) (string, time.Duration, error) {
-	var get *redis.StringCmd
-	var pttl *redis.DurationCmd
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, key)
-		pttl = p.PTTL(ctx, key)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return "", 0, fmt.Errorf("inspect %s: %w", key, err)
-	}
-	return get.Val(), pttlHolderTTL(pttl.Val()), nil
-}
-
-func (s *single) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+func (s *single) renew(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if !l.indexed.Load() {
-		return s.extendIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
+		return s.renewIndexed(ctx, l, ttl) // admin_index.go: the first renewal indexes the lock
 	}
 	sent := time.Now()
-	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, replacedKey(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
-	v = l.clock.note(v, sent, time.Now()) // serverclock.go
-	return extended(l.key, v, err)        // replace.go
+	v, err := s.rdb.Eval(ctx, extendScript(), []string{l.key, keys.Replaced(l.key)}, l.token, ttl.Milliseconds(), withServerTime).Result()
+	v = l.clock.note(v, sent, time.Now()) // keepalive_clocks.go
+	return renewed(l.key, v, err)         // replace.go
 }
 
 func (s *single) release(ctx context.Context, l *Lock, keep time.Duration) error {
@@ -305,6 +290,30 @@ func (s *single) releaseTo(ctx context.Context, l *Lock, keep time.Duration, cid
 	keys, args := l.releaseCall(keep, cid)
 	v, err := s.runRelease(ctx, keys, args)
 	return released(l.key, v, err)
+}
+
+// releaseCall returns the release script's KEYS and ARGV for l (see
+// releaseScript): with keep and cid, the Client id sent by a Client with
+// waiters of its own, or "".
+func (l *Lock) releaseCall(keep time.Duration, cid string) ([]string, []any) {
+	if keep == 0 && cid == "" && l.relArgs[0] != nil {
+		return l.relKeys[:], l.relArgs[:]
+	}
+	return []string{l.key}, releaseArgs(l.token, l.waitMark(), keep, cid)
+}
+
+// releaseArgs is releaseScript's ARGV: the token and the waiting mark, then
+// the time to keep the key and the Client id only when one of them is
+// sent. Redis pushes every argument into the script's ARGV table, which
+// costs it time on every release, so a plain release sends only two.
+func releaseArgs(token, mark string, keep time.Duration, cid string) []any {
+	switch {
+	case cid != "":
+		return []any{token, mark, keep.Milliseconds(), cid}
+	case keep > 0:
+		return []any{token, mark, keep.Milliseconds()}
+	}
+	return []any{token, mark}
 }
 
 // released reads a release script's reply v (or err) for the lock key
@@ -345,6 +354,13 @@ func (s *single) handed(v string) (string, int) { return v, 0 }
 // mayHold: the key holds the waiter's token.
 func (s *single) mayHold(v, token string) bool { return v == token }
 
+// lineArg is what the line's check is given for key's fair line: its
+// base, or "" for a key that has none.
+func lineArg(key string) string {
+	b, _ := keys.LineBase(key)
+	return b
+}
+
 // lineCheck runs lineCheckScript: an entry was handed the lock when the
 // key holds its token, for aliveFor at most when it was handed as to a far
 // waiter (provisional). A semaphore's marker ends the waits with a
@@ -384,35 +400,3 @@ func (s *single) lineCheck(ctx context.Context, key, cid string, far bool, entri
 
 // lineStore: one deployment keeps the line beside the lock's key.
 func (s *single) lineStore() redis.UniversalClient { return s.rdb }
-
-// handOver pipelines the release script for from and a SET NX PX for to,
-// with what goes with to's SET (sendWith): a handoff between waiters of one
-// Client costs one round trip, and the release is still the one EVAL whose
-// message wakes other processes.
-func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err error) {
-	to.acquired = time.Now() // before sending: to's key cannot outlive acquired+ttl
-	var release *redis.Cmd
-	var set *redis.BoolCmd
-	_ = s.sendWith(ctx, s.rdb, to, to.acquired, false, func(p redis.Pipeliner) {
-		// As a Client with waiters of its own: the key's waiting mark is
-		// kept for those behind to, and the release message published.
-		release = p.Eval(ctx, releaseScript(), []string{from.key}, releaseArgs(from.token, from.waitMark(), 0, ownWaitersOutsideTheLine)...)
-		set = p.SetNX(ctx, to.key, to.token, to.ttl)
-	})
-	got, serr := set.Result()
-	if serr != nil && mayHaveLanded(serr) {
-		// The SET may still land, and the waiter may give up instead of
-		// trying again: then nobody would release that key.
-		s.abandon(ctx, to, false)
-	}
-	got = got && serr == nil
-	to.leaseSent = to.leaseSent && got
-	n, err := release.Int64()
-	switch {
-	case err != nil:
-		return got, opError("release", from.key, err)
-	case n == 0:
-		return got, ErrLockNotHeld
-	}
-	return got, nil
-}

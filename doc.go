@@ -3,9 +3,12 @@
 //
 // A lock is one Redis key holding a token unique to its owner. It is taken
 // with a single SET key token NX PX ttl, so it either exists with a TTL or
-// not at all, and it is released or extended only by Lua scripts that first
+// not at all, and it is released or renewed only by Lua scripts that first
 // compare the token, so an owner whose lock expired and was taken over never
-// deletes or prolongs the new owner's lock.
+// deletes or renews the new owner's lock.
+//
+// Renewal is one concept under two calls: Lock.Extend renews a lock once,
+// and Lock.KeepAlive keeps renewing it until Stop or a loss.
 //
 // # Which entry point
 //

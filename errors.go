@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/with-lock/with-lock/internal/keys"
 )
 
 var (
@@ -26,7 +27,7 @@ var (
 	ErrLockNotHeld = errors.New("lock is no longer held")
 
 	// ErrReplaced means an Acquire with LockOptions.Replace asked this
-	// lock's holder to stop: Extend returns it having extended the lock,
+	// lock's holder to stop: Extend returns it having renewed the lock,
 	// which stays ours until Release hands it to the replacer, and a
 	// KeepAlive reports it as a loss (LostError.ReplacedBy) while it goes
 	// on renewing, so that the replacer waits for the work to end.
@@ -119,7 +120,7 @@ func (e waitEnded) Unwrap() error { return e.cause }
 func notObtained(key, token string, ttl time.Duration) *NotObtainedError {
 	e := &NotObtainedError{Key: key, Holder: Holder{ID: "unknown", TTL: ttl}}
 	if token != "" {
-		e.Holder.ID, e.Holder.Since = holderOf(token), sinceOf(token)
+		e.Holder.ID, e.Holder.Since = keys.Holder(token), sinceOf(token)
 	}
 	return e
 }
@@ -314,46 +315,13 @@ var errCannotQueue = errors.New("cannot queue a command for this client")
 // also matches ErrLockNotHeld: the server that held our key was demoted, and
 // with asynchronous replication the promoted replica may never have received
 // the key, so for all the owner knows someone else holds the lock now. This
-// is the conservative choice: stop relying on the lock (a keep-alive stops
+// is the conservative choice: stop relying on the lock (a KeepAlive's loss stops
 // the job) rather than carry on through a failover that may have lost it.
 func opError(op, key string, err error) error {
 	if redis.IsReadOnlyError(err) {
 		return fmt.Errorf("%s %s: %w: the server was demoted to a replica (%w)", op, key, ErrLockNotHeld, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
-}
-
-// Describing a foreign key that holds what this package did not write
-// (ErrWrongType).
-
-// wrongType describes key after Redis answered err, a WRONGTYPE reply, for
-// it: its type, or its value when it is a string, in one round trip taken
-// only on this error path.
-func wrongType(ctx context.Context, rdb redis.UniversalClient, key, what string, err error) error {
-	var typ *redis.StatusCmd
-	var get *redis.StringCmd
-	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		typ = p.Type(ctx, key)
-		get = p.Get(ctx, key)
-		return nil
-	})
-	e := &wrongTypeError{what: what, key: key, holds: "something else", err: err}
-	switch t := typ.Val(); t {
-	case "string":
-		e.holds = quoteShort(get.Val(), 32)
-	case "", "none": // gone meanwhile, or TYPE failed
-	default:
-		e.holds = "a " + t
-	}
-	return e
-}
-
-// quoteShort quotes s, cut to n bytes, for an error message.
-func quoteShort(s string, n int) string {
-	if len(s) <= n {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprintf("%q...", s[:n])
 }
 
 // isWrongType reports whether err is Redis's WRONGTYPE reply (or the fenced

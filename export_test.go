@@ -7,6 +7,7 @@ package withlock
 import (
 	"context"
 	"errors"
+	"github.com/with-lock/with-lock/internal/keys"
 	"slices"
 	"sync"
 	"testing"
@@ -47,14 +48,14 @@ func WaitingWithoutLine(c *Client, name string) int {
 // the same Client. It reports whether it did so, and the release's error.
 func HandOff(ctx context.Context, l *Lock) (bool, error) { return l.c.line.handOff(ctx, l) }
 
-// HolderOf is holderOf: the "<host>:<pid>" part of a token.
-var HolderOf = holderOf
+// HolderOf is keys.Holder: the "<host>:<pid>" part of a token.
+var HolderOf = keys.Holder
 
 // DefaultMargin is the KeepAlive margin used for a lock with the given TTL.
 var DefaultMargin = defaultMargin
 
 // FenceKey returns the key of the fencing counter of c's lock called name.
-func FenceKey(c *Client, name string) string { return fenceKey(c.Key(name)) }
+func FenceKey(c *Client, name string) string { return keys.Fence(c.Key(name)) }
 
 // Unindex prunes keys of c's prefix from the index of names where they are
 // still out of use (admin_index.go), as List does after reading them.
@@ -66,7 +67,7 @@ func Unindex(ctx context.Context, c *Client, keys ...string) error {
 // (unindexSeenScript) for key, as if List had read its entry as seen and
 // found it out of use.
 func PruneSeen(ctx context.Context, c *Client, key, seen string) error {
-	return c.b.(*single).rdb.Eval(ctx, unindexSeenScript(), []string{indexKey(c.prefix)}, pruneAfter.Milliseconds(), key, seen).Err()
+	return c.b.(*single).rdb.Eval(ctx, unindexSeenScript(), []string{keys.Index(c.prefix)}, pruneAfter.Milliseconds(), key, seen).Err()
 }
 
 // SetIndexTimings sets how long c trusts its own writes into the index of
@@ -136,7 +137,7 @@ func (f *fakeRenewals) acquire(_ context.Context, l *Lock, _ *LockOptions) error
 	return nil
 }
 
-func (f *fakeRenewals) extend(ctx context.Context, l *Lock, ttl time.Duration) error {
+func (f *fakeRenewals) renew(ctx context.Context, l *Lock, ttl time.Duration) error {
 	f.mu.Lock()
 	f.sent = append(f.sent, time.Since(l.acquired))
 	f.ttls = append(f.ttls, ttl)

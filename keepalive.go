@@ -110,7 +110,7 @@ type KeepAlive struct {
 	onRenew     func(time.Duration, error)
 	onReacquire func(time.Duration)
 	// onServerClock is KeepAliveOptions.OnServerClock; clockSeen, the
-	// server's clock as the last renewal read it (serverclock.go), is
+	// server's clock as the last renewal read it (keepalive_clocks.go), is
 	// the loop's alone.
 	onServerClock func(time.Duration)
 	clockSeen     serverSample
@@ -127,13 +127,13 @@ type KeepAlive struct {
 	err      error
 	deadline time.Time // the local deadline, as Deadline returns it
 
-	sched lateness // how late the renewal timer fires (keepalive_lateness.go)
-	// rechecking is KeepAliveOptions.Recheck's goroutine (keepalive_recheck.go).
+	sched lateness // how late the renewal timer fires (keepalive_clocks.go)
+	// rechecking is KeepAliveOptions.Recheck's goroutine (keepalive_loss.go).
 	rechecking sync.WaitGroup
 }
 
-// KeepAlive starts renewing the lock every interval with one token-checked
-// PEXPIRE to its TTL, so the key never lives longer than the TTL past the
+// KeepAlive keeps renewing the lock: every interval it renews it as Extend
+// does once, with one token-checked PEXPIRE to its TTL, so the key never lives longer than the TTL past the
 // last renewal and a crashed owner's lock is freed within the TTL. It also
 // renews early when the lock's backend asks for it: a quorum lock (NewQuorum)
 // does the moment another owner's key leaves a node that the lock lacks,
@@ -305,9 +305,9 @@ func (k *KeepAlive) run(ctx context.Context) {
 		case r := <-results:
 			busy = false
 			if ctx.Err() == nil {
-				k.serverClockMoved() // serverclock.go
+				k.serverClockMoved() // keepalive_clocks.go
 			}
-			// A replaced lock was extended all the same: it stays ours,
+			// A replaced lock was renewed all the same: it stays ours,
 			// renewed, until Release hands it to the replacer, so that the
 			// replacer starts only once the work has stopped.
 			by := replacedBy(r.err) // replace.go

@@ -57,7 +57,7 @@ func (l *Lock) leaseRefused(b backend) error {
 		return unsupported(fmt.Sprintf("acquire %s: a semaphore keeps no lease mark (--lock-delay)", l.key))
 	case !single:
 		return unsupported(fmt.Sprintf("acquire %s: no lease mark on a quorum of independent masters (--lock-delay)", l.key))
-	case !hasLine(l.key):
+	case !keys.HasLine(l.key):
 		return unsupported(fmt.Sprintf("acquire %s: a name with '}' and no hash tag has no room for a lease mark (--lock-delay)", l.key))
 	}
 	return nil

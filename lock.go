@@ -6,8 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,9 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/keys"
-	"github.com/with-lock/with-lock/internal/leftovers"
 )
 
 // Lock is a lock that was obtained. Its methods are safe for concurrent use.
@@ -45,7 +41,7 @@ type Lock struct {
 	refence atomic.Int64
 
 	// announce is set on a try of a waiter that is not in the fair line:
-	// the backend marks the key as waited for this long (waitMark) with
+	// the backend marks the key as waited for this long (keys.Mark) with
 	// the try, so that the holder's release publishes. 0 for none.
 	announce time.Duration
 
@@ -56,7 +52,7 @@ type Lock struct {
 	// the mark went with an acquiring command, lapsed is Lapsed.
 	lapse, leaseSent, lapsed bool
 
-	clock serverClock // the server's TIME, as the last renewal read it (serverclock.go)
+	clock serverClock // the server's TIME, as the last renewal read it (keepalive_clocks.go)
 
 	// The release script's KEYS and ARGV for a plain release (no min-hold
 	// left, no Client id), built once by newLock so that an uncontended
@@ -64,7 +60,7 @@ type Lock struct {
 	// go in by pointer, which go-redis writes as the strings. Read-only
 	// after newLock, so concurrent Releases share them; a Lock made
 	// elsewhere leaves them empty (releaseCall).
-	mark    string // waitMark(key), built with key in one allocation
+	mark    string // keys.Mark(key), built with key in one allocation
 	relKeys [1]string
 	relArgs [2]any
 }
@@ -107,14 +103,15 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	return l.c.b.ttl(ctx, l)
 }
 
-// Extend sets the lock's remaining time to ttl if it is still ours, with one
-// compare-and-PEXPIRE script. It never recreates an expired key: then it
+// Extend renews the lock once: it sets the lock's remaining time to ttl if
+// it is still ours, with one compare-and-PEXPIRE script (KeepAlive keeps
+// renewing it). It never recreates an expired key: then it
 // returns ErrLockNotHeld.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("ttl %s is below 1ms", ttl)
 	}
-	return l.c.b.extend(ctx, l, ttl)
+	return l.c.b.renew(ctx, l, ttl)
 }
 
 // Release gives the lock up if it is still ours, with one compare-and-delete
@@ -133,36 +130,23 @@ func (l *Lock) Release(ctx context.Context) error {
 	return l.c.b.release(ctx, l, keep)
 }
 
-// releaseCall returns the release script's KEYS and ARGV for l (see
-// releaseScript): with keep and cid, the Client id sent by a Client with
-// waiters of its own, or "".
-func (l *Lock) releaseCall(keep time.Duration, cid string) ([]string, []any) {
-	if keep == 0 && cid == "" && l.relArgs[0] != nil {
-		return l.relKeys[:], l.relArgs[:]
+// keep is what is left of l's min-hold: how long the key must still live
+// after a release, or 0 to delete it.
+func (l *Lock) keep() time.Duration {
+	if l.minHold > 0 {
+		if left := l.minHold - time.Since(l.acquired); left >= time.Millisecond {
+			return left
+		}
 	}
-	return []string{l.key}, releaseArgs(l.token, l.waitMark(), keep, cid)
+	return 0
 }
 
-// releaseArgs is releaseScript's ARGV: the token and the waiting mark, then
-// the time to keep the key and the Client id only when one of them is
-// sent. Redis pushes every argument into the script's ARGV table, which
-// costs it time on every release, so a plain release sends only two.
-func releaseArgs(token, mark string, keep time.Duration, cid string) []any {
-	switch {
-	case cid != "":
-		return []any{token, mark, keep.Milliseconds(), cid}
-	case keep > 0:
-		return []any{token, mark, keep.Milliseconds()}
-	}
-	return []any{token, mark}
-}
-
-// waitMark is waitMark(l.key), without building it again when newLock did.
+// waitMark is keys.Mark(l.key), without building it again when newLock did.
 func (l *Lock) waitMark() string {
 	if l.mark != "" {
 		return l.mark
 	}
-	return waitMark(l.key)
+	return keys.Mark(l.key)
 }
 
 // renewalDue returns when the backend wants l renewed early, and false when
@@ -172,48 +156,10 @@ func (l *Lock) renewalDue() (time.Time, bool) {
 	return l.acquired.Add(at), at > 0
 }
 
-// Keys and tokens. Where a lock's keys live (its side keys and fair line in
-// its Cluster hash slot) is decided once, in internal/keys, which the tests
-// import too; the short names below are the library's for it. Tokens are
-// made here (owner prefix, time, crypto/rand); which part of one may be
-// shown is internal/keys' too.
-
-// fenceKey is the key of the fencing counter of the lock key key, in its
-// Cluster slot, so that both can be written by one script: "{key}:fence"
-// (docs/production-redis.md documents it for ACLs).
-func fenceKey(key string) string { return keys.Fence(key) }
-
-// sideKey is the key called what beside the lock key key, in its slot.
-func sideKey(key, what string) string { return keys.Side(key, what) }
-
-// hashTagged reports whether key's Cluster slot comes from a hash tag of
-// its own.
-func hashTagged(key string) bool { return keys.HashTagged(key) }
-
-// taggable reports whether a key without a hash tag can be made one of its
-// own, "{key}".
-func taggable(key string) bool { return keys.Taggable(key) }
-
-// lineBase is the hash-tagged base of the names beside key in its slot,
-// false for a key that has none (so no fair line and no semaphore: such a
-// key waits without a line).
-func lineBase(key string) (string, bool) { return keys.LineBase(key) }
-
-// hasLine reports whether key has a line: lineBase without building it.
-func hasLine(key string) bool { return keys.HasLine(key) }
-
-// lineArg is what the line's check is given for key's fair line: its
-// base, or "" for a key that has none.
-func lineArg(key string) string {
-	b, _ := keys.LineBase(key)
-	return b
-}
-
-// waitMark is the key of key's waiting mark, "<base>:w": it exists while
-// someone may be waiting for key, so that a release with nobody waiting
-// skips the line and the release message (releaseScript). "" for a key
-// without a line base, whose releases always publish.
-func waitMark(key string) string { return keys.Mark(key) }
+// Tokens are made here (owner prefix, time, crypto/rand). Where a lock's
+// keys live (its side keys and fair line in its Cluster hash slot), and
+// which part of a token may be shown, is decided once, in internal/keys,
+// which the library and the tests call directly.
 
 // tokenRandomBytes is the random part of a token: 128 bits make a collision
 // between two owners practically impossible.
@@ -254,11 +200,6 @@ func newToken(prefix string, now time.Time) (string, error) {
 	return sb.String(), nil
 }
 
-// holderOf returns the "<host>:<pid>" part of a token, the part that is safe
-// to show: the random part is what proves ownership and must not be printed.
-// A token in another format yields "unknown".
-func holderOf(token string) string { return keys.Holder(token) }
-
 // sinceOf returns the time a token was made (see newToken), or the zero
 // time for a token without one: from an older version, or another program.
 func sinceOf(token string) time.Time {
@@ -272,93 +213,4 @@ func sinceOf(token string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
-}
-
-// The leftovers note (internal/leftovers), beside a held lock: the run's own
-// command has exited and processes it started still run under the lock.
-// The CLI holds the lock until its job's last process ends; Status reads
-// the note so that --status shows why.
-
-// leftNote is a leftovers.Note as stored at leftKey, with a digest of the
-// holder's token (tokenTag): a note outlived by its holder's lock names
-// another holder than the present one and is not shown.
-type leftNote struct {
-	leftovers.Note
-	Tag string `json:"token_sha256"`
-}
-
-// leftKey is the key of the leftovers note of the lock key key, in its
-// Redis Cluster slot: "{key}:left". It lives as long as the lock had left
-// when the note was written, and the release by ReleaseAndRecord deletes
-// it.
-func leftKey(key string) string { return keys.Left(key) }
-
-// leftNoter is a backend that can store a leftovers note: one deployment
-// or a quorum.
-type leftNoter interface {
-	noteLeft(ctx context.Context, l *Lock, note string) (bool, error)
-}
-
-func (s *single) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
-	n, err := s.rdb.Eval(ctx, leftScript(), []string{l.key, leftKey(l.key)}, l.token, note).Int64()
-	if err != nil {
-		return false, fmt.Errorf("leftovers note on %s: %w", l.key, err)
-	}
-	return n == 1, nil
-}
-
-// noteLeft on a quorum stores the note on every node that holds the lock,
-// and reports it held when a majority does.
-func (q *quorum) noteLeft(ctx context.Context, l *Lock, note string) (bool, error) {
-	res := eachNode(q.nodes, func(rdb redis.UniversalClient) nodeResult {
-		n, err := rdb.Eval(ctx, leftScript(), []string{l.key, leftKey(l.key)}, l.token, note).Int64()
-		return nodeResult{n: n, err: err}
-	})
-	yes, no, errs := tally(res)
-	if yes >= q.need {
-		return true, nil
-	}
-	if err := q.quorumError("leftovers note on", l, yes, no, errs); !errors.Is(err, ErrLockNotHeld) {
-		return false, err
-	}
-	return false, nil
-}
-
-func init() {
-	leftovers.Implement(leftovers.Backend{
-		Store: func(ctx context.Context, lock any, n leftovers.Note) error { return lock.(*Lock).noteLeftovers(ctx, n) },
-		Of:    func(status any) *leftovers.Note { return status.(*Status).leftovers },
-	})
-}
-
-// noteLeftovers is leftovers.Store.
-func (l *Lock) noteLeftovers(ctx context.Context, left leftovers.Note) error {
-	b, ok := l.c.b.(leftNoter)
-	if !ok || l.slot > 0 {
-		return unsupported("leftovers note on " + l.key + ": a semaphore keeps none")
-	}
-	raw, err := json.Marshal(leftNote{Note: left, Tag: tokenTag(l.token)})
-	if err != nil {
-		return fmt.Errorf("encode the leftovers note of %s: %w", l.key, err)
-	}
-	held, err := b.noteLeft(ctx, l, string(raw))
-	switch {
-	case err != nil:
-		return err
-	case !held:
-		return fmt.Errorf("leftovers note on %s: %w", l.key, ErrLockNotHeld)
-	}
-	return nil
-}
-
-// leftovers is the note among raws written by the holder of token, or
-// nil.
-func leftoversOf(raws []string, token string) *leftovers.Note {
-	for _, raw := range raws {
-		var n leftNote
-		if json.Unmarshal([]byte(raw), &n) == nil && token != "" && n.Tag == tokenTag(token) {
-			return &n.Note
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ func (w Window) At(t time.Time) Span {
 // whose clock is behind by less than that still finds it.
 func windowMargin(every time.Duration) time.Duration { return min(every, time.Hour) }
 
-// markValue is the marker of s as stored at windowKey: its start and end in
+// markValue is the marker of s as stored at keys.Window: its start and end in
 // Unix milliseconds, so that a marker tells which window it is for and a
 // reader needs no Window to show it.
 func markValue(s Span) string {
@@ -124,7 +125,7 @@ func (c *Client) windowDone(ctx context.Context, key string, w Window) (Span, bo
 // marked reads the once-per marker of the lock key key, "" when none, and
 // the server's present, in one EVAL of windowScript.
 func (s *single) marked(ctx context.Context, key string) (string, time.Time, error) {
-	v, err := s.rdb.Eval(ctx, windowScript(), []string{windowKey(key)}).Slice()
+	v, err := s.rdb.Eval(ctx, windowScript(), []string{keys.Window(key)}).Slice()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("read the once-per marker of %s: %w", key, err)
 	}

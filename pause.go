@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/with-lock/with-lock/internal/keys"
+	"github.com/with-lock/with-lock/internal/pipeline"
 )
 
 // ErrPaused means the lock's name is paused (Client.Pause): nothing takes
@@ -117,11 +118,11 @@ func pauseKey(key string) (string, bool) {
 // the pause's value in the key. One deployment only: a quorum or a
 // semaphore's name is refused (errors.ErrUnsupported).
 func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, error) {
-	s, keys, err := c.pauseTarget("pause", name)
+	s, lockKeys, err := c.pauseTarget("pause", name)
 	if err != nil {
 		return nil, err
 	}
-	key := keys[0]
+	key := lockKeys[0]
 	if p.Since.IsZero() {
 		p.Since = time.Now()
 	}
@@ -135,9 +136,9 @@ func (c *Client) Pause(ctx context.Context, name string, p Pause) (*Holder, erro
 		}
 	}
 	var script *redis.Cmd
-	err = pipelined(ctx, s.rdb, func(pipe redis.Pipeliner) { // pipeline.go: a refused connection is the script's error too
-		pipe.HSet(ctx, indexKey(c.prefix), key, "") // List shows the paused name, as it shows a taken one (admin_index.go)
-		script = pipe.Eval(ctx, pauseScript(), keys,
+	err = pipeline.Send(ctx, s.rdb, func(pipe redis.Pipeliner) { // a refused connection is the script's error too
+		pipe.HSet(ctx, keys.Index(c.prefix), key, "") // List shows the paused name, as it shows a taken one (admin_index.go)
+		script = pipe.Eval(ctx, pauseScript(), lockKeys,
 			pauseValue(p), ms, pausePrefix, markerPrefix)
 	})
 	res, serr := script.Slice()
@@ -193,8 +194,8 @@ func (c *Client) pauseTarget(op, name string) (*single, []string, error) {
 	if !ok {
 		return nil, nil, unsupported(fmt.Sprintf("%s %s: a key with '}' but no hash tag has no room for a pause beside it", op, key))
 	}
-	b, _ := lineBase(key)
-	return s, []string{key, pk, waitMark(key), b + ":q"}, nil
+	b, _ := keys.LineBase(key)
+	return s, []string{key, pk, keys.Mark(key), b + ":q"}, nil
 }
 
 // pauser is the one deployment that keeps c's locks, or for op an error

@@ -12,18 +12,11 @@ import (
 	"github.com/with-lock/with-lock/internal/keys"
 )
 
-// replacedKey is the key of the marker an Acquire with LockOptions.Replace
-// leaves beside the lock key key, in its Cluster slot: "<host:pid of the
-// replacer> <sha1 of the holder's token>", living as long as the holder's
-// key had left (plus a second), so that the holder's next renewal finds it.
-// It never holds a token.
-func replacedKey(key string) string { return keys.Replaced(key) }
-
-// extended reads the reply v (or err) of the extend scripts for the lock
-// key key: nil when extended, ErrLockNotHeld when the lock is not ours, a
-// *replacedError matching ErrReplaced when it was extended but a replacer
+// renewed reads the reply v (or err) of the renewal scripts for the lock
+// key key: nil when renewed, ErrLockNotHeld when the lock is not ours, a
+// *replacedError matching ErrReplaced when it was renewed but a replacer
 // asked its holder to stop.
-func extended(key string, v any, err error) error {
+func renewed(key string, v any, err error) error {
 	if err != nil {
 		return opError("extend", key, err)
 	}
@@ -39,7 +32,7 @@ func extended(key string, v any, err error) error {
 }
 
 // replacedError is Extend's answer for a lock that a replacer asked its
-// holder to give up: it was extended all the same.
+// holder to give up: it was renewed all the same.
 type replacedError struct{ key, by string }
 
 func (e *replacedError) Error() string {
@@ -100,7 +93,7 @@ func (c *Client) confirmReplacer(ctx context.Context, l *Lock, opts *LockOptions
 func replaceRefused(b backend, want *Lock, opts *LockOptions) error {
 	_, sem := b.(*semaphore)
 	switch s, _ := replacerKey(b, want); {
-	case s == nil || !hasLine(want.key):
+	case s == nil || !keys.HasLine(want.key):
 		return fmt.Errorf("acquire %s: %w", want.key, errReplaceUnsupported)
 	case sem && opts.MinReplicas > 0:
 		return unsupported(fmt.Sprintf("acquire %s: a semaphore does not wait for replicas (MinReplicas)", want.key))
@@ -115,8 +108,8 @@ func replacerKey(b backend, l *Lock) (*single, string) {
 	case *single:
 		return b, l.key
 	case *semaphore:
-		base, _ := lineBase(l.key)
-		return b.one, slotKey(base, l.slot)
+		base, _ := keys.LineBase(l.key)
+		return b.one, keys.Slot(base, l.slot)
 	}
 	return nil, ""
 }
@@ -142,12 +135,12 @@ func (s *single) confirm(ctx context.Context, l *Lock, key string, opts *LockOpt
 	if l.slot > 0 {
 		mine = l.c.breaker() + " "
 	}
-	n, err := rdb.Eval(ctx, replaceConfirmScript(), []string{key, fenceKey(l.key), replacedKey(l.key)}, l.token, ttl, fence, mine).Int64()
+	n, err := rdb.Eval(ctx, replaceConfirmScript(), []string{key, keys.Fence(l.key), keys.Replaced(l.key)}, l.token, ttl, fence, mine).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return fmt.Errorf("acquire %s: it expired before it was confirmed: %w", l.key, ErrLockNotHeld)
 	case isWrongType(err):
-		return wrongType(ctx, s.rdb, fenceKey(l.key), "fence counter", err)
+		return wrongType(ctx, s.rdb, keys.Fence(l.key), "fence counter", err)
 	case err != nil:
 		return fmt.Errorf("acquire %s: %w", l.key, err)
 	}
@@ -175,5 +168,5 @@ func (s *single) confirm(ctx context.Context, l *Lock, key string, opts *LockOpt
 // holder as replaced by by.
 func queueReplace(ctx context.Context, p redis.Pipeliner, r *room, by, entry string) *redis.Cmd {
 	paused, _ := pauseKey(r.key) // r has a line: its key has a base
-	return p.Eval(ctx, replaceScript(), []string{r.key, replacedKey(r.key), paused, r.queue()}, by, entry)
+	return p.Eval(ctx, replaceScript(), []string{r.key, keys.Replaced(r.key), paused, r.queue()}, by, entry)
 }

@@ -2,10 +2,12 @@ package withlock
 
 // What sends through shared round trips (roundtrip.go): an acquisition's
 // setter and a release's script sender, each sending a lone command at
-// once and the others in the next shared pipeline.
+// once and the others in the next shared pipeline; and how a release's
+// script is sent, whole or by its digest.
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,4 +120,50 @@ func (rt *roundTrips) evalSha(ctx context.Context, sha string, keys []string, ar
 	var cmd *redis.Cmd
 	rt.share(ctx, func(p redis.Pipeliner) { cmd = p.EvalSha(ctx, sha, keys, args...) }, l, false)
 	return cmd
+}
+
+// Sending the release script by its digest (EVALSHA) once a Client has sent
+// it whole.
+
+// releaseDigest is the SHA1 digest of releaseScript, what EVALSHA sends. It
+// is computed at a Client's second release, not at package initialization:
+// a one-shot process such as the CLI never sends it, and would pay for the
+// hash at every start.
+var releaseDigest = sync.OnceValue(func() string { return redis.NewScript(releaseScript()).Hash() })
+
+// How a Client sends the release script (single.releaseBy).
+const (
+	releaseWhole    int32 = iota // no release yet: EVAL
+	releaseByDigest              // one EVAL done: EVALSHA, EVAL on NOSCRIPT
+	releaseNoDigest              // EVALSHA refused by ACL: EVAL for good
+)
+
+// runRelease runs the release script with keys and args. A Client's first release sends
+// the whole script with EVAL, which also loads it into the server's cache;
+// every later one sends only its 40-byte digest instead of ~1,900 bytes that
+// Redis would hash again, and the whole script again when the server answers
+// NOSCRIPT (a restart, a failover, SCRIPT FLUSH, another Cluster node). The
+// rule is per Client, with no option: a one-shot process such as the CLI
+// releases once, so it always sends one plain EVAL (and never pays a
+// NOSCRIPT round trip on a fresh server), while a long-lived Client pays the
+// whole script once. A user whose ACL allows EVAL but not EVALSHA (the
+// least-privilege list in docs/production-redis.md) costs one refused EVALSHA, then EVAL only.
+func (s *single) runRelease(ctx context.Context, keys []string, args []any) (any, error) {
+	rdb := s.releaser() // roundtrip_senders.go
+	if s.releaseBy.Load() == releaseByDigest {
+		v, err := rdb.EvalSha(ctx, releaseDigest(), keys, args...).Result()
+		switch {
+		case err == nil: // HasErrorPrefix allocates even for nil
+			return v, nil
+		case redis.HasErrorPrefix(err, "NOPERM"):
+			s.releaseBy.Store(releaseNoDigest)
+		case !redis.HasErrorPrefix(err, "NOSCRIPT"):
+			return v, err
+		}
+	}
+	v, err := rdb.Eval(ctx, releaseScript(), keys, args...).Result()
+	if err == nil {
+		s.releaseBy.CompareAndSwap(releaseWhole, releaseByDigest)
+	}
+	return v, err
 }

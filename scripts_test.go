@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/with-lock/with-lock/internal/keys"
 	"github.com/with-lock/with-lock/internal/redistest"
 )
 
@@ -228,7 +229,7 @@ func TestTheFirstRenewalIndexesOnlyALockItExtended(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		index := indexKey(c.prefix)
+		index := keys.Index(c.prefix)
 		if err := rdb.HDel(ctx, index, l.key).Err(); err != nil { // the acquisition's entry
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"sync/atomic"
 	"time"
 )
@@ -70,7 +71,7 @@ func (ln *waitLine) wait(ctx context.Context, c *Client, name, token string, ttl
 			return nil, err
 		}
 	}
-	if fl, ok := c.b.(fairLine); ok && (queues(opts) || replace) && hasLine(want.key) {
+	if fl, ok := c.b.(fairLine); ok && (queues(opts) || replace) && keys.HasLine(want.key) {
 		// A replacer waits in the line whatever its options, and draws
 		// its fencing number or waits for replicas once it has the lock
 		// (replace.go).

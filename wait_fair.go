@@ -102,7 +102,7 @@ func queues(opts *LockOptions) bool {
 // guarded by fairRooms.mu, except the channels and err.
 type room struct {
 	key, base string
-	mark      string   // the key's waiting mark (waitMark)
+	mark      string   // the key's waiting mark (keys.Mark)
 	b         fairLine // the line's protocol: lineCheck, handed, mayHold
 	rdb       redis.UniversalClient
 	ps        *redis.PubSub
@@ -174,7 +174,7 @@ func (f *fairRooms) wait(ctx, tctx context.Context, c *Client, b fairLine, want 
 			return l, err
 		}
 	}
-	base, _ := lineBase(want.key)
+	base, _ := keys.LineBase(want.key)
 	w := &liner{want: want, got: make(chan lineResult, 1)}
 	if opts != nil && opts.Replace {
 		w.replacer = c.breaker() // replace.go: first in line, and the holder asked to stop
@@ -215,7 +215,7 @@ func (f *fairRooms) wait(ctx, tctx context.Context, c *Client, b fairLine, want 
 		// (a far waiter, until it confirms): renew once, and count from
 		// then.
 		sent := time.Now()
-		err := c.b.extend(tctx, l, l.ttl)
+		err := c.b.renew(tctx, l, l.ttl)
 		switch {
 		case err == nil, errors.Is(err, ErrReplaced):
 			// Replaced already: KeepAlive's first renewal says so.

@@ -8,6 +8,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -35,7 +36,7 @@ func (f *fairRooms) roomFor(b fairLine, key, base string) *room {
 		f.cid = hex.EncodeToString(b[:])
 	}
 	rdb := b.lineStore()
-	r := &room{key: key, base: base, mark: waitMark(key), b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	r := &room{key: key, base: base, mark: keys.Mark(key), b: b, rdb: rdb, confirmed: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	r.farOK = farWaiting(b)
 	if f.rooms == nil {
 		f.rooms = make(map[string]*room)
@@ -246,7 +247,7 @@ func (f *fairRooms) listen(r *room, channel string) {
 }
 
 // setAlive queues the refresh of the Client's liveness key and of the
-// key's waiting mark (waitMark) on p: both live aliveFor, so the mark
+// key's waiting mark (keys.Mark) on p: both live aliveFor, so the mark
 // outlives every live entry in line, and a release that finds it absent
 // may skip the line.
 func (r *room) setAlive(ctx context.Context, p redis.Pipeliner, cid string) {

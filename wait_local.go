@@ -1,7 +1,8 @@
 package withlock
 
 // The in-process queues: localQueues owns the waiting without the fair
-// line (one queue per lock that has waiters), its mutex, and the waiting in it.
+// line (one queue per lock that has waiters), its mutex, and the waiting in it;
+// the single backend's part of the local hand-off (handOver).
 
 import (
 	"context"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // localQueues is the waiting without the fair line (wait_fair.go): on a
@@ -291,4 +294,36 @@ func (lq *localQueues) takeHandOff(q *queue, w *waiter) *Lock {
 		}
 		<-w.woken // handOff wakes w when it is done
 	}
+}
+
+// handOver pipelines the release script for from and a SET NX PX for to,
+// with what goes with to's SET (sendWith): a handoff between waiters of one
+// Client costs one round trip, and the release is still the one EVAL whose
+// message wakes other processes.
+func (s *single) handOver(ctx context.Context, from, to *Lock) (got bool, err error) {
+	to.acquired = time.Now() // before sending: to's key cannot outlive acquired+ttl
+	var release *redis.Cmd
+	var set *redis.BoolCmd
+	_ = s.sendWith(ctx, s.rdb, to, to.acquired, false, func(p redis.Pipeliner) {
+		// As a Client with waiters of its own: the key's waiting mark is
+		// kept for those behind to, and the release message published.
+		release = p.Eval(ctx, releaseScript(), []string{from.key}, releaseArgs(from.token, from.waitMark(), 0, ownWaitersOutsideTheLine)...)
+		set = p.SetNX(ctx, to.key, to.token, to.ttl)
+	})
+	got, serr := set.Result()
+	if serr != nil && mayHaveLanded(serr) {
+		// The SET may still land, and the waiter may give up instead of
+		// trying again: then nobody would release that key.
+		s.abandon(ctx, to, false)
+	}
+	got = got && serr == nil
+	to.leaseSent = to.leaseSent && got
+	n, err := release.Int64()
+	switch {
+	case err != nil:
+		return got, opError("release", from.key, err)
+	case n == 0:
+		return got, ErrLockNotHeld
+	}
+	return got, nil
 }

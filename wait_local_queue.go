@@ -4,6 +4,7 @@ package withlock
 // waiter types, joining, leaving, and dropping an idle queue.
 
 import (
+	"github.com/with-lock/with-lock/internal/keys"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -142,7 +143,7 @@ func (lq *localQueues) leave(q *queue, w *waiter, l *Lock) {
 		// The next in line sleeps until our key would expire or a release.
 		// A wake-up pending for us now is stale: it announced a release
 		// from before our SET, as nobody else can release our key.
-		q.holder, q.holderExpires, q.backoff = holderOf(l.token), l.acquired.Add(l.ttl+expiryMargin), 0
+		q.holder, q.holderExpires, q.backoff = keys.Holder(l.token), l.acquired.Add(l.ttl+expiryMargin), 0
 	}
 	if i == 0 && len(q.waiters) > 0 {
 		next := q.waiters[0]

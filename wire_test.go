@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/with-lock/with-lock/internal/keys"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 
 // TestNewLockBuildsTheKeyAndWaitingMarkTheRuleGives checks that the key
 // and waiting mark newLock builds together, and the release arguments it
-// builds once, are those Key and waitMark give, for every shape of name
+// builds once, are those Key and keys.Mark give, for every shape of name
 // and prefix the hash-tag rule tells apart.
 func TestNewLockBuildsTheKeyAndWaitingMarkTheRuleGives(t *testing.T) {
 	t.Parallel()
@@ -43,13 +44,13 @@ func TestNewLockBuildsTheKeyAndWaitingMarkTheRuleGives(t *testing.T) {
 		if l.key != key {
 			t.Errorf("prefix %q name %q: key %q, want %q", tc.prefix, tc.name, l.key, key)
 		}
-		if got := l.waitMark(); got != waitMark(key) {
-			t.Errorf("key %q: waiting mark %q, want %q", key, got, waitMark(key))
+		if got := l.waitMark(); got != keys.Mark(key) {
+			t.Errorf("key %q: waiting mark %q, want %q", key, got, keys.Mark(key))
 		}
-		keys, args := l.releaseCall(0, "")
-		want := []any{"tok", waitMark(key)}
-		if !slices.Equal(keys, []string{key}) || !slices.Equal(derefArgs(args), want) {
-			t.Errorf("key %q: release KEYS %q ARGV %v, want %q %v", key, keys, derefArgs(args), []string{key}, want)
+		relKeys, args := l.releaseCall(0, "")
+		want := []any{"tok", keys.Mark(key)}
+		if !slices.Equal(relKeys, []string{key}) || !slices.Equal(derefArgs(args), want) {
+			t.Errorf("key %q: release KEYS %q ARGV %v, want %q %v", key, relKeys, derefArgs(args), []string{key}, want)
 		}
 	}
 }
@@ -218,7 +219,7 @@ func TestListReadsTheKeysTheWritersUse(t *testing.T) {
 	t.Parallel()
 	for _, key := range []string{"lock:a", "lock:{tag}a", "{lock:}x", "lock:a}b", "lock:{}a", "lock:{}a}", "lock:é-ü", "lock:"} {
 		t.Run(key, func(t *testing.T) {
-			want := []string{"earlier", key, fenceKey(key), recordKey(key), successKey(key), windowKey(key), leftKey(key)}
+			want := []string{"earlier", key, keys.Fence(key), keys.Record(key), keys.Success(key), keys.Window(key), keys.Left(key)}
 			if pk, ok := pauseKey(key); ok {
 				want = append(want, pk)
 			}

@@ -1,6 +1,6 @@
 -- break.lua: remove a lock whatever its token (breakScript, admin_list.go).
 -- slots_hand.lua and key_hand.lua come before.
--- KEYS[1]: the lock key; KEYS[2]: its break marker (brokenKey).
+-- KEYS[1]: the lock key; KEYS[2]: its break marker (keys.Broken).
 -- ARGV[1]: the key's line base ('' for none; its fair line and a
 -- semaphore's slot keys are built from it); ARGV[2]: who breaks it,
 -- "<host>:<pid>"; ARGV[3]: a pause's prefix.

@@ -2,7 +2,7 @@
 -- recreates a missing key (extendScript). A first renewal sends it with
 -- extend_index.lua after it.
 -- KEYS[1]: the lock key; KEYS[2], when sent: its replace marker
--- (replacedKey).
+-- (keys.Replaced).
 -- ARGV[1]: our token; ARGV[2]: the new TTL in ms; ARGV[3], when sent: any
 -- value, to have the server's TIME too.
 -- Returns 1 when extended, 0 when the lock is gone or someone else's;

@@ -2,7 +2,7 @@
 -- atomic step, and hand it to the first live waiter of its fair line
 -- (wait_fair.go) when one waits (releaseScript). key_hand.lua comes before.
 -- KEYS[1]: the lock key.
--- ARGV[1]: our token; ARGV[2]: the key's waiting mark (waitMark:
+-- ARGV[1]: our token; ARGV[2]: the key's waiting mark (keys.Mark:
 -- "<base>:w", where the base is "{key}" or the key itself when it has a
 -- hash tag; '' for a key with '}' but no hash tag, which has no line);
 -- ARGV[3], when sent: the ms the key must still live (min-hold), or 0;

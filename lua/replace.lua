@@ -1,5 +1,5 @@
 -- replace.lua: mark the holder of a lock as replaced, asking it to stop
--- (replaceScript, replace.go; see replacedKey).
+-- (replaceScript, replace.go; see keys.Replaced).
 -- KEYS[1]: the lock key; KEYS[2]: its replace marker; KEYS[3]: its pause
 -- (pause.lua); KEYS[4]: its fair line.
 -- ARGV[1]: the replacer's "<host>:<pid>"; ARGV[2]: the replacer's entry,

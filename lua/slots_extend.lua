@@ -1,6 +1,6 @@
 -- slots_extend.lua: extend.lua for a semaphore's slot (slotsExtendScript).
 -- KEYS[1]: the name's key K; KEYS[2]: the slot's key; KEYS[3]: the replace
--- marker (replacedKey); KEYS[4], on a first renewal: the prefix's index.
+-- marker (keys.Replaced); KEYS[4], on a first renewal: the prefix's index.
 -- ARGV[1]: our token; ARGV[2]: the TTL in ms; ARGV[3]: the marker.
 -- Returns 1, 0, or the replacer, as extend.lua does.
 --

@@ -1,6 +1,6 @@
 -- window.lua: read a lock's once-per marker and the server's TIME in one
 -- step (windowScript, onceper.go).
--- KEYS[1]: the marker (windowKey).
+-- KEYS[1]: the marker (keys.Window).
 -- ARGV: none.
 -- Returns {seconds, microseconds, the marker or nil}.
 --

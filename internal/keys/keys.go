@@ -134,7 +134,9 @@ const (
 // SideNames are the names of every side key, for telling one from a lock.
 var SideNames = []string{FenceName, RecordName, HistoryName, SuccessName, WindowName, BrokenName, ReplacedName, LeftName}
 
-// Fence is the key of key's fencing counter.
+// Fence is the key of key's fencing counter, in its Cluster slot so that
+// one script writes both: "{key}:fence" (docs/production-redis.md documents
+// it for ACLs).
 func Fence(key string) string { return Side(key, FenceName) }
 
 // Record is the key of key's last-run record.
@@ -150,11 +152,16 @@ func Success(key string) string { return Side(key, SuccessName) }
 // succeeded.
 func Window(key string) string { return Side(key, WindowName) }
 
-// Broken is the key of the marker Break leaves beside key for its holder.
+// Broken is the key of the marker Break leaves beside key for its holder:
+// "<host:pid of the breaker> <sha1 of each token removed>…", living as long
+// as the broken key had left (plus a second), so that its holder's next
+// renewal can find it.
 func Broken(key string) string { return Side(key, BrokenName) }
 
 // Replaced is the key of the marker a replacer leaves beside key for its
-// holder.
+// holder: "<host:pid of the replacer> <sha1 of the holder's token>", living
+// as long as the holder's key had left (plus a second), so that the
+// holder's next renewal finds it. It never holds a token.
 func Replaced(key string) string { return Side(key, ReplacedName) }
 
 // Left is the key of the note of key's run's leftover processes.

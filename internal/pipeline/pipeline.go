@@ -1,6 +1,6 @@
-package withlock
-
-// A pipeline whose connection Redis refused.
+// Package pipeline sends a go-redis pipeline so that a connection Redis
+// refused gives every command that refusal, not an empty reply.
+package pipeline
 
 import (
 	"context"
@@ -8,7 +8,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// pipelined sends what queue queues in one round trip on rdb. When the
+// Pipeliner is what can send a pipeline: a client, or one of its
+// connections.
+type Pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// Send sends what queue queues in one round trip on rdb. When the
 // connection itself failed with a reply from Redis (a wrong password,
 // answered to the handshake's HELLO and AUTH), go-redis returns that error
 // but leaves the commands without one, each reading as its zero value: a
@@ -16,7 +22,7 @@ import (
 // inspect the holder and fail there, in other words than a missing
 // password's. The error is then set on every command. It returns the
 // pipeline's error, as Pipelined does.
-func pipelined(ctx context.Context, rdb pipeSetter, queue func(redis.Pipeliner)) error {
+func Send(ctx context.Context, rdb Pipeliner, queue func(redis.Pipeliner)) error {
 	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		queue(p)
 		return nil
