@@ -181,7 +181,7 @@ const listChunk = 250
 // listKeysOf appends to keys those List reads of the lock key key, all in
 // its Cluster slot: the key itself, its fence counter, last-run record,
 // last success, once-per marker and leftovers note (keys.Side), and its pause
-// (pauseKey) where it can have one: 6 or 7 keys.
+// (keys.Pause) where it can have one: 6 or 7 keys.
 func listKeysOf(lockKeys []string, key string) []string {
 	open, close := "", "" // the line base is key itself (keys.HashTagged) or "{key}"
 	switch {

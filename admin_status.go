@@ -192,14 +192,14 @@ type nodeStatus struct {
 	done    string // the once-per marker, "" when none
 	left    string // the leftovers note, "" when none
 	evicts  string // as Status.EvictionPolicy
-	pause   string // the pause beside the key (pauseKey), "" when none
+	pause   string // the pause beside the key (keys.Pause), "" when none
 }
 
 // readStatus reads key's status on one node with statusScript, and what
 // the node says of its eviction policy (Status.EvictionPolicy).
 func readStatus(ctx context.Context, rdb redis.UniversalClient, key string) nodeStatus {
 	lockKeys := []string{key, keys.Fence(key), keys.Record(key), keys.Success(key), keys.Window(key), keys.Left(key)}
-	if pk, ok := pauseKey(key); ok {
+	if pk, ok := keys.Pause(key); ok {
 		lockKeys = append(lockKeys, pk) // pause.go
 	}
 	v, err := rdb.Eval(ctx, statusScript(), lockKeys, 1, 1).Slice()

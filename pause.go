@@ -103,12 +103,6 @@ func pauseOf(v string) (Pause, bool) {
 	return p, true
 }
 
-// pauseKey is where a pause is kept beside the lock key key, for Status
-// and Resume: "<base>:pause".
-func pauseKey(key string) (string, bool) {
-	return keys.Pause(key)
-}
-
 // Pause pauses the lock called name until Resume, or until p.Until when
 // set: every acquisition of it, by any Client on the deployment, fails at
 // once with a *NotObtainedError whose Paused is set (ErrPaused) and waits end. p.By and p.Since are
@@ -190,7 +184,7 @@ func (c *Client) pauseTarget(op, name string) (*single, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pk, ok := pauseKey(key)
+	pk, ok := keys.Pause(key)
 	if !ok {
 		return nil, nil, unsupported(fmt.Sprintf("%s %s: a key with '}' but no hash tag has no room for a pause beside it", op, key))
 	}

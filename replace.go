@@ -167,6 +167,6 @@ func (s *single) confirm(ctx context.Context, l *Lock, key string, opts *LockOpt
 // LPUSH of entry to the head of r's line, the script that marks r's
 // holder as replaced by by.
 func queueReplace(ctx context.Context, p redis.Pipeliner, r *room, by, entry string) *redis.Cmd {
-	paused, _ := pauseKey(r.key) // r has a line: its key has a base
+	paused, _ := keys.Pause(r.key) // r has a line: its key has a base
 	return p.Eval(ctx, replaceScript(), []string{r.key, keys.Replaced(r.key), paused, r.queue()}, by, entry)
 }

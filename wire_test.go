@@ -220,7 +220,7 @@ func TestListReadsTheKeysTheWritersUse(t *testing.T) {
 	for _, key := range []string{"lock:a", "lock:{tag}a", "{lock:}x", "lock:a}b", "lock:{}a", "lock:{}a}", "lock:é-ü", "lock:"} {
 		t.Run(key, func(t *testing.T) {
 			want := []string{"earlier", key, keys.Fence(key), keys.Record(key), keys.Success(key), keys.Window(key), keys.Left(key)}
-			if pk, ok := pauseKey(key); ok {
+			if pk, ok := keys.Pause(key); ok {
 				want = append(want, pk)
 			}
 			if got := listKeysOf([]string{"earlier"}, key); !slices.Equal(got, want) {

@@ -1,5 +1,5 @@
 -- pause.lua: pause a name (pauseScript, pause.go).
--- KEYS[1]: the lock key; KEYS[2]: its pause (pauseKey); KEYS[3]: its
+-- KEYS[1]: the lock key; KEYS[2]: its pause (keys.Pause); KEYS[3]: its
 -- waiting mark; KEYS[4]: its fair line.
 -- ARGV[1]: the pause's value; ARGV[2]: the ms it lasts (0: until resumed);
 -- ARGV[3]: the pause value's prefix (pausePrefix); ARGV[4]: a semaphore
