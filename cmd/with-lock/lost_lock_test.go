@@ -165,7 +165,7 @@ func TestStalledRedisStopsCommandBeforeKeyCanExpire(t *testing.T) {
 		t.Errorf("command dead %s after with-lock started: the key could have expired (TTL %s) while it ran", sinceStart, ttl)
 	}
 	// On a loaded host the deadline comes earlier, by at most the margin
-	// again (the library's keepalive_lateness.go).
+	// again (the library's keepalive_clocks.go).
 	if sinceStart < ttl-2*margin {
 		t.Errorf("command stopped %s after start, before the earliest local deadline (TTL-2×%s): a presumed loss came too early", sinceStart, margin)
 	}
