@@ -208,6 +208,18 @@ func SharedTrips(c *Client) (inFlight bool, waiting int) {
 	return rt.inFlight > 0, len(rt.pending)
 }
 
+// OneTripInFlight has c's shared round trips go one at a time, so that a
+// test holding one in flight has every other caller wait for the next.
+func OneTripInFlight(c *Client) {
+	rt := &c.b.(*single).trips
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.max = 1
+}
+
+// MaxTrips is how many shared round trips of a Client go at once.
+const MaxTrips = maxTrips
+
 // ExtendScript and ExtendIndexScript are the texts of a plain lock's
 // renewal and of its first renewal, as sent.
 func ExtendScript() string      { return extendScript() }

@@ -70,6 +70,7 @@ func TestConnectionKilledUnderASharedRoundTripFailsEachCallerAndLeavesNoLock(t *
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: user, Password: "pw", MaxRetries: -1, DisableIdentity: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := withlock.New(rdb, nil)
+	withlock.OneTripInFlight(c) // the round trip held in flight is the only one: every other caller waits for the next
 	warm, err := c.TryAcquire(ctx, "warm", time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)

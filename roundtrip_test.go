@@ -118,6 +118,7 @@ func TestConcurrentCallersSharingARoundTripEachGetTheirOwnResult(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: gate.dial, DisableIdentity: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := withlock.New(rdb, nil)
+	withlock.OneTripInFlight(c) // the round trip held in flight is the only one: every other caller waits for the next
 	other := withlock.New(admin, nil)
 
 	// The Client's first acquisition and release (INFO, EVAL) are done
@@ -385,6 +386,53 @@ func TestALoneCallerSendsAtOnce(t *testing.T) {
 		}
 		if r.l != nil {
 			l = r.l
+		}
+	}
+}
+
+// TestCallersGoAtOnceUntilMaxTripsAreInFlight: while fewer than MaxTrips
+// round trips of a Client are in flight, a caller sends its command at
+// once, on a connection of its own; once MaxTrips are, the next caller
+// waits for a shared round trip. Each gets its own lock when the replies
+// come.
+func TestCallersGoAtOnceUntilMaxTripsAreInFlight(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), promptly)
+	defer cancel()
+	srv := redistest.Start(t)
+	gate := newReplyGate()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: gate.dial, DisableIdentity: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := withlock.New(rdb, nil)
+	warm, err := c.TryAcquire(ctx, "warm", time.Minute, nil) // the first acquisition also writes the index and asks INFO
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	gate.set(true)
+	results := make(chan callResult, withlock.MaxTrips+1)
+	for i := range withlock.MaxTrips {
+		go func() { results <- acquiring(c, ctx, fmt.Sprintf("at-once-%d", i))() }()
+		eventually(t, fmt.Sprintf("caller %d sent at once", i+1), func() bool {
+			held, _ := gate.state()
+			return held == i+1
+		})
+		if _, n := withlock.SharedTrips(c); n != 0 {
+			t.Fatalf("caller %d: %d callers waiting, want none: it had a round trip of its own", i+1, n)
+		}
+	}
+	go func() { results <- acquiring(c, ctx, "waits")() }()
+	eventually(t, "the caller past MaxTrips waits for a shared round trip", func() bool {
+		_, n := withlock.SharedTrips(c)
+		return n == 1
+	})
+	gate.set(false)
+	for range withlock.MaxTrips + 1 {
+		if err := wantLock(recv(t, results)); err != nil {
+			t.Error(err)
 		}
 	}
 }
