@@ -347,17 +347,7 @@ func TestALoneCallerSendsAtOnce(t *testing.T) {
 	defer cancel()
 	srv := redistest.Start(t)
 	admin := srv.Client()
-	gate := newReplyGate()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: gate.dial, DisableIdentity: true})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := withlock.New(rdb, nil)
-	warm, err := c.TryAcquire(ctx, "alone", time.Minute, nil) // the first acquisition also writes the index and asks INFO
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c, gate := warmGatedClient(t, ctx, srv, "alone")
 
 	var l *withlock.Lock // the acquisition's, for the release
 	for _, step := range []struct {
@@ -399,18 +389,7 @@ func TestCallersGoAtOnceUntilMaxTripsAreInFlight(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), promptly)
 	defer cancel()
-	srv := redistest.Start(t)
-	gate := newReplyGate()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: gate.dial, DisableIdentity: true})
-	t.Cleanup(func() { _ = rdb.Close() })
-	c := withlock.New(rdb, nil)
-	warm, err := c.TryAcquire(ctx, "warm", time.Minute, nil) // the first acquisition also writes the index and asks INFO
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c, gate := warmGatedClient(t, ctx, redistest.Start(t), "warm")
 
 	gate.set(true)
 	results := make(chan callResult, withlock.MaxTrips+1)
@@ -435,4 +414,23 @@ func TestCallersGoAtOnceUntilMaxTripsAreInFlight(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// warmGatedClient is a Client whose connections pass a reply gate (open),
+// past its first acquisition and release of name, which also write the
+// index and ask INFO: what a test then sends is its own commands alone.
+func warmGatedClient(t *testing.T, ctx context.Context, srv *redistest.Server, name string) (*withlock.Client, *replyGate) {
+	t.Helper()
+	gate := newReplyGate()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: gate.dial, DisableIdentity: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := withlock.New(rdb, nil)
+	warm, err := c.TryAcquire(ctx, name, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c, gate
 }
