@@ -23,6 +23,7 @@ func (r *results) report() report {
 	var b strings.Builder
 	b.WriteString(r.uncontendedTable())
 	b.WriteString("\n" + r.throughputRatios() + "\n" + r.pairedThroughput())
+	b.WriteString(r.cpuTable())
 	b.WriteString(r.contendedTable())
 	b.WriteString(r.fairTable())
 	b.WriteString(r.slotsTable())
@@ -132,13 +133,6 @@ func (r *results) throughputRatios() string {
 func (r *results) pairedThroughput() string {
 	var b strings.Builder
 	o := r.byName(oursName)
-	paired := func(ours, theirs []float64) float64 {
-		var ratios []float64
-		for i := range min(len(ours), len(theirs)) {
-			ratios = append(ratios, theirs[i]/ours[i])
-		}
-		return medianF(ratios)
-	}
 	for _, l := range r.libs {
 		if !l.lib.uncontended || l == o {
 			continue
@@ -346,13 +340,6 @@ func mdTable(header []string, rows [][]string) string {
 // brackets).
 func (r *results) throughputTargets(add func(what string, met bool, format string, args ...any)) {
 	o, floor := r.byName(oursName), r.byName("raw go-redis floor")
-	paired := func(ours, theirs []float64) float64 {
-		var ratios []float64
-		for i := range min(len(ours), len(theirs)) {
-			ratios = append(ratios, theirs[i]/ours[i])
-		}
-		return medianF(ratios)
-	}
 	for _, n := range []struct {
 		goroutines int
 		us         func(*libResult) []float64
@@ -373,4 +360,44 @@ func (r *results) throughputTargets(add func(what string, met bool, format strin
 				"%.3f× (paired %.3f×)", ratio, paired(n.us(o), n.us(base)))
 		}
 	}
+	r.sharedTripTargets(add)
+}
+
+// sharedTripTargets are the targets of round trips shared between a
+// Client's concurrent callers: at least the raw EVAL floor's pairs/s at 1
+// and 16 goroutines and rueidislock's (which auto-pipelines) at 16, as
+// medians of per-round ratios, at no more CPU per pair (bench process and
+// redis-server) than rueidislock's at 16.
+func (r *results) sharedTripTargets(add func(what string, met bool, format string, args ...any)) {
+	o, floor, ru := r.byName(oursName), r.byName("raw go-redis floor"), r.byName("rueidislock")
+	if o == nil || floor == nil || ru == nil {
+		return
+	}
+	for _, t := range []struct {
+		base       *libResult
+		goroutines int
+		ours, them []float64
+	}{
+		{floor, 1, o.us1, floor.us1},
+		{floor, 16, o.us16, floor.us16},
+		{ru, 16, o.us16, ru.us16},
+	} {
+		p := paired(t.ours, t.them)
+		add(fmt.Sprintf("shared round trips: pairs/s ≥ 1.0× %s's, %d goroutine(s), median of per-round ratios", t.base.lib.name, t.goroutines), p >= 1,
+			"%.3f×", p)
+	}
+	cpu, ruCPU := medianF(o.clientCPU16)+medianF(o.serverCPU16), medianF(ru.clientCPU16)+medianF(ru.serverCPU16)
+	add("shared round trips: CPU per pair at 16 goroutines ≤ rueidislock's", cpu <= ruCPU,
+		"%.1f vs %.1f µs (bench process + redis-server)", cpu, ruCPU)
+}
+
+// paired is the median over rounds of theirs/ours, each ratio of two
+// figures measured in the same round: a slow spell of the shared machine
+// slows both sides of it. With µs per pair, ≥ 1 means ours is faster.
+func paired(ours, theirs []float64) float64 {
+	var ratios []float64
+	for i := range min(len(ours), len(theirs)) {
+		ratios = append(ratios, theirs[i]/ours[i])
+	}
+	return medianF(ratios)
 }
