@@ -373,16 +373,17 @@ func (r *results) sharedTripTargets(add func(what string, met bool, format strin
 	if o == nil || floor == nil || ru == nil {
 		return
 	}
+	us := func(l *libResult, goroutines int) []float64 {
+		if goroutines == 1 {
+			return l.us1
+		}
+		return l.us16
+	}
 	for _, t := range []struct {
 		base       *libResult
 		goroutines int
-		ours, them []float64
-	}{
-		{floor, 1, o.us1, floor.us1},
-		{floor, 16, o.us16, floor.us16},
-		{ru, 16, o.us16, ru.us16},
-	} {
-		p := paired(t.ours, t.them)
+	}{{floor, 1}, {floor, 16}, {ru, 16}} {
+		p := paired(us(o, t.goroutines), us(t.base, t.goroutines))
 		add(fmt.Sprintf("shared round trips: pairs/s ≥ 1.0× %s's, %d goroutine(s), median of per-round ratios", t.base.lib.name, t.goroutines), p >= 1,
 			"%.3f×", p)
 	}
