@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -51,6 +52,7 @@ func libs() []lib {
 		{name: "raw go-redis floor", config: "SET NX PX + EVAL of a compare-and-delete script, nothing else", open: openRaw, uncontended: true},
 		{name: "raw go-redis floor, EVALSHA", config: "SET NX PX + the same script through redis.Script.Run: EVALSHA, EVAL only on NOSCRIPT", open: openRawSHA, uncontended: true},
 		{name: "raw go-redis floor, with-lock's commands", config: "the EVALSHA floor sending exactly what with-lock sends: its 50-byte token, and its release script (lua/key_hand.lua and lua/release.lua, comment lines stripped) with its two arguments (token, the waiting mark); what is left between this row and with-lock's is with-lock's own code", open: openRawSame, uncontended: true},
+		{name: "raw go-redis floor, with-lock's commands, held connections", config: "the row above, each goroutine sending on a connection of its own held out of go-redis's pool (Client.Conn): no pool Get and Put and no MSG_PEEK health check per command; what go-redis's pool costs a lone caller", open: openRawSameHeld, uncontended: true},
 		{name: "bsm/redislock", config: "Obtain with LinearBackoff(10ms) / Release", open: openRedislock(10 * time.Millisecond), uncontended: true, contended: true},
 		{name: "bsm/redislock, spin", config: "Obtain without retry, called again at once until it succeeds", open: openRedislock(0), contended: true},
 		{name: "redsync", config: "Mutex.LockContext with default retry delays (50–250 ms) and unlimited tries / UnlockContext", open: openRedsync, uncontended: true, contended: true},
@@ -149,6 +151,41 @@ type rawSame struct {
 	rdb     *redis.Client
 	release *redis.Script
 	prefix  string // "<host>:<pid>:", as with-lock's tokens start
+
+	// held, when not nil, is a connection per lock name held out of rdb's
+	// pool: each goroutine of the bench takes its own name.
+	mu   sync.Mutex
+	held map[string]*redis.Conn
+}
+
+func openRawSameHeld(addr string) (locker, error) {
+	l, err := openRawSame(addr)
+	if err != nil {
+		return nil, err
+	}
+	l.(*rawSame).held = map[string]*redis.Conn{}
+	return l, nil
+}
+
+// setScripter is what rawSame sends its two commands through.
+type setScripter interface {
+	redis.Scripter
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+}
+
+// conn is what the lock called name is taken and released on.
+func (r *rawSame) conn(name string) setScripter {
+	if r.held == nil {
+		return r.rdb
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.held[name]
+	if c == nil {
+		c = r.rdb.Conn()
+		r.held[name] = c
+	}
+	return c
 }
 
 func openRawSame(addr string) (locker, error) {
@@ -171,7 +208,8 @@ func (r *rawSame) lock(ctx context.Context, name string) (unlockFunc, error) {
 	_, _ = rand.Read(b[:])
 	token := r.prefix + strconv.FormatInt(time.Now().UnixMilli(), 36) + "." + hex.EncodeToString(b[:])
 	key, mark := "lock:"+name, "{lock:"+name+"}:w"
-	ok, err := r.rdb.SetNX(ctx, key, token, lockTTL).Result()
+	rdb := r.conn(name)
+	ok, err := rdb.SetNX(ctx, key, token, lockTTL).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -179,11 +217,16 @@ func (r *rawSame) lock(ctx context.Context, name string) (unlockFunc, error) {
 		return nil, errors.New("raw floor: lock busy (it does not wait)")
 	}
 	return func(ctx context.Context) error {
-		return r.release.Run(ctx, r.rdb, []string{key}, token, mark).Err()
+		return r.release.Run(ctx, rdb, []string{key}, token, mark).Err()
 	}, nil
 }
 
-func (r *rawSame) close() { _ = r.rdb.Close() }
+func (r *rawSame) close() {
+	for _, c := range r.held {
+		_ = c.Close()
+	}
+	_ = r.rdb.Close()
+}
 
 // --- bsm/redislock ---
 

@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "where to write the report ('' for nowhere)")
 	flag.StringVar(&c.svg, "svg", "handoff.svg", "where to write the chart ('' for nowhere)")
 	flag.BoolVar(&c.noTracking, "no-tracking", false, "skip the start-up by tracking mode under a booted systemd (the beds module)")
-	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, contended, fair, cli, tracking, piped, list or scale) and write no files, for profiling")
+	flag.StringVar(&c.only, "only", "", "run only this part (uncontended, lone, contended, fair, cli, tracking, piped, list or scale) and write no files, for profiling; lone: with-lock beside the floors at one goroutine, in alternating blocks")
 	c.scale.flags()
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -92,6 +92,9 @@ func run(c config) error {
 		defer l.close()
 		lockers[lb.name] = l
 		res.libs = append(res.libs, &libResult{lib: lb, modes: map[string]*modeResult{}})
+	}
+	if c.only == "lone" {
+		return runLone(lockers)
 	}
 
 	// Uncontended: interleaved rounds, each library once per round, after
